@@ -1,0 +1,330 @@
+"""GE's computation graph, modelled in Python: ComputeGraph, Node, OpDesc, TensorDesc and anchors.
+
+Every later stage (rules, streams, memory, tasks) reads this IR, so it follows GE's shapes closely: data edges
+join an output anchor (`node:out_index`) to an input anchor (`node:in_index`); an input anchor has at most one
+producer, an output fans out, input anchors may stay unconnected; a consumer's input desc may differ from its
+producer's output desc; subgraphs are owned by a node (If / While / PartitionedCall) and the root graph keeps
+them all. The adjacency lives in a networkx MultiDiGraph (topological order, cycles); the per-anchor peer lists
+sit on the nodes so the rules' navigation (peer of an input, consumers of an output) is O(1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+AttrValue = bool | int | float | str | list[bool] | list[int] | list[float] | list[str]
+
+# Graph attributes GE reads at this stage (spec §2.2, §2.4).
+ATTR_SINGLE_OP_SCENE = "_single_op_scene"
+ATTR_MEMORY_DISCONTIGUOUS_ALLOCATION = "_memory_discontiguous_allocation"
+ATTR_DYNAMIC_SHAPE_PARTITIONED = "_dynamic_shape_partitioned"
+ATTR_PARENT_NODE_INDEX = "_parent_node_index"
+
+
+def copy_attrs(attrs: dict[str, AttrValue]) -> dict[str, AttrValue]:
+    """A copy of an attribute map whose list values are copied too."""
+    out: dict[str, AttrValue] = {}
+    for k, v in attrs.items():
+        out[k] = v.copy() if isinstance(v, list) else v  # type: ignore[assignment]
+    return out
+
+
+@dataclass(eq=False)
+class TensorDesc:
+    """GE's GeTensorDesc: storage and origin shape/format, dtype, and attributes (e.g. memory type)."""
+
+    shape: tuple[int, ...]
+    dtype: str = "float"
+    format: str = "ND"
+    origin_shape: tuple[int, ...] = ()
+    origin_format: str = "ND"
+    attrs: dict[str, AttrValue] = field(default_factory=dict)
+
+    def copy(self) -> TensorDesc:
+        """An independent copy (attribute lists copied too)."""
+        return TensorDesc(
+            self.shape,
+            self.dtype,
+            self.format,
+            self.origin_shape,
+            self.origin_format,
+            copy_attrs(self.attrs),
+        )
+
+    @property
+    def is_valid(self) -> bool:
+        """GE treats a desc as invalid only when its dtype is undefined and its format RESERVED."""
+        return not (self.dtype == "undefined" and self.format == "RESERVED")
+
+    def same_as(self, other: TensorDesc) -> bool:
+        """Field-by-field equality (descs are identity-compared elsewhere)."""
+        return (
+            self.shape == other.shape
+            and self.dtype == other.dtype
+            and self.format == other.format
+            and self.origin_shape == other.origin_shape
+            and self.origin_format == other.origin_format
+            and self.attrs == other.attrs
+        )
+
+
+@dataclass(eq=False)
+class OpDesc:
+    """GE's OpDesc: name, type, typed attributes, input/output descs, engine, kernel library, stream."""
+
+    name: str
+    type: str
+    attrs: dict[str, AttrValue] = field(default_factory=dict)
+    input_descs: list[TensorDesc] = field(default_factory=list)
+    output_descs: list[TensorDesc] = field(default_factory=list)
+    input_names: list[str] = field(default_factory=list)
+    output_names: list[str] = field(default_factory=list)
+    engine: str = ""  # GE's OpEngineName
+    kernel_lib: str = ""  # GE's OpKernelLibName: the task builder's registry key
+    stream_id: int = -1
+    subgraph_names: list[str] = field(default_factory=list)
+    workspace_bytes: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class InAnchor:
+    """Input anchor `node:index` (GE's InDataAnchor)."""
+
+    node: Node
+    index: int
+
+    @property
+    def desc(self) -> TensorDesc:
+        """The consumer's input desc at this index."""
+        return self.node.op.input_descs[self.index]
+
+    @property
+    def peer(self) -> OutAnchor | None:
+        """The producer's output anchor, or None when unconnected."""
+        return self.node.in_peers[self.index]
+
+    def __str__(self) -> str:
+        return f"{self.node.name}:in{self.index}"
+
+
+@dataclass(frozen=True, slots=True)
+class OutAnchor:
+    """Output anchor `node:index` (GE's OutDataAnchor)."""
+
+    node: Node
+    index: int
+
+    @property
+    def desc(self) -> TensorDesc:
+        """The producer's output desc at this index."""
+        return self.node.op.output_descs[self.index]
+
+    @property
+    def consumers(self) -> list[InAnchor]:
+        """Every input anchor this output feeds, in edge creation order."""
+        return self.node.out_peers[self.index]
+
+    def __str__(self) -> str:
+        return f"{self.node.name}:{self.index}"
+
+
+class Node:
+    """A node of a ComputeGraph: its OpDesc, its owner graph and its anchors' peers."""
+
+    __slots__ = ("control_in", "control_out", "graph", "in_peers", "op", "out_peers", "seq")
+
+    def __init__(self, op: OpDesc, graph: ComputeGraph, seq: int) -> None:
+        self.op = op
+        self.graph = graph
+        self.seq = seq
+        self.in_peers: list[OutAnchor | None] = [None] * len(op.input_descs)
+        self.out_peers: list[list[InAnchor]] = [[] for _ in op.output_descs]
+        self.control_in: list[Node] = []
+        self.control_out: list[Node] = []
+
+    @property
+    def name(self) -> str:
+        """The node's (unique) name."""
+        return self.op.name
+
+    @property
+    def type(self) -> str:
+        """The op type, e.g. `ConcatD`."""
+        return self.op.type
+
+    def in_anchor(self, index: int) -> InAnchor:
+        """Input anchor `index`."""
+        return InAnchor(self, index)
+
+    def out_anchor(self, index: int) -> OutAnchor:
+        """Output anchor `index`."""
+        return OutAnchor(self, index)
+
+    @property
+    def in_anchors(self) -> list[InAnchor]:
+        """All input anchors, connected or not."""
+        return [InAnchor(self, i) for i in range(len(self.in_peers))]
+
+    @property
+    def out_anchors(self) -> list[OutAnchor]:
+        """All output anchors."""
+        return [OutAnchor(self, i) for i in range(len(self.out_peers))]
+
+    def out_data_nodes(self) -> list[Node]:
+        """Consumer nodes over all outputs, in anchor then edge order (GE's GetOutDataNodes)."""
+        return [a.node for peers in self.out_peers for a in peers]
+
+    def subgraphs(self) -> list[ComputeGraph]:
+        """The subgraphs this node owns, in instance-name order."""
+        root = self.graph.root
+        return [root.subgraphs[n] for n in self.op.subgraph_names if n in root.subgraphs]
+
+    def __repr__(self) -> str:
+        return f"Node({self.name!r}, {self.type!r})"
+
+
+class GraphError(Exception):
+    """A structural mistake while building a graph (duplicate name, double producer, bad index, cycle)."""
+
+
+class ComputeGraph:
+    """GE's ComputeGraph: nodes, data and control edges, graph attributes, and owned subgraphs."""
+
+    def __init__(self, name: str, *, attrs: dict[str, AttrValue] | None = None, unknown_shape: bool = False) -> None:
+        self.name = name
+        self.attrs: dict[str, AttrValue] = dict(attrs or {})
+        self.unknown_shape = unknown_shape  # GE's GetGraphUnknownFlag
+        self.parent_node: Node | None = None
+        self.parent_graph: ComputeGraph | None = None
+        self.subgraphs: dict[str, ComputeGraph] = {}  # kept on the root graph, as GE does
+        self.nx = nx.MultiDiGraph()
+        self._nodes: dict[str, Node] = {}
+        self._topo: list[Node] | None = None
+
+    # ---- structure -------------------------------------------------------------------------------------
+    @property
+    def root(self) -> ComputeGraph:
+        """The root graph (self for the root)."""
+        g = self
+        while g.parent_graph is not None:
+            g = g.parent_graph
+        return g
+
+    @property
+    def is_root(self) -> bool:
+        """True for the root graph."""
+        return self.parent_graph is None
+
+    def add_node(self, op: OpDesc) -> Node:
+        """Add a node for `op`; names must be unique in the graph."""
+        if op.name in self._nodes:
+            raise GraphError(f"duplicate node name '{op.name}'")
+        node = Node(op, self, len(self._nodes))
+        self._nodes[op.name] = node
+        self.nx.add_node(op.name)
+        self._topo = None
+        return node
+
+    def node(self, name: str) -> Node | None:
+        """The node called `name`, or None."""
+        return self._nodes.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._nodes
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def add_data_edge(self, src: Node, out_index: int, dst: Node, in_index: int) -> None:
+        """Connect `src:out_index` to `dst:in_index` (the input must be free)."""
+        if not 0 <= out_index < len(src.out_peers):
+            raise GraphError(f"node '{src.name}' has {len(src.out_peers)} output(s); output {out_index} does not exist")
+        if not 0 <= in_index < len(dst.in_peers):
+            raise GraphError(f"node '{dst.name}' has {len(dst.in_peers)} input(s); input {in_index} does not exist")
+        current = dst.in_peers[in_index]
+        if current is not None:
+            raise GraphError(
+                f"input {in_index} of node '{dst.name}' already has a producer ({current}); "
+                f"cannot also connect {src.name}:{out_index}"
+            )
+        dst.in_peers[in_index] = OutAnchor(src, out_index)
+        src.out_peers[out_index].append(InAnchor(dst, in_index))
+        self.nx.add_edge(src.name, dst.name, key=("d", out_index, in_index))
+        self._topo = None
+
+    def add_control_edge(self, src: Node, dst: Node) -> None:
+        """Add a control edge src -> dst."""
+        if dst in src.control_out:
+            return
+        src.control_out.append(dst)
+        dst.control_in.append(src)
+        self.nx.add_edge(src.name, dst.name, key=("c",))
+        self._topo = None
+
+    def set_subgraph(self, owner: Node, sub: ComputeGraph) -> None:
+        """Attach `sub` as a subgraph owned by `owner` (registered on the root graph)."""
+        root = self.root
+        if sub.name in root.subgraphs or sub.name == root.name:
+            raise GraphError(f"duplicate subgraph name '{sub.name}'")
+        sub.parent_node = owner
+        sub.parent_graph = owner.graph
+        root.subgraphs[sub.name] = sub
+        if sub.name not in owner.op.subgraph_names:
+            owner.op.subgraph_names.append(sub.name)
+
+    # ---- traversal -------------------------------------------------------------------------------------
+    def find_cycle(self) -> list[str] | None:
+        """Node names along a cycle, or None when the graph is acyclic."""
+        try:
+            edges = nx.find_cycle(self.nx)
+        except nx.NetworkXNoCycle:
+            return None
+        return [str(e[0]) for e in edges] + [str(edges[-1][1])]
+
+    def topological_order(self) -> list[Node]:
+        """Nodes in a stable topological order: among ready nodes, the one added first."""
+        if self._topo is None:
+            seq = {name: n.seq for name, n in self._nodes.items()}
+            try:
+                names = nx.lexicographical_topological_sort(self.nx, key=seq.__getitem__)
+                self._topo = [self._nodes[n] for n in names]
+            except nx.NetworkXUnfeasible:
+                raise GraphError(f"graph '{self.name}' has a cycle: {' -> '.join(self.find_cycle() or [])}") from None
+        return self._topo
+
+    def direct_nodes(self) -> list[Node]:
+        """This graph's own nodes in topological order (GE's GetDirectNode)."""
+        return self.topological_order()
+
+    def nodes_in_insertion_order(self) -> Iterator[Node]:
+        """This graph's own nodes in the order they were added."""
+        return iter(self._nodes.values())
+
+    def all_subgraphs(self) -> list[ComputeGraph]:
+        """Every subgraph below this graph, parents before children, in owner topological order."""
+        out: list[ComputeGraph] = []
+        for node in self.topological_order():
+            for sub in node.subgraphs():
+                out.append(sub)
+                out.extend(sub.all_subgraphs())
+        return out
+
+    def all_nodes(self) -> list[Node]:
+        """This graph's nodes and, after each owner, its subgraphs' nodes (GE's GetAllNodes)."""
+        out: list[Node] = []
+        for node in self.topological_order():
+            out.append(node)
+            for sub in node.subgraphs():
+                out.extend(sub.all_nodes())
+        return out
+
+    def edge_count(self) -> tuple[int, int]:
+        """(data edges, control edges) of this graph alone."""
+        data = sum(1 for _, _, k in self.nx.edges(keys=True) if k[0] == "d")
+        return data, self.nx.number_of_edges() - data
+
+    def __repr__(self) -> str:
+        return f"ComputeGraph({self.name!r}, {len(self._nodes)} nodes)"
