@@ -118,7 +118,7 @@ def _to_diagnostic(doc: YamlDoc, err: ValidationError, what: str) -> Iterable[Di
             )
         return
     if err.validator == "required" and isinstance(value, dict):
-        missing = [k for k in list(err.validator_value) if k not in value]  # type: ignore[call-overload]
+        missing = [k for k in list(err.validator_value) if k not in value]  # type: ignore[arg-type]
         for key in missing:
             yield Diagnostic("schema", f"missing required key '{key}'{where}", doc.span(path))
         return
@@ -138,7 +138,7 @@ def _to_diagnostic(doc: YamlDoc, err: ValidationError, what: str) -> Iterable[Di
         yield Diagnostic("schema", f"invalid value {json.dumps(value)}" + (f": {desc}" if desc else ""), doc.span(path))
         return
     if err.validator == "enum":
-        options = [str(v) for v in list(err.validator_value)]  # type: ignore[call-overload]
+        options = [str(v) for v in list(err.validator_value)]  # type: ignore[arg-type]
         yield Diagnostic(
             "schema",
             f"invalid value {json.dumps(value)}: expected one of {', '.join(options)}",
