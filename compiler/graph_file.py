@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,8 @@ _SHORTHAND = re.compile(r"^\s*([A-Za-z0-9_]+)\s*\[([-0-9,\s]*)\]\s*([A-Za-z0-9_]
 _EDGE = re.compile(r"^\s*([^\s:]+):(\d+)\s*->\s*([^\s:]+):(\d+)\s*$")
 
 PathT = list[str | int]
+# Characters PyYAML's reader rejects or reads as line breaks (all in the BMP, so \uXXXX escapes suffice).
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]")
 
 
 @dataclass
@@ -60,17 +62,17 @@ class _Builder:
         self.diags.append(Diagnostic(code, message, self.doc.span(path, key=key), hint=hint))
 
     # ---- descs ----------------------------------------------------------------------------------------
-    def dtype(self, name: str, path: PathT) -> str:
+    def dtype(self, name: str, path: PathT, where: str) -> str:
         canon = formats.canonical_dtype(name)
         if canon is None:
-            self.fail(f"unknown dtype '{name}'", path, hint=did_you_mean(name.lower(), formats.DTYPES))
+            self.fail(f"{where}: unknown dtype '{name}'", path, hint=did_you_mean(name.lower(), formats.DTYPES))
             return "undefined"
         return canon
 
-    def format(self, name: str, path: PathT) -> str:
+    def format(self, name: str, path: PathT, where: str) -> str:
         canon = formats.canonical_format(name)
         if canon is None:
-            self.fail(f"unknown format '{name}'", path, hint=did_you_mean(name.upper(), formats.FORMATS))
+            self.fail(f"{where}: unknown format '{name}'", path, hint=did_you_mean(name.upper(), formats.FORMATS))
             return "ND"
         return canon
 
@@ -78,25 +80,28 @@ class _Builder:
         if isinstance(raw, str):
             m = _SHORTHAND.match(raw)
             assert m is not None  # guaranteed by the schema pattern
-            dims_text = [d.strip() for d in m.group(2).split(",") if d.strip()]
+            inner = m.group(2).strip()
+            dims_text = [d.strip() for d in inner.split(",")] if inner else []
             dims: list[int] = []
             for d in dims_text:
                 try:
                     dims.append(int(d))
                 except ValueError:
-                    self.fail(f"{where}: dimension '{d}' is not an integer", path)
+                    what = f"dimension '{d}' is not an integer" if d else f"empty dimension in '[{m.group(2)}]'"
+                    self.fail(f"{where}: {what}", path)
                     dims.append(1)
-            fmt = self.format(m.group(3), path) if m.group(3) else "ND"
+            fmt = self.format(m.group(3), path, where) if m.group(3) else "ND"
             self.check_dims(dims, path, where)
-            dtype = self.dtype(m.group(1), path)
+            dtype = self.dtype(m.group(1), path, where)
             return TensorDesc(tuple(dims), dtype, fmt, tuple(dims), fmt)
-        dtype = self.dtype(raw.get("dtype", "float"), [*path, "dtype"])
-        given = self.format(raw["format"], [*path, "format"]) if "format" in raw else None
-        ogiven = self.format(raw["origin_format"], [*path, "origin_format"]) if "origin_format" in raw else None
+        dtype = self.dtype(raw.get("dtype", "float"), [*path, "dtype"], where)
+        given = self.format(raw["format"], [*path, "format"], where) if "format" in raw else None
+        ogiven = self.format(raw["origin_format"], [*path, "origin_format"], where) if "origin_format" in raw else None
         fmt = given or ogiven or "ND"
         ofmt = ogiven or fmt
-        shape = raw.get("shape")
-        oshape = raw.get("origin_shape")
+        # JSON Schema's "integer" admits 2.0; keep Python ints so a saved file reads back the same.
+        shape: Any = None if raw.get("shape") is None else [int(d) for d in raw["shape"]]
+        oshape: Any = None if raw.get("origin_shape") is None else [int(d) for d in raw["origin_shape"]]
         if shape is not None:
             self.check_dims(shape, [*path, "shape"], where)
         if oshape is not None:
@@ -118,7 +123,7 @@ class _Builder:
                     path,
                 )
             oshape = shape
-        attrs = self.attrs(raw.get("attrs", {}), [*path, "attrs"])
+        attrs = self.attrs(raw.get("attrs", {}), [*path, "attrs"], where)
         return TensorDesc(tuple(shape), dtype, fmt, tuple(oshape), ofmt, attrs)
 
     def check_dims(self, dims: Sequence[int], path: PathT, where: str) -> None:
@@ -129,13 +134,17 @@ class _Builder:
                     [*path, i],
                 )
 
-    def attrs(self, raw: dict[str, Any], path: PathT) -> dict[str, AttrValue]:
+    def attrs(self, raw: dict[str, Any], path: PathT, where: str) -> dict[str, AttrValue]:
         out: dict[str, AttrValue] = {}
+        hint = "NaN never equals itself, so the graph could not be compared or saved and read back"
         for k, v in raw.items():
             if isinstance(v, list):
+                for i, x in enumerate(v):
+                    if isinstance(x, float) and x != x:
+                        self.fail(f"{where}: attribute '{k}' holds NaN at index {i}", [*path, k, i], hint=hint)
                 out[k] = list(v)
-            elif isinstance(v, float) and v != v:  # NaN never equals itself; keep it but it breaks round trips
-                self.fail(f"attribute '{k}' is NaN", [*path, k])
+            elif isinstance(v, float) and v != v:
+                self.fail(f"{where}: attribute '{k}' is NaN", [*path, k], hint=hint)
                 out[k] = 0.0
             else:
                 out[k] = v
@@ -147,7 +156,7 @@ class _Builder:
     ) -> ComputeGraph:
         g = ComputeGraph(
             name,
-            attrs=self.attrs(raw.get("attrs", {}), [*path, "attrs"]),
+            attrs=self.attrs(raw.get("attrs", {}), [*path, "attrs"], f"graph '{name}'"),
             unknown_shape=bool(raw.get("unknown_shape", False)),
         )
         if parent is not None:
@@ -168,14 +177,14 @@ class _Builder:
             op = OpDesc(
                 name=nname,
                 type=rn["type"],
-                attrs=self.attrs(rn.get("attrs", {}), [*npath, "attrs"]),
+                attrs=self.attrs(rn.get("attrs", {}), [*npath, "attrs"], f"node '{nname}'"),
                 output_descs=outputs,
                 output_names=list(rn.get("output_names", []))
                 or [f"y{k}" if len(outputs) > 1 else "y" for k in range(len(outputs))],
                 engine=rn.get("engine", ""),
                 kernel_lib=rn.get("kernel_lib", ""),
                 stream_id=int(rn.get("stream", -1)),
-                workspace_bytes=list(rn.get("workspace", [])),
+                workspace_bytes=[int(w) for w in rn.get("workspace", [])],
             )
             if len(op.output_names) != len(outputs):
                 self.fail(
@@ -209,7 +218,7 @@ class _Builder:
                     self.fail(f"duplicate subgraph name '{sname}'", [*spath, "name"])
                     continue
                 sub = self.graph(rs, spath, sname, p.node, names)
-                self.check_parent_indices(sub, p.node, spath)
+                self.check_parent_indices(sub, p.node, names)
         return g
 
     def _raw_node(self, path: PathT) -> dict[str, Any]:
@@ -220,11 +229,11 @@ class _Builder:
         return result
 
     def producer(self, g: ComputeGraph, ref: str, path: PathT, consumer: str) -> tuple[Node, int] | None:
-        name, _, idx = ref.partition(":")
+        name, _, idx = ref.strip().partition(":")
         index = int(idx) if idx else 0
         src = g.node(name)
         if src is None:
-            local = [n.name for n in g.nodes_in_insertion_order()]
+            local = [n.name for n in g.nodes_in_insertion_order() if n.name != consumer]
             elsewhere = "" if g.is_root else f" (subgraph '{g.name}' can only use its own nodes)"
             self.fail(
                 f"node '{consumer}': unknown producer '{name}'{elsewhere}",
@@ -296,7 +305,7 @@ class _Builder:
                 # An unconnected anchor without a desc: GE's invalid desc.
                 op.input_descs[k] = TensorDesc((), "undefined", "RESERVED", (), "RESERVED")
 
-    def check_parent_indices(self, sub: ComputeGraph, owner: Node, path: PathT) -> None:
+    def check_parent_indices(self, sub: ComputeGraph, owner: Node, names: dict[str, PathT]) -> None:
         for n in sub.nodes_in_insertion_order():
             idx = n.op.attrs.get(ATTR_PARENT_NODE_INDEX)
             if idx is None:
@@ -304,9 +313,39 @@ class _Builder:
             if isinstance(idx, bool) or not isinstance(idx, int) or not 0 <= idx < len(owner.in_peers):
                 self.fail(
                     f"node '{n.name}': {ATTR_PARENT_NODE_INDEX}={idx!r} is not an input index of parent "
-                    f"'{owner.name}' (it has {len(owner.in_peers)} inputs)",
-                    path,
+                    f"'{owner.name}' (it has {len(owner.in_peers)} input(s))",
+                    [*names[n.name][:-1], "attrs", ATTR_PARENT_NODE_INDEX],
                 )
+
+
+def _with_context(doc: YamlDoc, diag: Diagnostic) -> Diagnostic:
+    """A schema diagnostic prefixed with the node or subgraph and the field it is about."""
+    span = diag.span
+    if span is None:
+        return diag
+    at = (span.line, span.col, span.end_line, span.end_col)
+    # The schema check reports at a value's span or, for an unknown key, at the key's: find that path again.
+    keys = [p for p, r in doc.key_ranges.items() if r == at]
+    path = max(keys, key=len)[:-1] if keys else max((p for p, r in doc.ranges.items() if r == at), key=len, default=())
+    owner = -1
+    for i in range(1, len(path)):
+        if path[i - 1] in ("nodes", "subgraphs") and isinstance(path[i], int):
+            owner = i
+    if owner < 0:
+        field = path
+        prefix = ""
+    else:
+        field = path[owner + 1 :]
+        kind = "node" if path[owner - 1] == "nodes" else "subgraph"
+        item: Any = doc.data
+        for k in path[: owner + 1]:
+            item = item[k]
+        name = item.get("name") if isinstance(item, dict) else None
+        prefix = f"{kind} '{name}'" if isinstance(name, str) and name else f"{path[owner - 1]}[{path[owner]}]"
+    if field:
+        text = "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in field).lstrip(".")
+        prefix = f"{prefix} field '{text}'" if prefix else f"field '{text}'"
+    return replace(diag, message=f"{prefix}: {diag.message}") if prefix else diag
 
 
 def graph_from_doc(doc: YamlDoc, default_name: str) -> ComputeGraph:
@@ -319,11 +358,11 @@ def graph_from_doc(doc: YamlDoc, default_name: str) -> ComputeGraph:
         )
     diags = schema_diagnostics(doc, SCHEMA_PACKAGE, SCHEMA_NAME, what="the graph file")
     if diags:
-        raise RulepassError(diags)
+        raise RulepassError([_with_context(doc, d) for d in diags])
     b = _Builder(doc)
     graph = b.graph(doc.data, [], doc.data.get("name", default_name), None, {})
     if b.diags:
-        raise RulepassError(b.diags)
+        raise RulepassError(sorted(b.diags, key=lambda d: (d.span.line, d.span.col) if d.span else (0, 0)))
     return graph
 
 
@@ -413,6 +452,8 @@ class _Dumper(yaml.SafeDumper):
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     style = "'" if plain_scalar(value) != value or not value else None
+    if "\x85" in value:  # PyYAML writes NEL raw in quoted scalars and reads it back folded to a space
+        style = '"'
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
@@ -423,7 +464,19 @@ def dump_graph(g: ComputeGraph, fmt: str = "yaml") -> str:
     """The graph as graph-file text, deterministic: 'yaml' or 'json'."""
     data = graph_to_data(g)
     if fmt == "json":
-        return json.dumps(data, indent=1, sort_keys=False) + "\n"
+        # The loader reads JSON with a YAML parser, which rejects the surrogate-pair escapes ensure_ascii writes
+        # for characters beyond U+FFFF, and folds raw U+0085/U+2028/U+2029 as line breaks: keep non-ASCII
+        # characters as they are and escape only those the YAML reader cannot take literally.
+        try:
+            text = json.dumps(data, indent=1, sort_keys=False, ensure_ascii=False, allow_nan=False)
+        except ValueError:  # JSON has no inf/nan; Python's 'Infinity' would read back as a string
+            raise error(
+                "graph",
+                f"graph '{g.name}' has an infinite or NaN float attribute, which JSON cannot hold",
+                hint="save the graph as YAML (.yaml), where it is written .inf",
+                where=g.name,
+            ) from None
+        return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=None, width=110, allow_unicode=True)
 
 

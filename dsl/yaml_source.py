@@ -155,6 +155,20 @@ class YamlDoc:
             end_line, end_col = line, col + max(length, 1) - 1
         return Span(self.source.name, line, col, end_line, end_col, self.source)
 
+    def sub(self, path: Sequence[str | int]) -> YamlDoc:
+        """The document rooted at the value at `path` (same source, re-keyed spans)."""
+        p = tuple(path)
+        n = len(p)
+        out = YamlDoc(self.source, self.value_at(p))
+        out.ranges = {k[n:]: v for k, v in self.ranges.items() if k[:n] == p}
+        out.key_ranges = {k[n:]: v for k, v in self.key_ranges.items() if k[:n] == p}
+        out.styles = {k[n:]: v for k, v in self.styles.items() if k[:n] == p}
+        return out
+
+    def value_at(self, path: Sequence[str | int]) -> Any:
+        """The value at `path`, or None."""
+        return self._get(tuple(path))
+
     def _get(self, path: PathKey) -> Any:
         node = self.data
         for k in path:

@@ -81,6 +81,190 @@ def _cmd_graph_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return status
 
 
+def _rule_paths(paths: Sequence[str]) -> list[str]:
+    from .rules import bundled_rules_dir
+
+    return list(paths) if paths else [str(bundled_rules_dir())]
+
+
+def _cmd_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .compiler.passes import load_ge_rules
+
+    rs = load_ge_rules(_rule_paths(args.paths))
+    if args.format == "json":
+        doc = {
+            "valid": not rs.errors,
+            "files": rs.files,
+            "rules": [r.name for r in rs.rules],
+            "errors": len(rs.errors),
+            "warnings": len(rs.warnings),
+            "diagnostics": [d.to_json() for d in rs.diagnostics],
+        }
+        out.write(json.dumps(doc, indent=1) + "\n")
+    else:
+        _print_diagnostics(rs.diagnostics, err)
+        state = "valid" if not rs.errors else "invalid"
+        out.write(
+            f"{len(rs.files)} rule file(s), {len(rs.rules)} rule(s) compiled: {state} "
+            f"({len(rs.errors)} error(s), {len(rs.warnings)} warning(s))\n"
+        )
+    return EXIT_INVALID if rs.errors else EXIT_OK
+
+
+def _cmd_catalogue(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .compiler.facts import ge_catalogue
+
+    data = ge_catalogue().to_json()
+    if args.format == "json":
+        out.write(json.dumps(data, indent=1) + "\n")
+        return EXIT_OK
+    out.write("Root bindings (bound for every candidate):\n")
+    for name, r in data["roots"].items():
+        out.write(f"  {name}: {r['type']}  -- {r['doc']}\n")
+    out.write("\nEntities:\n")
+    for name, e in data["entities"].items():
+        parents = f" (is a {', '.join(e['parents'])})" if e["parents"] else ""
+        out.write(f"  {name}{parents}: {e['doc']}\n")
+        for f, spec in e["fields"].items():
+            out.write(f"    .{f}: {spec['type']}  -- {spec['doc']}\n")
+    out.write("\nHelpers (also callable as x.f(...) with x as the first argument):\n")
+    for _name, h in data["helpers"].items():
+        out.write(f"  {h['signature']}  -- {h['doc']}\n")
+    return EXIT_OK
+
+
+def _decision_row(d: Any) -> str:
+    return f"{d.rule:<22} {d.graph:<18} {d.node:<22} {d.op_type:<12} {d.summary()}"
+
+
+def _cmd_optimize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .api import load_rules, optimize
+    from .compiler.graph_file import load_graph, save_graph
+
+    graph = load_graph(args.graph)
+    rules = load_rules(args.rules or None)
+    result = optimize(graph, rules, level=args.level, disabled=args.disable, dry_run=args.dry_run)
+    if args.output:
+        save_graph(graph, args.output)
+    if args.format == "json":
+        doc = {
+            "graph": graph.name,
+            "level": args.level,
+            "dry_run": args.dry_run,
+            "passes": [
+                {
+                    "pass": r.name,
+                    "kind": r.kind,
+                    "ran": r.ran,
+                    "skipped_reason": r.skipped_reason or None,
+                    "stats": r.stats.to_json(timings=args.timings) if r.stats else None,
+                }
+                for r in result.reports
+            ],
+            "decisions": [d.to_json() for d in result.decisions],
+        }
+        out.write(json.dumps(doc, indent=1) + "\n")
+        return EXIT_OK
+    if result.decisions:
+        out.write(f"{'pass':<22} {'graph':<18} {'node':<22} {'type':<12} decision\n")
+        for d in result.decisions:
+            out.write(_decision_row(d) + "\n")
+    for r in result.reports:
+        if r.kind == "placeholder":
+            continue
+        if not r.ran:
+            out.write(f"{r.name}: skipped ({r.skipped_reason})\n")
+        elif r.stats is not None:
+            s = r.stats
+            misses = ", ".join(f"{k} {v}" for k, v in sorted(s.misses.items(), key=lambda kv: (-kv[1], kv[0])))
+            t = f", {s.seconds * 1000:.1f} ms" if args.timings else ""
+            out.write(
+                f"{r.name}: {s.candidates} candidate(s), {s.fired} fired, {s.candidates - s.fired} missed"
+                + (f" ({misses})" if misses else "")
+                + t
+                + "\n"
+            )
+    if args.output:
+        out.write(f"wrote {args.output}\n")
+    return EXIT_OK
+
+
+def _cmd_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .api import explain, load_rules
+    from .compiler.graph_file import load_graph
+
+    graph = load_graph(args.graph)
+    decisions = explain(
+        graph, args.node, load_rules(args.rules or None), rule=args.rule, level=args.level, disabled=args.disable
+    )
+    if args.format == "json":
+        docs = []
+        for d in decisions:
+            doc = d.to_json()
+            doc["trace"] = [
+                {
+                    "check": "/".join(t.path),
+                    "passed": t.passed,
+                    "elements": list(t.elements),
+                    "span": t.span.to_json() if t.span else None,
+                    "note": t.note or None,
+                }
+                for t in d.trace
+            ]
+            docs.append(doc)
+        out.write(json.dumps(docs, indent=1) + "\n")
+        return EXIT_OK
+    if not decisions:
+        out.write(
+            f"node '{args.node}' is not a candidate of any rule that ran"
+            + (f" (rule {args.rule})" if args.rule else "")
+            + "\n"
+        )
+        return EXIT_OK
+    for d in decisions:
+        verdict = "FIRED" if d.fired else f"MISSED at {'/'.join(d.check_path) or d.check}"
+        out.write(f"{d.rule} on {d.node} ({d.op_type}) in graph '{d.graph}': {verdict}\n")
+        for t in d.trace:
+            mark = "pass" if t.passed else "FAIL"
+            at = f"  [{'; '.join(t.elements)}]" if t.elements else ""
+            note = f"  ({t.note})" if t.note else ""
+            out.write(f"  {mark}  {'/'.join(t.path)}{at}{note}\n")
+        if not d.fired:
+            if d.check_kind == "skip_graph":
+                out.write(f"  FAIL  graph exclusion {d.check}\n")
+            r = d.reason
+            depth = 2
+            while r is not None:
+                pad = "  " * depth
+                el = f"{pad}at {r.element}\n" if r.element else ""
+                out.write(el + f"{pad}{r.message}\n")
+                if r.sub is None:
+                    for k, v in r.values:
+                        out.write(f"{pad}  {k} = {v}\n")
+                    if r.span is not None:
+                        out.write(f"{pad}  at {r.span}\n")
+                r = r.sub
+                depth += 1
+            if d.error and d.reason is None:
+                out.write(f"    {d.error}\n")
+            if d.check_span is not None:
+                out.write(f"  decided by check '{d.check}' defined at {d.check_span}\n")
+    return EXIT_OK
+
+
+def _cmd_test(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .compiler.fixtures import run_fixtures
+
+    results, diags = run_fixtures(_rule_paths(args.paths))
+    _print_diagnostics(diags, err)
+    failed = [r for r in results if not r.ok]
+    for r in results:
+        if not r.ok or args.verbose:
+            out.write(f"{'PASS' if r.ok else 'FAIL'} {r.id}" + ("" if r.ok else f"\n     {r.message}") + "\n")
+    out.write(f"{len(results) - len(failed)} passed, {len(failed)} failed\n")
+    return EXIT_INVALID if failed or diags or not results else EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the `rulepass` command."""
     parser = _Parser(
@@ -99,6 +283,46 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("files", nargs="+", metavar="FILE")
     check.add_argument("--format", choices=["text", "json"], default="text")
     check.set_defaults(handler=_cmd_graph_check)
+
+    val = sub.add_parser("validate", help="check rule files (default: the bundled rules)")
+    val.add_argument("paths", nargs="*", metavar="PATH", help="rule files or folders")
+    val.add_argument("--format", choices=["text", "json"], default="text")
+    val.set_defaults(handler=_cmd_validate)
+
+    cat = sub.add_parser("catalogue", help="list the entities, fields and helpers rules can use")
+    cat.add_argument("--format", choices=["text", "json"], default="text")
+    cat.set_defaults(handler=_cmd_catalogue)
+
+    def pass_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--rules",
+            action="append",
+            metavar="PATH",
+            help="rule file or folder (repeatable; default: the bundled rules)",
+        )
+        p.add_argument("--level", choices=["O0", "O1", "O2", "O3"], default="O3", help="optimisation level (O3)")
+        p.add_argument("--disable", action="append", default=[], metavar="PASS", help="disable a pass (repeatable)")
+        p.add_argument("--format", choices=["text", "json"], default="text")
+
+    opt = sub.add_parser("optimize", help="run the rule passes over a graph and show every decision")
+    opt.add_argument("graph", metavar="GRAPH")
+    opt.add_argument("-o", "--output", metavar="OUT", help="write the marked graph here")
+    opt.add_argument("--dry-run", action="store_true", help="decide, change nothing")
+    opt.add_argument("--timings", action="store_true", help="show time per pass")
+    pass_options(opt)
+    opt.set_defaults(handler=_cmd_optimize)
+
+    exp = sub.add_parser("explain", help="the check-by-check trace of one node's decision")
+    exp.add_argument("graph", metavar="GRAPH")
+    exp.add_argument("--node", required=True, metavar="NAME")
+    exp.add_argument("--rule", metavar="PASS", help="only this rule's decision")
+    pass_options(exp)
+    exp.set_defaults(handler=_cmd_explain)
+
+    tst = sub.add_parser("test", help="run rule fixtures (default: the bundled rules' fixtures)")
+    tst.add_argument("paths", nargs="*", metavar="PATH", help="rule files, fixture files or folders")
+    tst.add_argument("-v", "--verbose", action="store_true", help="list passing cases too")
+    tst.set_defaults(handler=_cmd_test)
     return parser
 
 

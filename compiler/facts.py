@@ -1,0 +1,534 @@
+"""What the rules see of a GE graph: entity types, their fields, and GE's helpers, registered in the catalogue.
+
+This is the only place where the rule language meets the GE domain. Fields read the IR (a node's inputs, an
+input's producer, a desc's origin shape); helpers reproduce GE's utilities exactly as `spec/ge_reference.md`
+describes them: typed attribute reads with GE's defaults (AttrUtils::GetBool...), ref-chain tracing
+(GetFirstOutAnchorNotInRefNode / IsRefFromInput, depth limit 100), memory-type normalisation
+(IsMemoryTypeSpecial), the single-op-scene test, sizes, and the format library's aligned shapes and axis maps.
+None of it is specific to Concat: Pack and Split rules use the same facts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+from typing import Any
+
+from ..dsl.builtins import builtin_catalogue
+from ..dsl.catalogue import Catalogue
+from . import formats
+from .ir import (
+    ATTR_PARENT_NODE_INDEX,
+    ATTR_SINGLE_OP_SCENE,
+    AttrValue,
+    ComputeGraph,
+    InAnchor,
+    Node,
+    OutAnchor,
+    TensorDesc,
+)
+
+REF_TRACE_DEPTH_LIMIT = 100  # GE's recursion limit in GetFirstOutAnchorNotInRefNode
+RT_MEMORY_DEFAULT, RT_MEMORY_HBM, RT_MEMORY_DDR = 0x0, 0x2, 0x4
+ATTR_OUTPUT_MEM_TYPE_LIST = "_output_memory_type"
+ATTR_IS_UNKNOWN_SHAPE = "_is_unknown_shape"
+# GE keeps the reuse-input flag on the tensor desc (TensorUtils::SetReuseInput / SetReuseInputIndex).
+DESC_REUSE_INPUT = "reuse_input"
+DESC_REUSE_INPUT_INDEX = "reuse_input_index"
+_PASS_THROUGH_TYPES = frozenset({"NetOutput", "While", "_While", "StatelessWhile"})
+# Formats a user can give a tensor; every other format is internal (private) to the Ascend engines
+# [inferred from GE's TypeUtils::IsInternalFormat, which treats the 5HD/fractal families as internal].
+_PUBLIC_FORMATS = frozenset(
+    {
+        "ND",
+        "NCHW",
+        "NHWC",
+        "HWCN",
+        "CHWN",
+        "NDHWC",
+        "NCDHW",
+        "DHWCN",
+        "DHWNC",
+        "NC",
+        "CN",
+        "NCL",
+        "ALL",
+        "NULL",
+        "RESERVED",
+    }
+)
+
+
+# ---- typed attribute reads (GE's AttrUtils: absent or wrongly typed -> the default) --------------------------
+def _attrs(holder: Any) -> dict[str, AttrValue]:
+    if isinstance(holder, Node):
+        return holder.op.attrs
+    if isinstance(holder, (TensorDesc, ComputeGraph)):
+        return holder.attrs
+    raise TypeError(f"{type(holder).__name__} holds no attributes")
+
+
+def attr_bool(holder: Any, name: str, default: bool = False) -> bool:
+    """GE's AttrUtils::GetBool with a default."""
+    v = _attrs(holder).get(name)
+    return v if isinstance(v, bool) else default
+
+
+def attr_int(holder: Any, name: str, default: int = 0) -> int:
+    """GE's AttrUtils::GetInt with a default."""
+    v = _attrs(holder).get(name)
+    return v if isinstance(v, int) and not isinstance(v, bool) else default
+
+
+def attr_ints(holder: Any, name: str) -> list[int]:
+    """GE's AttrUtils::GetListInt; empty when absent."""
+    v = _attrs(holder).get(name)
+    if isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+        return list(v)  # type: ignore[arg-type]
+    return []
+
+
+def attr_str(holder: Any, name: str, default: str = "") -> str:
+    """GE's AttrUtils::GetStr with a default."""
+    v = _attrs(holder).get(name)
+    return v if isinstance(v, str) else default
+
+
+def set_attr(holder: Any, name: str, value: Any) -> None:
+    """Set an attribute on a node's op desc, a tensor desc or a graph."""
+    _attrs(holder)[name] = value
+
+
+# ---- GE utilities ------------------------------------------------------------------------------------------
+def is_subgraph_input(node: Node) -> bool:
+    """GE: a subgraph node carrying `_parent_node_index` (with the unknown-shape parent exception)."""
+    g = node.graph
+    if g.parent_node is None or ATTR_PARENT_NODE_INDEX not in node.op.attrs:
+        return False
+    parent = g.parent_node
+    if attr_bool(parent, ATTR_IS_UNKNOWN_SHAPE):
+        owner = parent.graph
+        return not owner.unknown_shape and owner.parent_node is not None
+    return True
+
+
+def ref_input_index(out: OutAnchor) -> int:
+    """GE's GraphUtils::IsRefFromInput: the input an output reuses, or -1 (spec §2.5)."""
+    node = out.node
+    op = node.op
+    if op.type in _PASS_THROUGH_TYPES or is_subgraph_input(node):
+        return out.index
+    if op.type in ("Merge", "Reshape") and out.index == 0:
+        return 0
+    if attr_bool(node, "reference"):
+        out_name = op.output_names[out.index] if out.index < len(op.output_names) else ""
+        for k, in_name in enumerate(op.input_names):
+            if in_name == out_name:
+                return k
+    desc = out.desc
+    if attr_bool(desc, DESC_REUSE_INPUT):
+        return attr_int(desc, DESC_REUSE_INPUT_INDEX, 0)
+    if (
+        attr_bool(node, "_no_padding_continuous_input") or attr_bool(node, "_no_padding_continuous_output")
+    ) and attr_bool(node, "_output_reuse_input"):
+        return 0
+    return -1
+
+
+def ref_source(out: OutAnchor | None) -> OutAnchor | None:
+    """GE's GetFirstOutAnchorNotInRefNode: follow outputs that reuse an input back to the first that does not.
+
+    Null when the chain leaves the graph (an unconnected input) or exceeds GE's depth limit of 100.
+    """
+    anchor = out
+    for _ in range(REF_TRACE_DEPTH_LIMIT):
+        if anchor is None:
+            return None
+        k = ref_input_index(anchor)
+        if k < 0:
+            return anchor
+        node = anchor.node
+        anchor = node.in_peers[k] if 0 <= k < len(node.in_peers) else None
+    return None
+
+
+def is_single_op_scene(graph: ComputeGraph) -> bool:
+    """GE's GraphUtils::IsSingleOpScene: the graph attr, else the first node (GetAllNodes) carrying it."""
+    v = graph.attrs.get(ATTR_SINGLE_OP_SCENE)
+    if isinstance(v, bool):
+        return v
+    for node in graph.all_nodes():
+        nv = node.op.attrs.get(ATTR_SINGLE_OP_SCENE)
+        if isinstance(nv, bool):
+            return nv
+    return False
+
+
+def is_memory_type_special(mem_type: int) -> bool:
+    """GE's MemTypeUtils::IsMemoryTypeSpecial: anything but DEFAULT, HBM or DDR."""
+    return mem_type not in (RT_MEMORY_DEFAULT, RT_MEMORY_HBM, RT_MEMORY_DDR)
+
+
+def memory_type(out: OutAnchor) -> int:
+    """The memory type of an output as IsSameInputMemType reads it: HBM unless `_output_memory_type` is special."""
+    types = attr_ints(out.node, ATTR_OUTPUT_MEM_TYPE_LIST)
+    if out.index < len(types) and is_memory_type_special(types[out.index]):
+        return types[out.index]
+    return RT_MEMORY_HBM
+
+
+def reshape_mask(desc: TensorDesc) -> int:
+    """The desc's `_reshape_type_mask` (0 when absent)."""
+    return attr_int(desc, "_reshape_type_mask", 0)
+
+
+def aligned_shape(desc: TensorDesc) -> list[int] | None:
+    """GetAlignedShape for a desc (origin format -> format, origin shape, dtype, mask); null where GE fails."""
+    a = formats.get_aligned_shape(desc.origin_format, desc.format, desc.origin_shape, desc.dtype, reshape_mask(desc))
+    return list(a) if a is not None else None
+
+
+def axis_map(desc: TensorDesc) -> formats.AxisMap | None:
+    """TransferDims for a desc; null where GE fails."""
+    return formats.transfer_dims(desc.origin_format, desc.format, desc.origin_shape, reshape_mask(desc))
+
+
+# ---- describing values in decision records -----------------------------------------------------------------
+def _desc_text(d: TensorDesc) -> str:
+    base = f"{d.dtype}[{','.join(map(str, d.shape))}] {d.format}"
+    if d.origin_format != d.format or d.origin_shape != d.shape:
+        base += f" (origin {d.origin_format} [{','.join(map(str, d.origin_shape))}])"
+    return base
+
+
+def _in_text(a: InAnchor) -> str:
+    peer = a.peer
+    return f"input {a.index} of {a.node.name}" + (f" (from {peer})" if peer is not None else " (unconnected)")
+
+
+def _seq(xs: Sequence[Any]) -> list[Any]:
+    return list(xs)
+
+
+def _consumers(n: Node) -> list[InAnchor]:
+    return [a for peers in n.out_peers for a in peers]
+
+
+# ---- the catalogue ------------------------------------------------------------------------------------------
+@cache
+def ge_catalogue() -> Catalogue:
+    """The catalogue the GE rules are checked and run against: builtins plus GE's entities and helpers."""
+    c = builtin_catalogue()
+    c.add_entity(
+        "AttrHolder", "Anything that carries GE attributes (op descs, tensor descs, graphs).", [], set_attr=set_attr
+    )
+    c.add_entity(
+        "Graph",
+        "A ComputeGraph: the root graph or a subgraph.",
+        [
+            ("name", "str", "The graph's name.", lambda g: g.name),
+            ("is_root", "bool", "True for the root graph.", lambda g: g.is_root),
+            (
+                "unknown_shape",
+                "bool",
+                "GE's graph unknown-shape flag (GetGraphUnknownFlag).",
+                lambda g: g.unknown_shape,
+            ),
+            ("parent_node", "Node?", "The node owning this subgraph; null for the root.", lambda g: g.parent_node),
+            (
+                "is_single_op_scene",
+                "bool",
+                "GE's IsSingleOpScene: the `_single_op_scene` graph attr, else the first "
+                "node carrying it (all nodes, subgraphs included); false by default.",
+                is_single_op_scene,
+            ),
+            ("nodes", "list[Node]", "The graph's own nodes in topological order.", lambda g: g.topological_order()),
+        ],
+        parents=("AttrHolder",),
+        describe=lambda g: f"graph '{g.name}'",
+    )
+    c.add_entity(
+        "Node",
+        "A node of a graph with its op desc (GE's Node + OpDesc).",
+        [
+            ("name", "str", "The node's name.", lambda n: n.op.name),
+            ("type", "str", "The op type, e.g. ConcatD.", lambda n: n.op.type),
+            ("graph", "Graph", "The owner graph.", lambda n: n.graph),
+            ("inputs", "list[InputAnchor]", "All in-data anchors, connected or not, by index.", lambda n: n.in_anchors),
+            ("outputs", "list[OutputAnchor]", "All out-data anchors, by index.", lambda n: n.out_anchors),
+            ("input_count", "int", "Number of in-data anchors.", lambda n: len(n.in_peers)),
+            ("output_count", "int", "Number of out-data anchors.", lambda n: len(n.out_peers)),
+            (
+                "input_descs",
+                "list[TensorDesc]",
+                "The op's input descs (GetAllInputsDescPtr).",
+                lambda n: _seq(n.op.input_descs),
+            ),
+            ("output_descs", "list[TensorDesc]", "The op's output descs.", lambda n: _seq(n.op.output_descs)),
+            ("consumers", "list[InputAnchor]", "Every peer in-anchor of every output, output by output.", _consumers),
+            (
+                "out_data_nodes",
+                "list[Node]",
+                "Consumer nodes over all outputs (GetOutDataNodes).",
+                lambda n: n.out_data_nodes(),
+            ),
+            (
+                "subgraph_names",
+                "list[str]",
+                "Names of the subgraphs the node owns (GetSubgraphInstanceNames).",
+                lambda n: _seq(n.op.subgraph_names),
+            ),
+            ("engine", "str", "GE's OpEngineName.", lambda n: n.op.engine),
+            ("kernel_lib", "str", "GE's OpKernelLibName.", lambda n: n.op.kernel_lib),
+            ("stream_id", "int", "The stream id (-1 until assigned).", lambda n: n.op.stream_id),
+        ],
+        parents=("AttrHolder",),
+        describe=lambda n: f"{n.name} ({n.type})",
+    )
+    c.add_entity(
+        "InputAnchor",
+        "An in-data anchor `node:index`.",
+        [
+            ("index", "int", "The anchor's index.", lambda a: a.index),
+            ("node", "Node", "The node the anchor belongs to.", lambda a: a.node),
+            ("desc", "TensorDesc", "The node's own input desc at this index.", lambda a: a.desc),
+            ("peer", "OutputAnchor?", "The producer's output anchor; null when unconnected.", lambda a: a.peer),
+            ("connected", "bool", "Whether a producer feeds this anchor.", lambda a: a.peer is not None),
+        ],
+        describe=_in_text,
+    )
+    c.add_entity(
+        "OutputAnchor",
+        "An out-data anchor `node:index`.",
+        [
+            ("index", "int", "The anchor's index.", lambda a: a.index),
+            ("node", "Node", "The producer node.", lambda a: a.node),
+            ("desc", "TensorDesc", "The producer's output desc at this index.", lambda a: a.desc),
+            ("consumers", "list[InputAnchor]", "The in-anchors this output feeds.", lambda a: a.consumers),
+            (
+                "name",
+                "str",
+                "The output's name in the op's IR.",
+                lambda a: a.node.op.output_names[a.index] if a.index < len(a.node.op.output_names) else "",
+            ),
+        ],
+        describe=lambda a: f"{a} ({a.node.type})",
+    )
+    c.add_entity(
+        "TensorDesc",
+        "GE's GeTensorDesc: storage and origin shape/format, dtype, attributes.",
+        [
+            ("shape", "list[int]", "The storage shape (GetShape).", lambda d: list(d.shape)),
+            ("origin_shape", "list[int]", "The origin shape (GetOriginShape).", lambda d: list(d.origin_shape)),
+            ("dtype", "str", "The data type, e.g. float16.", lambda d: d.dtype),
+            ("format", "str", "The storage format, e.g. NC1HWC0.", lambda d: d.format),
+            ("origin_format", "str", "The origin format, e.g. NCHW.", lambda d: d.origin_format),
+            ("rank", "int", "Storage rank (GetShape().GetDimNum()).", lambda d: len(d.shape)),
+            ("origin_rank", "int", "Origin rank (GetOriginShape().GetDimNum()).", lambda d: len(d.origin_shape)),
+            (
+                "is_valid",
+                "bool",
+                "False only for GE's invalid desc (dtype undefined and format RESERVED).",
+                lambda d: d.is_valid,
+            ),
+        ],
+        parents=("AttrHolder",),
+        describe=_desc_text,
+    )
+    c.add_entity(
+        "AxisMap",
+        "TransferDims' axis maps between origin and storage axes.",
+        [
+            (
+                "src_to_dst",
+                "list[list[int]]",
+                "Per origin axis, the storage axes it maps to.",
+                lambda m: [list(x) for x in m.src_to_dst],
+            ),
+            (
+                "dst_to_src",
+                "list[list[int]]",
+                "Per storage axis, the origin axes it comes from (-1: none).",
+                lambda m: [list(x) for x in m.dst_to_src],
+            ),
+        ],
+        describe=lambda m: f"src_to_dst={[list(x) for x in m.src_to_dst]}",
+    )
+    g = "ge"
+    c.add_helper(
+        "attr_bool",
+        "h: AttrHolder, name: str, default: bool",
+        "bool",
+        "GE's AttrUtils::GetBool: the bool attribute, or `default` (false) when absent.",
+        attr_bool,
+        group=g,
+        defaults={"default": False},
+    )
+    c.add_helper(
+        "attr_int",
+        "h: AttrHolder, name: str, default: int",
+        "int",
+        "GE's AttrUtils::GetInt: the int attribute, or `default` (0) when absent.",
+        attr_int,
+        group=g,
+        defaults={"default": 0},
+    )
+    c.add_helper(
+        "attr_ints",
+        "h: AttrHolder, name: str",
+        "list[int]",
+        "GE's AttrUtils::GetListInt: the list-of-int attribute, empty when absent.",
+        attr_ints,
+        group=g,
+    )
+    c.add_helper(
+        "attr_str",
+        "h: AttrHolder, name: str, default: str",
+        "str",
+        "GE's AttrUtils::GetStr: the string attribute, or `default` ('') when absent.",
+        attr_str,
+        group=g,
+        defaults={"default": ""},
+    )
+    c.add_helper(
+        "has_attr",
+        "h: AttrHolder, name: str",
+        "bool",
+        "Whether the attribute is present at all.",
+        lambda h, name: name in _attrs(h),
+        group=g,
+    )
+    c.add_helper(
+        "dtype_size",
+        "dtype: str",
+        "int",
+        "GE's GetSizeByDataType: bytes per element, 1000+bits for sub-byte types, -1 if invalid.",
+        formats.dtype_size,
+        group=g,
+    )
+    c.add_helper(
+        "size_in_bytes",
+        "count: int, dtype: str",
+        "int",
+        "GE's GetSizeInBytes: element count times size (sub-byte rounded up), -1 if invalid.",
+        formats.size_in_bytes,
+        group=g,
+    )
+    c.add_helper(
+        "shape_size",
+        "shape: list[int]",
+        "int",
+        "GE's GetShapeSize: product of dims; 0 when empty or any dim is 0; -1 when any is unknown.",
+        formats.shape_size,
+        group=g,
+    )
+    c.add_helper(
+        "is_unknown_shape",
+        "shape: list[int]",
+        "bool",
+        "GE's IsUnknownShape: any dim is negative.",
+        formats.is_unknown_shape,
+        group=g,
+    )
+    c.add_helper(
+        "tensor_bytes",
+        "d: TensorDesc",
+        "int",
+        "Raw byte size of a desc's storage shape (-1 if unknown).",
+        lambda d: formats.tensor_raw_size(d.shape, d.dtype),
+        group=g,
+    )
+    c.add_helper(
+        "ref_input_index",
+        "o: OutputAnchor",
+        "int",
+        "GE's IsRefFromInput: the input index this output reuses (pass-through, Reshape, reference, "
+        "reuse-input flag, no-padding reuse), or -1.",
+        ref_input_index,
+        group=g,
+    )
+    c.add_helper(
+        "ref_source",
+        "o: OutputAnchor?",
+        "OutputAnchor?",
+        "GE's GetFirstOutAnchorNotInRefNode: the first output up the ref chain that reuses no input; "
+        "null when the chain leaves the graph or exceeds GE's depth limit of 100.",
+        ref_source,
+        group=g,
+    )
+    c.add_helper(
+        "memory_type",
+        "o: OutputAnchor",
+        "int",
+        "The output's memory type as IsSameInputMemType reads it: `_output_memory_type[index]` when "
+        "special, else RT_MEMORY_HBM (2).",
+        memory_type,
+        group=g,
+    )
+    c.add_helper(
+        "is_memory_type_special",
+        "t: int",
+        "bool",
+        "GE's MemTypeUtils::IsMemoryTypeSpecial: anything but DEFAULT (0), HBM (2), DDR (4).",
+        is_memory_type_special,
+        group=g,
+    )
+    c.add_helper(
+        "aligned_shape",
+        "d: TensorDesc",
+        "list[int]?",
+        "TransferShapeUtils::GetAlignedShape for the desc's origin/storage formats, origin shape, dtype "
+        "and `_reshape_type_mask`; null where GE fails.",
+        aligned_shape,
+        group=g,
+    )
+    c.add_helper(
+        "axis_map",
+        "d: TensorDesc",
+        "AxisMap?",
+        "TransferShapeUtils::TransferDims for the desc; null where GE fails.",
+        axis_map,
+        group=g,
+    )
+    c.add_helper(
+        "is_internal_format",
+        "fmt: str",
+        "bool",
+        "Whether a format is internal to the Ascend engines (5HD, fractal...) rather than a user format.",
+        lambda fmt: formats.primary_format(fmt) not in _PUBLIC_FORMATS,
+        group=g,
+    )
+    c.add_helper(
+        "primary_format", "fmt: str", "str", "The primary format of a format name.", formats.primary_format, group=g
+    )
+    c.add_root("node", "Node", "The candidate node.")
+    c.add_root("graph", "Graph", "The candidate's owner graph (the graph being processed).")
+    return c
+
+
+class GeGraphAccess:
+    """How the engine walks ComputeGraphs."""
+
+    def nodes(self, graph: ComputeGraph) -> list[Node]:
+        """The graph's own nodes, topologically ordered."""
+        return graph.topological_order()
+
+    def op_type(self, node: Node) -> str:
+        """The op type."""
+        return node.op.type
+
+    def node_name(self, node: Node) -> str:
+        """The node name."""
+        return node.op.name
+
+    def graph_name(self, graph: ComputeGraph) -> str:
+        """The graph name."""
+        return graph.name
+
+    def bindings(self, graph: ComputeGraph, node: Node) -> dict[str, Any]:
+        """`node` and its owner `graph`."""
+        return {"node": node, "graph": graph}
+
+    def graph_bindings(self, graph: ComputeGraph) -> dict[str, Any]:
+        """`graph` alone, for graph-level exclusions."""
+        return {"graph": graph}

@@ -1,0 +1,154 @@
+"""Rule fixtures: small graphs with the decision expected for every candidate, run like a test suite.
+
+A rule author tests an edit the way a Semgrep user does: `fixtures/<stem>/*.yaml` beside `<stem>.yaml` holds
+graphs and, per candidate node, `fired` or the name of the check it must miss at (optionally the element it
+must stop at), plus attributes that must hold afterwards. Every candidate must be listed, so a rule that
+starts firing where it should not is caught. `rulepass test` and the test suite both run them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..dsl.diagnostics import Diagnostic, RulepassError
+from ..dsl.load import RuleSet
+from ..dsl.schema import schema_diagnostics
+from ..dsl.yaml_source import load_file
+from .graph_file import graph_from_doc
+from .passes import build_pass_manager, load_ge_rules
+
+FIXTURES_DIR = "fixtures"
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """The outcome for one expectation of a fixture file."""
+
+    fixture: str
+    node: str
+    ok: bool
+    message: str
+
+    @property
+    def id(self) -> str:
+        """`fixture::node`, as a test runner prints it."""
+        return f"{self.fixture}::{self.node}"
+
+
+def rule_file_of(fixture: Path) -> Path:
+    """The rule file a fixture tests, by its location `<dir>/fixtures/<stem>/x.yaml` -> `<dir>/<stem>.yaml`."""
+    return fixture.parent.parent.parent / f"{fixture.parent.name}.yaml"
+
+
+def fixtures_of(rule_file: Path) -> list[Path]:
+    """The fixture files of a rule file (sorted)."""
+    folder = rule_file.parent / FIXTURES_DIR / rule_file.stem
+    return sorted(folder.glob("*.yaml")) if folder.is_dir() else []
+
+
+def collect(paths: Iterable[str | Path]) -> tuple[list[tuple[Path, Path]], list[Diagnostic]]:
+    """(rule file, fixture file) pairs for rule files, fixture files or folders of either."""
+    pairs: list[tuple[Path, Path]] = []
+    diags: list[Diagnostic] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            if p.name == FIXTURES_DIR or p.parent.name == FIXTURES_DIR:
+                for f in sorted(p.rglob("*.yaml")):
+                    pairs.append((rule_file_of(f), f))
+            else:
+                for r in sorted(p.glob("*.yaml")):
+                    pairs.extend((r, f) for f in fixtures_of(r))
+        elif not p.exists():
+            diags.append(Diagnostic("io", f"'{p}' does not exist", where=str(p)))
+        elif p.parent.parent.name == FIXTURES_DIR:
+            pairs.append((rule_file_of(p), p))
+        else:
+            found = fixtures_of(p)
+            if not found:
+                diags.append(
+                    Diagnostic(
+                        "io",
+                        f"rule file '{p}' has no fixtures (expected them in {p.parent / FIXTURES_DIR / p.stem}/)",
+                        where=str(p),
+                    )
+                )
+            pairs.extend((p, f) for f in found)
+    return pairs, diags
+
+
+def _expected(raw: Any) -> tuple[str, str | None]:
+    if isinstance(raw, str):
+        return raw, None
+    return str(raw["check"]), raw.get("element")
+
+
+def run_fixture(rule_file: Path, fixture: Path, rule_sets: dict[Path, RuleSet] | None = None) -> list[CaseResult]:
+    """Run one fixture file against its rule file; one result per expectation (errors are results too)."""
+    name = str(fixture)
+    try:
+        doc = load_file(fixture, what="fixture file")
+        diags = schema_diagnostics(doc, "rulepass.compiler", "fixture.schema.json", what="the fixture file")
+        if diags:
+            raise RulepassError(diags)
+        data = doc.data
+        if "rule_file" in data:
+            rule_file = (fixture.parent / data["rule_file"]).resolve()
+        cache = rule_sets if rule_sets is not None else {}
+        rs = cache.get(rule_file)
+        if rs is None:
+            rs = cache[rule_file] = load_ge_rules([rule_file])
+        graph = graph_from_doc(doc.sub(["graph"]), fixture.stem)
+        pm = build_pass_manager(rs, level=data.get("level", "O3"))
+        reports = pm.run(graph)
+    except RulepassError as exc:
+        return [CaseResult(name, "<load>", False, "\n".join(d.render() for d in exc.diagnostics))]
+    decisions = {d.node: d for r in reports for d in r.decisions if d.node}
+    results: list[CaseResult] = []
+    expect: dict[str, Any] = data["expect"]
+    for node, raw in expect.items():
+        want, element = _expected(raw)
+        d = decisions.get(node)
+        if d is None:
+            results.append(
+                CaseResult(name, node, False, f"'{node}' is not a candidate of any rule in {rule_file.name}")
+            )
+            continue
+        got = "fired" if d.fired else (d.check or "?")
+        ok = got == want
+        msg = f"expected {want}, got {got}" + ("" if d.fired else f" ({d.summary()})")
+        if ok and element is not None and not d.fired:
+            elems = " ".join(d.elements) + " " + " ".join(d.reason.elements() if d.reason else [])
+            ok = element in elems
+            msg = f"expected the miss at an element containing {element!r}; it stopped at {elems.strip() or 'none'}"
+        results.append(CaseResult(name, node, ok, "ok" if ok else msg))
+    for node, d in decisions.items():
+        if node not in expect:
+            results.append(
+                CaseResult(
+                    name,
+                    node,
+                    False,
+                    f"candidate '{node}' has no expectation (it {'fired' if d.fired else 'missed at ' + str(d.check)})",
+                )
+            )
+    for node, attrs in (data.get("expect_attrs") or {}).items():
+        n = next((g.node(node) for g in [graph, *graph.all_subgraphs()] if g.node(node) is not None), None)
+        if n is None:
+            results.append(CaseResult(name, f"{node} attrs", False, f"no node '{node}' in the graph"))
+            continue
+        bad = [f"{k}={n.op.attrs.get(k)!r} (expected {v!r})" for k, v in attrs.items() if n.op.attrs.get(k) != v]
+        results.append(CaseResult(name, f"{node} attrs", not bad, "ok" if not bad else "; ".join(bad)))
+    return results
+
+
+def run_fixtures(paths: Sequence[str | Path]) -> tuple[list[CaseResult], list[Diagnostic]]:
+    """Run the fixtures found under `paths`."""
+    pairs, diags = collect(paths)
+    cache: dict[Path, RuleSet] = {}
+    results: list[CaseResult] = []
+    for rule_file, fixture in pairs:
+        results.extend(run_fixture(rule_file, fixture, cache))
+    return results, diags

@@ -1,0 +1,256 @@
+"""The pass manager: rule passes and Python passes behind one interface, ordered and gated as GE gates them.
+
+A pass runs at the optimisation levels it registers (GE's `REG_PASS_OPTION(...).LEVELS`; the working level
+defaults to O3, as GE's `ge.oo.level` does), unless disabled by name. `after`/`before` constraints resolve
+into one deterministic order (a cycle or an unknown name is an error); among unconstrained passes the
+registration order holds. Each pass runs on the root graph, then on every subgraph, as GE's PassManager does.
+GE passes that are not ours appear as named placeholders, so rules can be ordered against them.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from ..dsl.check import order_cycle
+from ..dsl.compile import CompiledRule
+from ..dsl.diagnostics import did_you_mean, error
+from ..dsl.load import RuleSet, load_rules
+from ..dsl.rules import LEVELS
+from ..engine.decisions import Decision, RuleStats
+from ..engine.run import CandidateIndex, Engine
+from .facts import GeGraphAccess, ge_catalogue
+from .ir import ComputeGraph
+
+DEFAULT_LEVEL = "O3"
+# GE's OptimizeStage2 tail (spec §2.1), then the passes after it. Ours are ordered against these names.
+GE_PLACEHOLDER_PASSES = ("MemcpyAddrAsyncPass", "BufferPoolMemoryPass", "ParallelGroupPass")
+
+
+@dataclass
+class PassContext:
+    """What a pass run may use: the engine, and whether to change the graph."""
+
+    engine: Engine
+    dry_run: bool = False
+    trace_node: str | None = None
+
+
+@dataclass
+class PassReport:
+    """One pass's outcome over a graph and its subgraphs."""
+
+    name: str
+    kind: str
+    ran: bool
+    skipped_reason: str = ""
+    decisions: list[Decision] = field(default_factory=list)
+    stats: RuleStats | None = None
+
+
+class Pass(Protocol):
+    """A graph pass: a rule pass or a Python pass."""
+
+    @property
+    def name(self) -> str:
+        """The pass name."""
+
+    @property
+    def kind(self) -> str:
+        """'rule', 'python' or 'placeholder'."""
+
+    @property
+    def levels(self) -> tuple[str, ...]:
+        """The optimisation levels it runs at."""
+
+    @property
+    def after(self) -> tuple[str, ...]:
+        """Passes it runs after."""
+
+    @property
+    def before(self) -> tuple[str, ...]:
+        """Passes it runs before."""
+
+    @property
+    def enabled(self) -> bool:
+        """Its own enabled flag."""
+
+    def run(self, graph: ComputeGraph, ctx: PassContext, report: PassReport) -> None:
+        """Run on one graph (root or subgraph), adding to `report`."""
+
+
+@dataclass
+class RulePass:
+    """A pass defined by a rule file."""
+
+    rule: CompiledRule
+    kind: str = "rule"
+
+    @property
+    def name(self) -> str:
+        """The pass name."""
+        return self.rule.name
+
+    @property
+    def levels(self) -> tuple[str, ...]:
+        """Levels it runs at."""
+        return self.rule.rule.levels
+
+    @property
+    def after(self) -> tuple[str, ...]:
+        """Passes it runs after."""
+        return self.rule.rule.after
+
+    @property
+    def before(self) -> tuple[str, ...]:
+        """Passes it runs before."""
+        return self.rule.rule.before
+
+    @property
+    def enabled(self) -> bool:
+        """The rule's own enabled flag."""
+        return self.rule.rule.enabled
+
+    def run(self, graph: ComputeGraph, ctx: PassContext, report: PassReport) -> None:
+        """Decide every candidate of the rule in `graph`."""
+        run = ctx.engine.run(
+            self.rule,
+            graph,
+            dry_run=ctx.dry_run,
+            index=CandidateIndex(ctx.engine.access, graph),
+            trace_node=ctx.trace_node,
+        )
+        report.decisions.extend(run.decisions)
+        if report.stats is None:
+            report.stats = RuleStats(self.name)
+        report.stats.merge(run.stats)
+
+
+@dataclass
+class PythonPass:
+    """A pass written in Python (for what is not a rule), or a named placeholder when `fn` is None."""
+
+    name: str
+    fn: Callable[[ComputeGraph, PassContext, PassReport], None] | None = None
+    levels: tuple[str, ...] = LEVELS
+    after: tuple[str, ...] = ()
+    before: tuple[str, ...] = ()
+    enabled: bool = True
+    kind: str = "python"
+
+    def run(self, graph: ComputeGraph, ctx: PassContext, report: PassReport) -> None:
+        """Call the function (placeholders do nothing)."""
+        if self.fn is not None:
+            self.fn(graph, ctx, report)
+
+
+def placeholder_passes() -> list[PythonPass]:
+    """GE's own passes around ours, in GE's order, as do-nothing placeholders."""
+    out: list[PythonPass] = []
+    for i, name in enumerate(GE_PLACEHOLDER_PASSES):
+        out.append(PythonPass(name, None, after=(GE_PLACEHOLDER_PASSES[i - 1],) if i else (), kind="placeholder"))
+    return out
+
+
+def resolve_order(passes: Sequence[Pass]) -> list[Pass]:
+    """One deterministic order honouring every after/before constraint (registration order breaks ties)."""
+    by_name: dict[str, int] = {}
+    for i, p in enumerate(passes):
+        if p.name in by_name:
+            raise error("pass-order", f"two passes are named '{p.name}'", where=p.name)
+        by_name[p.name] = i
+    succ: dict[int, set[int]] = {i: set() for i in range(len(passes))}
+    indeg = [0] * len(passes)
+    for i, p in enumerate(passes):
+        for other, forward in [(a, False) for a in p.after] + [(b, True) for b in p.before]:
+            if other not in by_name:
+                raise error(
+                    "pass-order",
+                    f"pass '{p.name}' is ordered against unknown pass '{other}'",
+                    where=p.name,
+                    hint=did_you_mean(other, by_name),
+                )
+            a, b = (i, by_name[other]) if forward else (by_name[other], i)
+            if b not in succ[a]:
+                succ[a].add(b)
+                indeg[b] += 1
+    ready = [i for i in range(len(passes)) if indeg[i] == 0]
+    heapq.heapify(ready)
+    out: list[Pass] = []
+    while ready:
+        i = heapq.heappop(ready)
+        out.append(passes[i])
+        for j in sorted(succ[i]):
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                heapq.heappush(ready, j)
+    if len(out) != len(passes):
+        cycle = order_cycle({p.name: (p.after, p.before) for p in passes}) or []
+        raise error("pass-order", "pass order constraints form a cycle: " + " -> ".join(cycle))
+    return out
+
+
+class PassManager:
+    """Orders passes, gates them by level and name, and runs each on the root graph and every subgraph."""
+
+    def __init__(
+        self,
+        passes: Iterable[Pass],
+        *,
+        level: str = DEFAULT_LEVEL,
+        disabled: Iterable[str] = (),
+        engine: Engine | None = None,
+    ) -> None:
+        if level not in LEVELS:
+            raise error("usage", f"unknown optimisation level '{level}'; expected one of {', '.join(LEVELS)}")
+        self.passes = resolve_order(list(passes))
+        self.level = level
+        self.disabled = set(disabled)
+        names = {p.name for p in self.passes}
+        for d in sorted(self.disabled - names):
+            raise error("usage", f"cannot disable unknown pass '{d}'", hint=did_you_mean(d, names))
+        self.engine = engine or Engine(GeGraphAccess(), ge_catalogue())
+
+    def gate(self, p: Pass) -> str:
+        """Why `p` does not run ('' when it runs)."""
+        if p.name in self.disabled:
+            return "disabled by option"
+        if not p.enabled:
+            return "disabled in its rule file"
+        if self.level not in p.levels:
+            return f"not registered at level {self.level} (levels: {', '.join(p.levels)})"
+        return ""
+
+    def run(self, graph: ComputeGraph, *, dry_run: bool = False, trace_node: str | None = None) -> list[PassReport]:
+        """Run every pass in order over `graph` and its subgraphs."""
+        ctx = PassContext(self.engine, dry_run, trace_node)
+        reports = []
+        for p in self.passes:
+            why = self.gate(p)
+            report = PassReport(p.name, p.kind, not why, why)
+            if not why:
+                p.run(graph, ctx, report)
+                for sub in graph.all_subgraphs():
+                    p.run(sub, ctx, report)
+            reports.append(report)
+        return reports
+
+
+def load_ge_rules(paths: Sequence[str | Path] | None = None) -> RuleSet:
+    """Load rule files (default: the bundled rules) against the GE catalogue; GE's own pass names are known."""
+    from ..rules import bundled_rules_dir
+
+    return load_rules(
+        list(paths) if paths else [bundled_rules_dir()], ge_catalogue(), known_passes=GE_PLACEHOLDER_PASSES
+    )
+
+
+def build_pass_manager(rule_set: RuleSet, *, level: str = DEFAULT_LEVEL, disabled: Iterable[str] = ()) -> PassManager:
+    """GE's placeholders plus the rule passes of `rule_set` (which must be free of errors)."""
+    rule_set.raise_on_error()
+    passes: list[Pass] = [*placeholder_passes()]
+    passes.extend(RulePass(r) for r in rule_set.rules)
+    return PassManager(passes, level=level, disabled=disabled)

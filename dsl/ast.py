@@ -1,0 +1,197 @@
+"""The typed AST of rule expressions and actions: frozen dataclasses that remember where they came from.
+
+Every node carries the character range [start, end) inside its expression string; the expression's
+:class:`ExprSource` maps that range to a file span, so the checker's errors and the engine's decision records
+point at the exact sub-expression in the rule file. `depth` is kept so deep nesting is refused before anything
+recurses over the tree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .diagnostics import Span
+from .yaml_source import YamlDoc
+
+
+@dataclass(frozen=True)
+class ExprSource:
+    """Where an expression string lives: its text and the YAML value it came from."""
+
+    text: str
+    doc: YamlDoc | None = None
+    path: tuple[str | int, ...] = ()
+    file: str = "<expr>"
+
+    def span(self, start: int, end: int) -> Span:
+        """The file span of characters [start, end) of the expression."""
+        if self.doc is not None:
+            return self.doc.span_in_scalar(self.path, start, max(end - start, 1))
+        return Span(self.file, 1, start + 1, 1, max(end, start + 1))
+
+
+@dataclass(frozen=True, eq=False)
+class Node:
+    """Base of every AST node: its character range in the expression and its nesting depth."""
+
+    start: int
+    end: int
+    depth: int
+
+
+@dataclass(frozen=True, eq=False)
+class Lit(Node):
+    """A literal: int, float, string, bool or null."""
+
+    value: object
+
+
+@dataclass(frozen=True, eq=False)
+class Name(Node):
+    """A variable: a root binding (node, graph), a `let` binding or a loop variable."""
+
+    id: str
+
+
+@dataclass(frozen=True, eq=False)
+class Attr(Node):
+    """Field access `obj.name`."""
+
+    obj: Node
+    name: str
+
+
+@dataclass(frozen=True, eq=False)
+class Index(Node):
+    """Indexed access `obj[index]`."""
+
+    obj: Node
+    index: Node
+
+
+@dataclass(frozen=True, eq=False)
+class Slice(Node):
+    """Slice `obj[lo:hi]` (either bound may be omitted)."""
+
+    obj: Node
+    lo: Node | None
+    hi: Node | None
+
+
+@dataclass(frozen=True, eq=False)
+class Call(Node):
+    """A helper call `f(args)`, or `recv.f(args)` (then `recv` is passed as the first argument)."""
+
+    func: str
+    args: tuple[Node, ...]
+    receiver: Node | None = None
+    name_start: int = 0
+
+
+@dataclass(frozen=True, eq=False)
+class Unary(Node):
+    """`not x` or `-x`."""
+
+    op: str
+    operand: Node
+
+
+@dataclass(frozen=True, eq=False)
+class BoolOp(Node):
+    """`a and b and ...` or `a or b or ...`, evaluated left to right with short circuit."""
+
+    op: str
+    operands: tuple[Node, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class Compare(Node):
+    """A comparison: == != < <= > >= in, not in."""
+
+    op: str
+    left: Node
+    right: Node
+
+
+@dataclass(frozen=True, eq=False)
+class Arith(Node):
+    """Arithmetic: + - * / // %."""
+
+    op: str
+    left: Node
+    right: Node
+
+
+@dataclass(frozen=True, eq=False)
+class IfElse(Node):
+    """`if cond then a else b`."""
+
+    cond: Node
+    then: Node
+    else_: Node
+
+
+@dataclass(frozen=True, eq=False)
+class Quant(Node):
+    """`all|any|none|count|distinct(var in coll [where filter]: body)`."""
+
+    kind: str
+    var: str
+    coll: Node
+    where: Node | None
+    body: Node
+    var_start: int = 0
+
+
+@dataclass(frozen=True, eq=False)
+class ListLit(Node):
+    """A list literal `[a, b, ...]`."""
+
+    items: tuple[Node, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class SetAction(Node):
+    """`set target.attr = value` (or `set target["attr"] = value`)."""
+
+    target: Node
+    attr: str
+    value: Node
+
+
+@dataclass(frozen=True, eq=False)
+class ForAction(Node):
+    """`for var in coll [where filter]: action`."""
+
+    var: str
+    coll: Node
+    where: Node | None
+    body: Node
+    var_start: int = 0
+
+
+def children(node: Node) -> tuple[Node, ...]:
+    """The direct sub-nodes of `node`, in source order."""
+    if isinstance(node, Attr):
+        return (node.obj,)
+    if isinstance(node, Index):
+        return (node.obj, node.index)
+    if isinstance(node, Slice):
+        return tuple(n for n in (node.obj, node.lo, node.hi) if n is not None)
+    if isinstance(node, Call):
+        return ((node.receiver,) if node.receiver is not None else ()) + node.args
+    if isinstance(node, Unary):
+        return (node.operand,)
+    if isinstance(node, BoolOp):
+        return node.operands
+    if isinstance(node, (Compare, Arith)):
+        return (node.left, node.right)
+    if isinstance(node, IfElse):
+        return (node.cond, node.then, node.else_)
+    if isinstance(node, (Quant, ForAction)):
+        return tuple(n for n in (node.coll, node.where, node.body) if n is not None)
+    if isinstance(node, ListLit):
+        return node.items
+    if isinstance(node, SetAction):
+        return (node.target, node.value)
+    return ()

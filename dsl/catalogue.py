@@ -1,0 +1,292 @@
+"""The declared catalogue: every name a rule may use, with its type and a one-line doc.
+
+The language itself knows no graph. What a rule can see (entity types such as Node or TensorDesc with their
+typed fields, helper functions with typed signatures, the root bindings such as `node` and `graph`) is data
+that the engine and the domain register here. The checker resolves names against it, the compiler binds
+fields and helpers to their Python implementations through it, and `rulepass catalogue` and the docs print
+it, so the three cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# ---- types -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Type:
+    """A static type: a primitive (bool int float str null any), `list[T]`, or an entity; `?` = may be null."""
+
+    name: str
+    elem: Type | None = None
+    nullable: bool = False
+
+    def __str__(self) -> str:
+        base = f"list[{self.elem}]" if self.name == "list" else self.name
+        return base + ("?" if self.nullable and self.name not in ("null", "any") else "")
+
+    @property
+    def is_list(self) -> bool:
+        """True for list types."""
+        return self.name == "list"
+
+    def non_null(self) -> Type:
+        """The same type without `?`."""
+        return Type(self.name, self.elem, False) if self.nullable else self
+
+    def or_null(self) -> Type:
+        """The same type with `?`."""
+        return self if self.nullable or self.name in ("null", "any") else Type(self.name, self.elem, True)
+
+
+BOOL = Type("bool")
+INT = Type("int")
+FLOAT = Type("float")
+STR = Type("str")
+NULL = Type("null")
+ANY = Type("any")
+PRIMITIVES = ("bool", "int", "float", "str", "null", "any")
+
+
+def list_of(elem: Type) -> Type:
+    """The type `list[elem]`."""
+    return Type("list", elem)
+
+
+_TYPE_TOKEN = re.compile(r"\s*(list\[|\]|\?|[A-Za-z_][A-Za-z0-9_]*)")
+
+
+def parse_type(text: str) -> Type:
+    """Parse a type written as in the docs: `int`, `list[OutputAnchor]`, `TensorDesc?`."""
+    tokens = _TYPE_TOKEN.findall(text)
+    if "".join(tokens).replace(" ", "") != text.replace(" ", ""):
+        raise ValueError(f"bad type {text!r}")
+    pos = 0
+
+    def one() -> Type:
+        nonlocal pos
+        tok = tokens[pos]
+        pos += 1
+        if tok == "list[":
+            elem = one()
+            if pos >= len(tokens) or tokens[pos] != "]":
+                raise ValueError(f"bad type {text!r}")
+            pos += 1
+            t = list_of(elem)
+        else:
+            t = Type(tok)
+        if pos < len(tokens) and tokens[pos] == "?":
+            pos += 1
+            t = t.or_null()
+        return t
+
+    result = one()
+    if pos != len(tokens):
+        raise ValueError(f"bad type {text!r}")
+    return result
+
+
+# ---- catalogue entries ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """A field of an entity type: its type, doc, and how to read it from a Python object."""
+
+    name: str
+    type: Type
+    doc: str
+    get: Callable[[Any], Any]
+
+
+@dataclass(frozen=True)
+class EntitySpec:
+    """An entity type the rules can navigate (e.g. Node), with its fields and optional attribute setter."""
+
+    name: str
+    doc: str
+    fields: Mapping[str, FieldSpec]
+    parents: tuple[str, ...] = ()
+    set_attr: Callable[[Any, str, Any], None] | None = None
+    describe: Callable[[Any], str] = str
+
+
+_NO_DEFAULT: Any = object()
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One parameter of a helper; `default` makes it optional."""
+
+    name: str
+    type: Type
+    default: Any = _NO_DEFAULT
+
+    @property
+    def optional(self) -> bool:
+        """True when the parameter has a default."""
+        return self.default is not _NO_DEFAULT
+
+
+@dataclass(frozen=True)
+class HelperSpec:
+    """A helper function the rules can call, with its typed signature, doc and implementation."""
+
+    name: str
+    params: tuple[ParamSpec, ...]
+    returns: Type
+    doc: str
+    fn: Callable[..., Any]
+    group: str = "builtin"
+
+    def signature(self) -> str:
+        """`name(a: T, b: U = d) -> R`."""
+        ps = ", ".join(f"{p.name}: {p.type}" + (f" = {p.default!r}" if p.optional else "") for p in self.params)
+        return f"{self.name}({ps}) -> {self.returns}"
+
+
+@dataclass
+class Catalogue:
+    """Entities, helpers and root bindings, as registered by the engine and the domain."""
+
+    entities: dict[str, EntitySpec] = field(default_factory=dict)
+    helpers: dict[str, HelperSpec] = field(default_factory=dict)
+    roots: dict[str, tuple[Type, str]] = field(default_factory=dict)
+
+    def add_entity(
+        self,
+        name: str,
+        doc: str,
+        fields: Iterable[tuple[str, str, str, Callable[[Any], Any]]],
+        *,
+        parents: tuple[str, ...] = (),
+        set_attr: Callable[[Any, str, Any], None] | None = None,
+        describe: Callable[[Any], str] = str,
+    ) -> None:
+        """Register an entity type; fields are (name, type, doc, getter)."""
+        if name in self.entities or name in PRIMITIVES or name == "list":
+            raise ValueError(f"entity '{name}' registered twice or shadows a builtin type")
+        specs = {f: FieldSpec(f, parse_type(t), d, g) for f, t, d, g in fields}
+        self.entities[name] = EntitySpec(name, doc, specs, parents, set_attr, describe)
+
+    def add_helper(
+        self,
+        name: str,
+        params: str,
+        returns: str,
+        doc: str,
+        fn: Callable[..., Any],
+        *,
+        group: str = "builtin",
+        defaults: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Register a helper; `params` reads like `x: int, ys: list[int]`."""
+        if name in self.helpers:
+            raise ValueError(f"helper '{name}' registered twice")
+        ps: list[ParamSpec] = []
+        for part in filter(None, (p.strip() for p in params.split(","))) if params else []:
+            pname, _, ptype = part.partition(":")
+            pname = pname.strip()
+            default = (defaults or {}).get(pname, _NO_DEFAULT)
+            ps.append(ParamSpec(pname, parse_type(ptype.strip()), default))
+        self.helpers[name] = HelperSpec(name, tuple(ps), parse_type(returns), doc, fn, group)
+
+    def add_root(self, name: str, type_: str, doc: str) -> None:
+        """Declare a variable bound for every candidate (e.g. `node`)."""
+        self.roots[name] = (parse_type(type_), doc)
+
+    def merged(self, other: Catalogue) -> Catalogue:
+        """A new catalogue with the entries of both (names must not clash)."""
+        out = Catalogue(dict(self.entities), dict(self.helpers), dict(self.roots))
+        for k, e in other.entities.items():
+            if k in out.entities:
+                raise ValueError(f"entity '{k}' defined twice")
+            out.entities[k] = e
+        for k, h in other.helpers.items():
+            if k in out.helpers:
+                raise ValueError(f"helper '{k}' defined twice")
+            out.helpers[k] = h
+        for k, r in other.roots.items():
+            out.roots[k] = r
+        return out
+
+    # ---- queries ----------------------------------------------------------------------------------------
+    def ancestors(self, name: str) -> list[str]:
+        """`name` and every entity it inherits from, nearest first."""
+        out, todo = [], [name]
+        while todo:
+            n = todo.pop(0)
+            if n not in out:
+                out.append(n)
+                e = self.entities.get(n)
+                if e is not None:
+                    todo.extend(e.parents)
+        return out
+
+    def field(self, entity: str, name: str) -> FieldSpec | None:
+        """The field `name` of `entity` or of one of its parents."""
+        for anc in self.ancestors(entity):
+            e = self.entities.get(anc)
+            if e is not None and name in e.fields:
+                return e.fields[name]
+        return None
+
+    def field_names(self, entity: str) -> list[str]:
+        """Every field name visible on `entity`."""
+        names: list[str] = []
+        for anc in self.ancestors(entity):
+            e = self.entities.get(anc)
+            if e is not None:
+                names.extend(f for f in e.fields if f not in names)
+        return names
+
+    def setter(self, entity: str) -> Callable[[Any, str, Any], None] | None:
+        """How to set an attribute on a value of `entity`, if it holds attributes."""
+        for anc in self.ancestors(entity):
+            e = self.entities.get(anc)
+            if e is not None and e.set_attr is not None:
+                return e.set_attr
+        return None
+
+    def describer(self, entity: str) -> Callable[[Any], str]:
+        """How to show a value of `entity` in a decision record."""
+        e = self.entities.get(entity)
+        return e.describe if e is not None else str
+
+    def assignable(self, actual: Type, expected: Type) -> bool:
+        """Whether a value of type `actual` may be used where `expected` is required."""
+        if actual.name == "any" or expected.name == "any":
+            return True
+        if actual.name == "null":
+            return expected.nullable or expected.name == "null"
+        if expected.name == "float" and actual.name == "int":
+            return True
+        if actual.is_list and expected.is_list:
+            assert actual.elem is not None and expected.elem is not None
+            return actual.elem.name in ("any", "null") or self.assignable(actual.elem, expected.elem)
+        if actual.name in self.entities:
+            return expected.name in self.ancestors(actual.name)
+        return actual.name == expected.name
+
+    def to_json(self) -> dict[str, Any]:
+        """The catalogue as plain data (for `rulepass catalogue --format json` and the docs)."""
+        return {
+            "roots": {k: {"type": str(t), "doc": d} for k, (t, d) in sorted(self.roots.items())},
+            "entities": {
+                name: {
+                    "doc": e.doc,
+                    "parents": list(e.parents),
+                    "attributes": e.set_attr is not None,
+                    "fields": {f.name: {"type": str(f.type), "doc": f.doc} for f in e.fields.values()},
+                }
+                for name, e in sorted(self.entities.items())
+            },
+            "helpers": {
+                name: {"signature": h.signature(), "doc": h.doc, "group": h.group}
+                for name, h in sorted(self.helpers.items())
+            },
+        }

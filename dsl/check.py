@@ -1,0 +1,589 @@
+"""The checker: resolves every name of a rule against the catalogue and types every expression.
+
+It reports, each at its file position with a suggestion where one helps: unknown names and fields, unknown
+helpers and wrong arity, type mismatches (conditions that are not booleans, comparing a node with a number,
+quantifying over something that is not a list, ...), bindings that shadow others or are never used, duplicate
+check names in a rule, duplicate rule names across files, and order constraints that name unknown passes or
+form a cycle. It records what each name resolved to, for the compiler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import ast
+from .catalogue import ANY, BOOL, FLOAT, INT, NULL, STR, Catalogue, FieldSpec, HelperSpec, Type, list_of
+from .diagnostics import Diagnostic, Span, did_you_mean
+from .rules import Binding, Check, Expr, Rule
+
+_NUMERIC = ("int", "float")
+
+
+@dataclass
+class Resolution:
+    """What the checker found for each AST node of a rule (keyed by node identity)."""
+
+    types: dict[int, Type] = field(default_factory=dict)
+    fields: dict[int, FieldSpec] = field(default_factory=dict)
+    helpers: dict[int, HelperSpec] = field(default_factory=dict)
+    setters: dict[int, Callable[[Any, str, Any], None]] = field(default_factory=dict)
+    let_refs: dict[int, Binding] = field(default_factory=dict)  # Name node -> the `let` it reads
+    describers: dict[int, Callable[[Any], str]] = field(default_factory=dict)
+
+    def type_of(self, node: ast.Node) -> Type:
+        """The static type of `node`."""
+        return self.types.get(id(node), ANY)
+
+
+@dataclass
+class _Var:
+    type: Type
+    span: Span | None
+    kind: str  # "root" | "let" | "var" | "quant"
+    used: bool = False
+    binding: Binding | None = None
+
+
+class _Scope:
+    def __init__(self, parent: _Scope | None = None) -> None:
+        self.vars: dict[str, _Var] = {}
+        self.parent = parent
+
+    def lookup(self, name: str) -> _Var | None:
+        s: _Scope | None = self
+        while s is not None:
+            if name in s.vars:
+                return s.vars[name]
+            s = s.parent
+        return None
+
+    def names(self) -> list[str]:
+        out: list[str] = []
+        s: _Scope | None = self
+        while s is not None:
+            out.extend(s.vars)
+            s = s.parent
+        return out
+
+
+class _Checker:
+    def __init__(self, catalogue: Catalogue, res: Resolution) -> None:
+        self.cat = catalogue
+        self.res = res
+        self.diags: list[Diagnostic] = []
+        self.expr: Expr | None = None
+        self.pending: list[str] = []  # let names declared later in the same block (for a better message)
+
+    # ---- reporting -----------------------------------------------------------------------------------------
+    def err(self, code: str, msg: str, node: ast.Node, hint: str | None = None) -> Type:
+        assert self.expr is not None
+        self.diags.append(Diagnostic(code, msg, self.expr.src.span(node.start, node.end), hint=hint))
+        return ANY
+
+    def err_at(self, code: str, msg: str, start: int, length: int, hint: str | None = None) -> Type:
+        assert self.expr is not None
+        self.diags.append(Diagnostic(code, msg, self.expr.src.span(start, start + length), hint=hint))
+        return ANY
+
+    def text(self, node: ast.Node) -> str:
+        assert self.expr is not None
+        return self.expr.text[node.start : node.end]
+
+    # ---- entry points --------------------------------------------------------------------------------------
+    def check_expr(self, e: Expr, scope: _Scope, want: Type | None = None, what: str = "expression") -> Type:
+        self.expr = e
+        t = self.visit(e.node, scope)
+        if want is not None and t.name != "any" and not self.cat.assignable(t, want):
+            self.err("type-mismatch", f"{what} must be {want}, but `{self.text(e.node)}` is {t}", e.node)
+        return t
+
+    def bind(self, scope: _Scope, name: str, t: Type, span: Span | None, kind: str, node_for_err: Span | None) -> None:
+        prev = scope.lookup(name)
+        if prev is not None or name in self.cat.helpers:
+            what = "a helper" if prev is None else ("a root binding" if prev.kind == "root" else "another binding")
+            self.diags.append(
+                Diagnostic(
+                    "shadowing", f"'{name}' shadows {what} of the same name", node_for_err, hint="choose another name"
+                )
+            )
+        scope.vars[name] = _Var(t, span, kind)
+
+    def check_lets(self, lets: Sequence[Binding], scope: _Scope) -> None:
+        names = [b.name for b in lets]
+        for k, b in enumerate(lets):
+            self.pending = names[k + 1 :]
+            t = self.check_expr(b.expr, scope)
+            self.pending = []
+            self.bind(scope, b.name, t, b.span, "let", b.span)
+            scope.vars[b.name].binding = b
+
+    def unused(self, scope: _Scope) -> None:
+        for name, v in scope.vars.items():
+            if not v.used and v.kind in ("let", "var") and not name.startswith("_"):
+                self.diags.append(
+                    Diagnostic(
+                        "unused-binding",
+                        f"binding '{name}' is never used",
+                        v.span,
+                        severity="warning",
+                        hint="remove it, or prefix it with '_'",
+                    )
+                )
+
+    # ---- expressions ---------------------------------------------------------------------------------------
+    def visit(self, n: ast.Node, scope: _Scope) -> Type:
+        t = self._visit(n, scope)
+        self.res.types[id(n)] = t
+        return t
+
+    def _visit(self, n: ast.Node, scope: _Scope) -> Type:
+        if isinstance(n, ast.Lit):
+            v = n.value
+            return (
+                NULL
+                if v is None
+                else BOOL
+                if isinstance(v, bool)
+                else INT
+                if isinstance(v, int)
+                else (FLOAT if isinstance(v, float) else STR)
+            )
+        if isinstance(n, ast.Name):
+            var = scope.lookup(n.id)
+            if var is None:
+                if n.id in self.pending:
+                    return self.err(
+                        "unknown-name",
+                        f"'{n.id}' is used before its binding",
+                        n,
+                        hint="a `let` may only use the bindings listed before it",
+                    )
+                if n.id in self.cat.helpers:
+                    return self.err("unknown-name", f"'{n.id}' is a helper; call it as {n.id}(...)", n)
+                return self.err("unknown-name", f"unknown name '{n.id}'", n, hint=did_you_mean(n.id, scope.names()))
+            var.used = True
+            if var.binding is not None:
+                self.res.let_refs[id(n)] = var.binding
+            return var.type
+        if isinstance(n, ast.Attr):
+            obj = self.visit(n.obj, scope)
+            return self.field(n, obj)
+        if isinstance(n, ast.Call):
+            return self.call(n, scope)
+        if isinstance(n, ast.Unary):
+            t = self.visit(n.operand, scope)
+            if n.op == "not":
+                self.need_bool(n.operand, t, "the operand of 'not'")
+                return BOOL
+            if t.name not in (*_NUMERIC, "any"):
+                return self.err("type-mismatch", f"'-' needs a number, but `{self.text(n.operand)}` is {t}", n.operand)
+            return t
+        if isinstance(n, ast.BoolOp):
+            for op in n.operands:
+                self.need_bool(op, self.visit(op, scope), f"each operand of '{n.op}'")
+            return BOOL
+        if isinstance(n, ast.Compare):
+            return self.compare(n, scope)
+        if isinstance(n, ast.Arith):
+            return self.arith(n, scope)
+        if isinstance(n, ast.IfElse):
+            self.need_bool(n.cond, self.visit(n.cond, scope), "the condition of 'if'")
+            a, b = self.visit(n.then, scope), self.visit(n.else_, scope)
+            u = self.unify(a, b)
+            if u is None:
+                return self.err("type-mismatch", f"the branches of 'if' have different types ({a} and {b})", n)
+            return u
+        if isinstance(n, ast.Quant):
+            return self.quant(n, scope)
+        if isinstance(n, ast.ListLit):
+            elem: Type | None = None
+            for item in n.items:
+                t = self.visit(item, scope)
+                u = t if elem is None else self.unify(elem, t)
+                if u is None:
+                    return self.err("type-mismatch", f"list elements have different types ({elem} and {t})", item)
+                elem = u
+            return list_of(elem or ANY)
+        if isinstance(n, ast.Index):
+            obj, idx = self.visit(n.obj, scope), self.visit(n.index, scope)
+            if idx.name not in ("int", "any"):
+                self.err("type-mismatch", f"an index must be an int, but `{self.text(n.index)}` is {idx}", n.index)
+            if obj.is_list:
+                assert obj.elem is not None
+                return obj.elem
+            if obj.name in ("str", "any"):
+                return obj
+            return self.err(
+                "type-mismatch", f"`{self.text(n.obj)}` is {obj}; only lists and strings can be indexed", n.obj
+            )
+        if isinstance(n, ast.Slice):
+            obj = self.visit(n.obj, scope)
+            for bound in (n.lo, n.hi):
+                if bound is not None and self.visit(bound, scope).name not in ("int", "any"):
+                    self.err("type-mismatch", "slice bounds must be ints", bound)
+            if obj.is_list or obj.name in ("str", "any"):
+                return obj
+            return self.err(
+                "type-mismatch", f"`{self.text(n.obj)}` is {obj}; only lists and strings can be sliced", n.obj
+            )
+        raise AssertionError(f"unexpected node {type(n).__name__}")
+
+    def need_bool(self, n: ast.Node, t: Type, what: str) -> None:
+        if t.name not in ("bool", "any"):
+            self.err(
+                "type-mismatch",
+                f"{what} must be bool, but `{self.text(n)}` is {t}",
+                n,
+                hint="compare it explicitly, e.g. `x != null` or `len(x) > 0`",
+            )
+
+    def field(self, n: ast.Attr, obj: Type) -> Type:
+        if obj.name == "any":
+            return self.err(
+                "type-mismatch", f"cannot read field '{n.name}' of `{self.text(n.obj)}`: its type is not known", n
+            )
+        if obj.is_list:
+            return self.err(
+                "type-mismatch",
+                f"`{self.text(n.obj)}` is {obj}; lists have no field '{n.name}'",
+                n,
+                hint="use a quantifier, e.g. all(x in ...: x." + n.name + " ...)",
+            )
+        if obj.name not in self.cat.entities:
+            return self.err("type-mismatch", f"`{self.text(n.obj)}` is {obj}, which has no fields", n)
+        spec = self.cat.field(obj.name, n.name)
+        if spec is None:
+            helper = self.cat.helpers.get(n.name)
+            hint = (
+                f"'{n.name}' is a helper: call it as `{self.text(n.obj)}.{n.name}(...)`"
+                if helper is not None
+                else did_you_mean(n.name, self.cat.field_names(obj.name))
+            )
+            return self.err_at(
+                "unknown-field",
+                f"{obj.non_null()} has no field '{n.name}'",
+                n.end - len(n.name),
+                len(n.name),
+                hint=hint,
+            )
+        self.res.fields[id(n)] = spec
+        return spec.type
+
+    def call(self, n: ast.Call, scope: _Scope) -> Type:
+        helper = self.cat.helpers.get(n.func)
+        args = list(n.args)
+        arg_types = [self.visit(a, scope) for a in args]
+        if n.receiver is not None:
+            recv_t = self.visit(n.receiver, scope)
+            args.insert(0, n.receiver)
+            arg_types.insert(0, recv_t)
+            if helper is None and recv_t.name in self.cat.entities and self.cat.field(recv_t.name, n.func) is not None:
+                return self.err_at(
+                    "unknown-name",
+                    f"'{n.func}' is a field of {recv_t.non_null()}, not a helper",
+                    n.name_start,
+                    len(n.func),
+                    hint=f"drop the parentheses: .{n.func}",
+                )
+        if helper is None:
+            return self.err_at(
+                "unknown-name",
+                f"unknown helper '{n.func}'",
+                n.name_start,
+                len(n.func),
+                hint=did_you_mean(n.func, self.cat.helpers),
+            )
+        self.res.helpers[id(n)] = helper
+        required = sum(1 for p in helper.params if not p.optional)
+        if not required <= len(args) <= len(helper.params):
+            want = str(required) if required == len(helper.params) else f"{required} to {len(helper.params)}"
+            return self.err(
+                "wrong-arity",
+                f"{n.func}() takes {want} argument(s), {len(args)} given",
+                n,
+                hint=f"signature: {helper.signature()}",
+            )
+        for p, a, t in zip(helper.params, args, arg_types, strict=False):
+            if not self.cat.assignable(t, p.type):
+                self.err(
+                    "type-mismatch",
+                    f"argument '{p.name}' of {n.func}() must be {p.type}, but `{self.text(a)}` is {t}",
+                    a,
+                    hint=f"signature: {helper.signature()}",
+                )
+        return helper.returns
+
+    def compare(self, n: ast.Compare, scope: _Scope) -> Type:
+        a, b = self.visit(n.left, scope), self.visit(n.right, scope)
+        if "any" in (a.name, b.name):
+            return BOOL
+        if n.op in ("in", "not in"):
+            if b.is_list:
+                assert b.elem is not None
+                if not (self.cat.assignable(a, b.elem) or self.cat.assignable(b.elem, a) or a.name == "null"):
+                    self.err(
+                        "type-mismatch", f"`{self.text(n.left)}` is {a} but `{self.text(n.right)}` holds {b.elem}", n
+                    )
+            elif b.name == "str":
+                if a.name != "str":
+                    self.err("type-mismatch", f"`in` a string needs a string on the left, not {a}", n.left)
+            else:
+                self.err("type-mismatch", f"`in` needs a list or a string on the right, not {b}", n.right)
+            return BOOL
+        if n.op in ("==", "!="):
+            if not (
+                self.cat.assignable(a, b) or self.cat.assignable(b, a) or (a.name in _NUMERIC and b.name in _NUMERIC)
+            ):
+                self.err(
+                    "type-mismatch",
+                    f"comparing {a} with {b} is always {'false' if n.op == '==' else 'true'}",
+                    n,
+                    hint=f"`{self.text(n.left)}` is {a}, `{self.text(n.right)}` is {b}",
+                )
+            return BOOL
+        if not ((a.name in _NUMERIC and b.name in _NUMERIC) or (a.name == b.name == "str")):
+            self.err("type-mismatch", f"'{n.op}' compares numbers or strings, not {a} and {b}", n)
+        return BOOL
+
+    def arith(self, n: ast.Arith, scope: _Scope) -> Type:
+        a, b = self.visit(n.left, scope), self.visit(n.right, scope)
+        if "any" in (a.name, b.name):
+            return ANY
+        if n.op == "+" and a.name == b.name == "str":
+            return STR
+        if n.op == "+" and a.is_list and b.is_list:
+            u = self.unify(a, b)
+            if u is None:
+                return self.err("type-mismatch", f"cannot join {a} and {b}", n)
+            return u
+        if a.name not in _NUMERIC or b.name not in _NUMERIC:
+            return self.err("type-mismatch", f"'{n.op}' needs numbers, not {a} and {b}", n)
+        if n.op == "/":
+            return FLOAT
+        return INT if a.name == b.name == "int" else FLOAT
+
+    def quant(self, n: ast.Quant, scope: _Scope) -> Type:
+        coll = self.visit(n.coll, scope)
+        if coll.name == "any":
+            elem = ANY
+        elif not coll.is_list:
+            self.err("type-mismatch", f"{n.kind}() needs a list, but `{self.text(n.coll)}` is {coll}", n.coll)
+            elem = ANY
+        else:
+            assert coll.elem is not None
+            elem = coll.elem
+        inner = _Scope(scope)
+        assert self.expr is not None
+        self.bind(inner, n.var, elem, None, "quant", self.expr.src.span(n.var_start, n.var_start + len(n.var)))
+        if n.where is not None:
+            self.need_bool(n.where, self.visit(n.where, inner), "the 'where' filter")
+        body = self.visit(n.body, inner)
+        if n.kind != "distinct":
+            self.need_bool(n.body, body, f"the body of {n.kind}()")
+        return INT if n.kind in ("count", "distinct") else BOOL
+
+    def unify(self, a: Type, b: Type) -> Type | None:
+        if a.name == "any" or b.name == "any":
+            return ANY
+        if a.name == "null":
+            return b.or_null()
+        if b.name == "null":
+            return a.or_null()
+        if a.name in _NUMERIC and b.name in _NUMERIC:
+            return FLOAT if "float" in (a.name, b.name) else INT
+        if a.is_list and b.is_list:
+            assert a.elem is not None and b.elem is not None
+            e = self.unify(a.elem, b.elem)
+            return list_of(e) if e is not None else None
+        if self.cat.assignable(a, b):
+            return b if not a.nullable else b.or_null()
+        if self.cat.assignable(b, a):
+            return a if not b.nullable else a.or_null()
+        return None
+
+    # ---- actions -------------------------------------------------------------------------------------------
+    def action(self, e: Expr, n: ast.Node, scope: _Scope) -> None:
+        self.expr = e
+        if isinstance(n, ast.ForAction):
+            coll = self.visit(n.coll, scope)
+            elem = coll.elem if coll.is_list and coll.elem is not None else ANY
+            if not coll.is_list and coll.name != "any":
+                self.err("type-mismatch", f"'for' needs a list, but `{self.text(n.coll)}` is {coll}", n.coll)
+            inner = _Scope(scope)
+            self.bind(inner, n.var, elem, None, "quant", e.src.span(n.var_start, n.var_start + len(n.var)))
+            if n.where is not None:
+                self.need_bool(n.where, self.visit(n.where, inner), "the 'where' filter")
+            self.action(e, n.body, inner)
+            return
+        assert isinstance(n, ast.SetAction)
+        target = self.visit(n.target, scope)
+        self.visit(n.value, scope)
+        setter = self.cat.setter(target.name) if target.name in self.cat.entities else None
+        if setter is None:
+            holders = sorted(k for k in self.cat.entities if self.cat.setter(k) is not None)
+            self.err(
+                "type-mismatch",
+                f"cannot set attributes on `{self.text(n.target)}` ({target})",
+                n.target,
+                hint=f"attributes live on: {', '.join(holders)}",
+            )
+            return
+        self.res.setters[id(n)] = setter
+        vt = self.res.type_of(n.value)
+        ok = vt.name in ("bool", "int", "float", "str") or (
+            vt.is_list and vt.elem is not None and vt.elem.name in ("bool", "int", "float", "str")
+        )
+        if not ok:
+            self.err(
+                "type-mismatch",
+                f"an attribute value must be bool, int, float, str or a list of those, not {vt}",
+                n.value,
+            )
+
+
+def _check_names(checks: Iterable[Check], seen: dict[str, Span], diags: list[Diagnostic]) -> None:
+    for c in checks:
+        if c.name in seen:
+            diags.append(
+                Diagnostic(
+                    "duplicate-check",
+                    f"duplicate check name '{c.name}' in this rule (first on line {seen[c.name].line})",
+                    c.span,
+                    hint="explanations name checks; keep them unique",
+                )
+            )
+        else:
+            seen[c.name] = c.span
+        _check_names(c.checks, seen, diags)
+
+
+def check_rule(rule: Rule, catalogue: Catalogue) -> tuple[Resolution, list[Diagnostic]]:
+    """Type-check one rule against the catalogue; returns what names resolved to and every diagnostic."""
+    res = Resolution()
+    ch = _Checker(catalogue, res)
+    roots = _Scope()
+    for name, (t, _doc) in catalogue.roots.items():
+        roots.vars[name] = _Var(t, None, "root")
+    # Graph exclusions run once per graph, before any candidate: only `graph` is bound there.
+    graph_scope = _Scope()
+    if "graph" in roots.vars:
+        graph_scope.vars["graph"] = roots.vars["graph"]
+    for s in rule.skip_graph:
+        ch.check_expr(s.when, graph_scope, BOOL, f"skip_graph '{s.name}'")
+    for op_type in rule.match:
+        if not op_type.strip():
+            ch.diags.append(Diagnostic("rule-shape", "empty op type in 'match'", rule.span))
+    rule_scope = _Scope(roots)
+    ch.check_lets(rule.lets, rule_scope)
+
+    def run_checks(checks: Sequence[Check], scope: _Scope) -> None:
+        for c in checks:
+            if c.kind == "group":
+                assert c.coll is not None
+                coll = ch.check_expr(c.coll, scope)
+                elem = coll.elem if coll.is_list and coll.elem is not None else ANY
+                if not coll.is_list and coll.name != "any":
+                    ch.err("type-mismatch", f"for_each needs a list, but `{c.coll.text}` is {coll}", c.coll.node)
+                inner = _Scope(scope)
+                ch.bind(inner, c.var or "_", elem, c.var_span, "var", c.var_span)
+                if c.where is not None:
+                    ch.check_expr(c.where, inner, BOOL, "the 'where' filter")
+                ch.check_lets(c.lets, inner)
+                run_checks(c.checks, inner)
+                ch.unused(inner)
+            else:
+                assert c.expr is not None
+                if c.lets:
+                    inner = _Scope(scope)
+                    ch.check_lets(c.lets, inner)
+                else:
+                    inner = scope
+                ch.check_expr(c.expr, inner, BOOL, f"{c.kind} of check '{c.name}'")
+                if inner is not scope:
+                    ch.unused(inner)
+
+    run_checks(rule.checks, rule_scope)
+    for a in rule.actions:
+        ch.action(a, a.node, rule_scope)
+    ch.unused(rule_scope)
+    _check_names(rule.checks, {}, ch.diags)
+    return res, ch.diags
+
+
+def check_rule_set(rules: Sequence[Rule], known_passes: Iterable[str] = ()) -> list[Diagnostic]:
+    """Checks across files: duplicate rule names, order constraints naming unknown passes or forming a cycle."""
+    diags: list[Diagnostic] = []
+    first: dict[str, Rule] = {}
+    for r in rules:
+        if r.name in first:
+            other = first[r.name]
+            diags.append(
+                Diagnostic(
+                    "duplicate-rule",
+                    f"rule '{r.name}' is already defined at {other.span}",
+                    r.span,
+                    hint="rule names are pass names and must be unique",
+                )
+            )
+        else:
+            first[r.name] = r
+    known = set(first) | set(known_passes)
+    for r in rules:
+        for names, spans in ((r.after, r.after_spans), (r.before, r.before_spans)):
+            for name, span in zip(names, spans, strict=False):
+                if name not in known:
+                    diags.append(
+                        Diagnostic(
+                            "unknown-pass", f"'{name}' is not a known pass", span, hint=did_you_mean(name, known)
+                        )
+                    )
+                elif name == r.name:
+                    diags.append(
+                        Diagnostic("order-cycle", f"rule '{r.name}' cannot be ordered relative to itself", span)
+                    )
+    cycle = order_cycle({r.name: (r.after, r.before) for r in first.values()})
+    if cycle:
+        r = first[cycle[0]]
+        diags.append(
+            Diagnostic(
+                "order-cycle",
+                "order constraints form a cycle: " + " -> ".join(cycle),
+                r.span,
+                hint="'after'/'before' must describe one order",
+            )
+        )
+    return diags
+
+
+def order_cycle(constraints: dict[str, tuple[Sequence[str], Sequence[str]]]) -> list[str] | None:
+    """A cycle among `after`/`before` constraints (pass -> (after, before)), as pass names, or None."""
+    succ: dict[str, set[str]] = {}
+    for name, (after, before) in constraints.items():
+        for a in after:
+            succ.setdefault(a, set()).add(name)
+        for b in before:
+            succ.setdefault(name, set()).add(b)
+    color: dict[str, int] = {}
+    for startn in sorted(succ):
+        if color.get(startn):
+            continue
+        stack: list[tuple[str, list[str]]] = [(startn, sorted(succ.get(startn, ())))]
+        path = [startn]
+        color[startn] = 1
+        while stack:
+            node, todo = stack[-1]
+            if not todo:
+                stack.pop()
+                path.pop()
+                color[node] = 2
+                continue
+            nxt = todo.pop(0)
+            if color.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt]
+            if not color.get(nxt):
+                color[nxt] = 1
+                path.append(nxt)
+                stack.append((nxt, sorted(succ.get(nxt, ()))))
+    return None

@@ -1,0 +1,430 @@
+"""Checked rules -> closures, compiled once from the typed AST (never from raw user text).
+
+Each AST node becomes one Python closure over an :class:`Env`; field reads and helper calls are bound to the
+catalogue's implementations at compile time, so evaluation does no name lookups. Evaluation is side-effect
+free until actions run, and bounded: every quantifier iteration and helper call costs a step, and a candidate
+that exceeds the step limit fails with a clear error. A runtime fault (a field of null, an index out of
+range, a helper that cannot answer) is an :class:`EvalError`: the check fails, as GE's failed asserts do.
+The closure of every node is kept, so the engine's explainer can re-evaluate any sub-expression.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import ast
+from .check import Resolution
+from .rules import Binding, Check, Expr, GraphSkip, Rule
+
+DEFAULT_STEP_LIMIT = 1_000_000
+
+
+class EvalError(Exception):
+    """A runtime fault while evaluating an expression; the check it occurs in fails."""
+
+    def __init__(self, message: str, node: ast.Node | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.node = node
+
+
+class Env:
+    """Variables of one evaluation (root bindings, loop variables, memoised `let`s) and its step budget."""
+
+    __slots__ = ("limit", "steps", "vars")
+
+    def __init__(self, vars: dict[str, Any], limit: int = DEFAULT_STEP_LIMIT) -> None:
+        self.vars = vars
+        self.steps = 0
+        self.limit = limit
+
+    def tick(self) -> None:
+        """Spend one step of the budget."""
+        self.steps += 1
+        if self.steps > self.limit:
+            raise EvalError(f"evaluation exceeded its budget of {self.limit} steps")
+
+
+Fn = Callable[[Env], Any]
+Effect = tuple[Callable[[Any, str, Any], None], Any, str, Any]
+ActionFn = Callable[[Env, list[Effect]], None]
+
+
+def _hashable(v: Any) -> Any:
+    return tuple(_hashable(x) for x in v) if isinstance(v, list) else v
+
+
+def _attr_value(v: Any) -> Any:
+    return list(v) if isinstance(v, (list, tuple)) else v
+
+
+@dataclass
+class CompiledCheck:
+    """A check with its closures: the condition, or for a group the collection, filter and sub-checks."""
+
+    check: Check
+    fn: Fn | None
+    lets: tuple[str, ...]
+    coll: Fn | None = None
+    where: Fn | None = None
+    subs: list[CompiledCheck] = field(default_factory=list)
+
+
+@dataclass
+class CompiledRule:
+    """A rule ready to run: closures for its exclusions, checks and actions, plus every node's closure."""
+
+    rule: Rule
+    res: Resolution
+    skips: list[tuple[GraphSkip, Fn]]
+    checks: list[CompiledCheck]
+    actions: list[ActionFn]
+    lets: tuple[str, ...]
+    fns: dict[int, Fn]
+    step_limit: int = DEFAULT_STEP_LIMIT
+
+    @property
+    def name(self) -> str:
+        """The pass name."""
+        return self.rule.name
+
+
+class _Compiler:
+    def __init__(self, res: Resolution) -> None:
+        self.res = res
+        self.fns: dict[int, Fn] = {}
+        self.let_fns: dict[int, Fn] = {}
+
+    def expr(self, n: ast.Node) -> Fn:
+        f = self._expr(n)
+        self.fns[id(n)] = f
+        return f
+
+    def let_fn(self, b: Binding) -> Fn:
+        f = self.let_fns.get(id(b))
+        if f is None:
+            f = self.expr(b.expr.node)
+            self.let_fns[id(b)] = f
+        return f
+
+    def _expr(self, n: ast.Node) -> Fn:
+        if isinstance(n, ast.Lit):
+            v = n.value
+            return lambda env: v
+        if isinstance(n, ast.Name):
+            key = n.id
+            binding = self.res.let_refs.get(id(n))
+            if binding is None:
+
+                def var(env: Env) -> Any:
+                    return env.vars[key]
+
+                return var
+            let = self.let_fn(binding)
+
+            def lazy(env: Env) -> Any:
+                vs = env.vars
+                if key in vs:
+                    return vs[key]
+                v = let(env)
+                vs[key] = v
+                return v
+
+            return lazy
+        if isinstance(n, ast.Attr):
+            obj = self.expr(n.obj)
+            spec = self.res.fields[id(n)]
+            get, fname = spec.get, n.name
+
+            def attr(env: Env) -> Any:
+                o = obj(env)
+                if o is None:
+                    raise EvalError(f"cannot read '{fname}' of null", n)
+                return get(o)
+
+            return attr
+        if isinstance(n, ast.Call):
+            helper = self.res.helpers[id(n)]
+            args = [self.expr(a) for a in ((n.receiver,) if n.receiver is not None else ()) + n.args]
+            fn, hname = helper.fn, helper.name
+
+            def call(env: Env) -> Any:
+                env.tick()
+                vals = [a(env) for a in args]
+                try:
+                    return fn(*vals)
+                except EvalError:
+                    raise
+                except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError, AttributeError) as exc:
+                    raise EvalError(f"{hname}() failed: {exc}", n) from None
+
+            return call
+        if isinstance(n, ast.Unary):
+            operand = self.expr(n.operand)
+            if n.op == "not":
+                return lambda env: not operand(env)
+            return lambda env: -operand(env)
+        if isinstance(n, ast.BoolOp):
+            ops = [self.expr(o) for o in n.operands]
+            if n.op == "and":
+                if len(ops) == 2:
+                    a, b = ops
+                    return lambda env: bool(a(env)) and bool(b(env))
+
+                def all_of(env: Env) -> bool:
+                    return all(op(env) for op in ops)
+
+                return all_of
+            if len(ops) == 2:
+                a, b = ops
+                return lambda env: bool(a(env)) or bool(b(env))
+
+            def any_of(env: Env) -> bool:
+                return any(op(env) for op in ops)
+
+            return any_of
+        if isinstance(n, ast.Compare):
+            return self.compare(n)
+        if isinstance(n, ast.Arith):
+            return self.arith(n)
+        if isinstance(n, ast.IfElse):
+            c, t, e = self.expr(n.cond), self.expr(n.then), self.expr(n.else_)
+            return lambda env: t(env) if c(env) else e(env)
+        if isinstance(n, ast.Quant):
+            return self.quant(n)
+        if isinstance(n, ast.ListLit):
+            items = [self.expr(i) for i in n.items]
+            return lambda env: [i(env) for i in items]
+        if isinstance(n, ast.Index):
+            obj, idx = self.expr(n.obj), self.expr(n.index)
+
+            def index(env: Env) -> Any:
+                o, i = obj(env), idx(env)
+                if o is None:
+                    raise EvalError("cannot index null", n)
+                if not isinstance(i, int) or not 0 <= i < len(o):
+                    raise EvalError(f"index {i} is out of range for a length of {len(o)}", n)
+                return o[i]
+
+            return index
+        if isinstance(n, ast.Slice):
+            obj = self.expr(n.obj)
+            lo = self.expr(n.lo) if n.lo is not None else None
+            hi = self.expr(n.hi) if n.hi is not None else None
+
+            def slice_(env: Env) -> Any:
+                o = obj(env)
+                if o is None:
+                    raise EvalError("cannot slice null", n)
+                a = lo(env) if lo is not None else 0
+                b = hi(env) if hi is not None else len(o)
+                if a < 0 or b < 0:
+                    raise EvalError(f"negative slice bound {min(a, b)}", n)
+                return list(o[a:b]) if not isinstance(o, str) else o[a:b]
+
+            return slice_
+        raise AssertionError(f"unexpected node {type(n).__name__}")
+
+    def compare(self, n: ast.Compare) -> Fn:
+        a, b, op = self.expr(n.left), self.expr(n.right), n.op
+        if op == "==":
+            return lambda env: a(env) == b(env)
+        if op == "!=":
+            return lambda env: a(env) != b(env)
+        if op in ("in", "not in"):
+            neg = op == "not in"
+
+            def member(env: Env) -> bool:
+                x, coll = a(env), b(env)
+                if coll is None:
+                    raise EvalError("`in` null", n)
+                return (x not in coll) if neg else (x in coll)
+
+            return member
+        import operator
+
+        f = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}[op]
+
+        def order(env: Env) -> bool:
+            x, y = a(env), b(env)
+            try:
+                return bool(f(x, y))
+            except TypeError:
+                raise EvalError(f"cannot compare {x!r} {op} {y!r}", n) from None
+
+        return order
+
+    def arith(self, n: ast.Arith) -> Fn:
+        a, b, op = self.expr(n.left), self.expr(n.right), n.op
+
+        def arith(env: Env) -> Any:
+            x, y = a(env), b(env)
+            if x is None or y is None:
+                raise EvalError(f"'{op}' on null", n)
+            try:
+                if op == "+":
+                    return list(x) + list(y) if isinstance(x, (list, tuple)) else x + y
+                if op == "-":
+                    return x - y
+                if op == "*":
+                    return x * y
+                if op == "/":
+                    return x / y
+                if op == "//":
+                    return x // y
+                return x % y
+            except ZeroDivisionError:
+                raise EvalError(f"division by zero in `{op}`", n) from None
+            except TypeError as exc:
+                raise EvalError(str(exc), n) from None
+
+        return arith
+
+    def quant(self, n: ast.Quant) -> Fn:
+        coll, body = self.expr(n.coll), self.expr(n.body)
+        where = self.expr(n.where) if n.where is not None else None
+        var, kind = n.var, n.kind
+
+        def items(env: Env) -> Sequence[Any]:
+            c = coll(env)
+            if c is None:
+                raise EvalError(f"{kind}() over null", n)
+            return c  # type: ignore[no-any-return]
+
+        def each(env: Env) -> Any:
+            vs = env.vars
+            for x in items(env):
+                env.tick()
+                vs[var] = x
+                if where is not None and not where(env):
+                    continue
+                yield x
+
+        if kind == "all":
+
+            def q_all(env: Env) -> bool:
+                try:
+                    return all(body(env) for _ in each(env))
+                finally:
+                    env.vars.pop(var, None)
+
+            return q_all
+        if kind == "any":
+
+            def q_any(env: Env) -> bool:
+                try:
+                    return any(body(env) for _ in each(env))
+                finally:
+                    env.vars.pop(var, None)
+
+            return q_any
+        if kind == "none":
+
+            def q_none(env: Env) -> bool:
+                try:
+                    return not any(body(env) for _ in each(env))
+                finally:
+                    env.vars.pop(var, None)
+
+            return q_none
+        if kind == "count":
+
+            def q_count(env: Env) -> int:
+                try:
+                    return sum(1 for _ in each(env) if body(env))
+                finally:
+                    env.vars.pop(var, None)
+
+            return q_count
+
+        def q_distinct(env: Env) -> int:
+            try:
+                seen: list[Any] = []
+                hashed: set[Any] = set()
+                for _ in each(env):
+                    k = _hashable(body(env))
+                    try:
+                        hashed.add(k)
+                    except TypeError:
+                        if k not in seen:
+                            seen.append(k)
+                return len(hashed) + len(seen)
+            finally:
+                env.vars.pop(var, None)
+
+        return q_distinct
+
+    # ---- actions -------------------------------------------------------------------------------------------
+    def action(self, n: ast.Node) -> ActionFn:
+        if isinstance(n, ast.ForAction):
+            coll, body = self.expr(n.coll), self.action(n.body)
+            where = self.expr(n.where) if n.where is not None else None
+            var = n.var
+
+            def loop(env: Env, out: list[Effect]) -> None:
+                c = coll(env)
+                if c is None:
+                    raise EvalError("'for' over null", n)
+                try:
+                    for x in c:
+                        env.tick()
+                        env.vars[var] = x
+                        if where is None or where(env):
+                            body(env, out)
+                finally:
+                    env.vars.pop(var, None)
+
+            return loop
+        assert isinstance(n, ast.SetAction)
+        target, value = self.expr(n.target), self.expr(n.value)
+        setter, attr = self.res.setters[id(n)], n.attr
+
+        def set_(env: Env, out: list[Effect]) -> None:
+            t = target(env)
+            if t is None:
+                raise EvalError(f"cannot set '{attr}' on null", n)
+            out.append((setter, t, attr, _attr_value(value(env))))
+
+        return set_
+
+
+def compile_rule(rule: Rule, res: Resolution, *, step_limit: int = DEFAULT_STEP_LIMIT) -> CompiledRule:
+    """Compile a checked rule into closures."""
+    c = _Compiler(res)
+
+    def comp_checks(checks: Sequence[Check]) -> list[CompiledCheck]:
+        out = []
+        for ch in checks:
+            lets = tuple(b.name for b in ch.lets)
+            for b in ch.lets:
+                c.let_fn(b)
+            if ch.kind == "group":
+                assert ch.coll is not None
+                out.append(
+                    CompiledCheck(
+                        ch,
+                        None,
+                        lets,
+                        c.expr(ch.coll.node),
+                        c.expr(ch.where.node) if ch.where is not None else None,
+                        comp_checks(ch.checks),
+                    )
+                )
+            else:
+                assert ch.expr is not None
+                out.append(CompiledCheck(ch, c.expr(ch.expr.node), lets))
+        return out
+
+    for b in rule.lets:
+        c.let_fn(b)
+    skips = [(s, c.expr(s.when.node)) for s in rule.skip_graph]
+    checks = comp_checks(rule.checks)
+    actions = [c.action(a.node) for a in rule.actions]
+    return CompiledRule(rule, res, skips, checks, actions, tuple(b.name for b in rule.lets), c.fns, step_limit)
+
+
+def expr_text(e: Expr, n: ast.Node) -> str:
+    """The source text of sub-expression `n` of `e`."""
+    return e.text[n.start : n.end]

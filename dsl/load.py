@@ -1,0 +1,107 @@
+"""Rule files in, checked and compiled rules out: the one entry point of the rule language.
+
+`load_rules` reads files or folders (every `*.yaml`/`*.yml` not under a `fixtures` folder), collects every
+diagnostic of every file (YAML, schema, expression syntax, names, types, unused bindings, duplicates, order
+constraints) and compiles the rules that are sound. Callers decide whether warnings matter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .catalogue import Catalogue
+from .check import check_rule, check_rule_set
+from .compile import DEFAULT_STEP_LIMIT, CompiledRule, compile_rule
+from .diagnostics import Diagnostic, RulepassError
+from .rules import Rule, RuleFile, read_rule_file
+
+RULE_SUFFIXES = (".yaml", ".yml")
+
+
+@dataclass
+class RuleSet:
+    """The outcome of loading rule files: compiled rules, the files read, and all diagnostics."""
+
+    rules: list[CompiledRule] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        """The diagnostics that are errors."""
+        return [d for d in self.diagnostics if d.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Diagnostic]:
+        """The diagnostics that are warnings."""
+        return [d for d in self.diagnostics if d.severity == "warning"]
+
+    def raise_on_error(self) -> RuleSet:
+        """Raise RulepassError when any error was found; return self otherwise."""
+        if self.errors:
+            raise RulepassError(self.errors)
+        return self
+
+    def by_name(self) -> dict[str, CompiledRule]:
+        """The rules by pass name."""
+        return {r.name: r for r in self.rules}
+
+
+def _shown(p: Path) -> Path:
+    """`p` relative to the working directory when it lies below it (diagnostics stay short)."""
+    try:
+        return p.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return p
+
+
+def rule_files(paths: Iterable[str | Path]) -> tuple[list[Path], list[Diagnostic]]:
+    """Expand files and folders into rule files (sorted, fixtures excluded); missing paths are errors."""
+    out: list[Path] = []
+    diags: list[Diagnostic] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted(
+                f
+                for f in p.rglob("*")
+                if f.suffix in RULE_SUFFIXES and f.is_file() and "fixtures" not in f.relative_to(p).parts
+            )
+            if not found:
+                diags.append(Diagnostic("io", f"folder '{p}' holds no rule files (*.yaml)", where=str(p)))
+            out.extend(_shown(f) for f in found)
+        elif p.exists():
+            out.append(_shown(p))
+        else:
+            diags.append(Diagnostic("io", f"rule file '{p}' does not exist", where=str(p)))
+    return out, diags
+
+
+def load_rules(
+    paths: Sequence[str | Path],
+    catalogue: Catalogue,
+    *,
+    known_passes: Iterable[str] = (),
+    step_limit: int = DEFAULT_STEP_LIMIT,
+) -> RuleSet:
+    """Read, check and compile the rules of `paths` (files or folders) against `catalogue`."""
+    files, diags = rule_files(paths)
+    result = RuleSet(files=[str(f) for f in files], diagnostics=diags)
+    models: list[RuleFile] = []
+    for f in files:
+        model, file_diags = read_rule_file(f)
+        result.diagnostics.extend(file_diags)
+        if model is not None:
+            models.append(model)
+    all_rules: list[Rule] = [r for m in models for r in m.rules]
+    checked = []
+    for r in all_rules:
+        res, rule_diags = check_rule(r, catalogue)
+        result.diagnostics.extend(rule_diags)
+        checked.append((r, res, any(d.severity == "error" for d in rule_diags)))
+    result.diagnostics.extend(check_rule_set(all_rules, known_passes))
+    for r, res, bad in checked:
+        if not bad:
+            result.rules.append(compile_rule(r, res, step_limit=step_limit))
+    return result

@@ -1,0 +1,155 @@
+"""Decision records: for every candidate, whether its rule fired and, if not, exactly why.
+
+A miss is a value, not an exception: it names the failing check (GE's check names, so explanations speak GE's
+language), the failing sub-expression with its span in the rule file, the values it saw, and the graph
+elements where it stopped (e.g. `i = input 1 (from allgather_2:0)`). Records are plain frozen data and have a
+stable JSON form for tools.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..dsl.diagnostics import Span
+
+
+@dataclass(frozen=True)
+class Reason:
+    """Why an expression did not give the value its check needed; `sub` narrows it down."""
+
+    text: str
+    span: Span | None
+    message: str
+    values: tuple[tuple[str, str], ...] = ()
+    element: str | None = None
+    sub: Reason | None = None
+
+    def leaf(self) -> Reason:
+        """The innermost reason."""
+        r = self
+        while r.sub is not None:
+            r = r.sub
+        return r
+
+    def elements(self) -> list[str]:
+        """The elements bound along the chain, outermost first."""
+        out = []
+        r: Reason | None = self
+        while r is not None:
+            if r.element:
+                out.append(r.element)
+            r = r.sub
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        """The reason as a JSON object."""
+        return {
+            "expression": self.text,
+            "span": self.span.to_json() if self.span else None,
+            "message": self.message,
+            "values": {k: v for k, v in self.values},
+            "element": self.element,
+            "sub": self.sub.to_json() if self.sub else None,
+        }
+
+
+@dataclass(frozen=True)
+class TraceEntry:
+    """One evaluated check in an explain trace."""
+
+    path: tuple[str, ...]
+    passed: bool
+    span: Span | None
+    elements: tuple[str, ...] = ()
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a rule decided for one candidate node."""
+
+    rule: str
+    graph: str
+    node: str
+    op_type: str
+    fired: bool
+    check: str | None = None
+    check_path: tuple[str, ...] = ()
+    check_kind: str | None = None
+    check_span: Span | None = None
+    elements: tuple[str, ...] = ()
+    reason: Reason | None = None
+    error: str | None = None
+    dry_run: bool = False
+    trace: tuple[TraceEntry, ...] = field(default=(), compare=False)
+
+    def summary(self) -> str:
+        """One line: fired, or the failing check and its innermost reason."""
+        if self.fired:
+            return "fired" + (" (dry run)" if self.dry_run else "")
+        elements = [*self.elements, *(self.reason.elements() if self.reason else [])]
+        where = f" at {', '.join(elements)}" if elements else ""
+        why = self.error or (self.reason.leaf().message if self.reason else "")
+        return f"missed at {'/'.join(self.check_path) or self.check}{where}: {why}"
+
+    def to_json(self) -> dict[str, Any]:
+        """The decision as a JSON object (stable keys)."""
+        return {
+            "pass": self.rule,
+            "graph": self.graph,
+            "node": self.node,
+            "op_type": self.op_type,
+            "fired": self.fired,
+            "check": self.check,
+            "check_path": list(self.check_path),
+            "check_kind": self.check_kind,
+            "check_span": self.check_span.to_json() if self.check_span else None,
+            "elements": list(self.elements),
+            "reason": self.reason.to_json() if self.reason else None,
+            "error": self.error,
+            "dry_run": self.dry_run,
+        }
+
+
+@dataclass
+class RuleStats:
+    """Per-rule counters over a run: candidates seen, fired, misses by check, and time spent."""
+
+    rule: str
+    candidates: int = 0
+    fired: int = 0
+    graphs_skipped: int = 0
+    misses: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def add(self, d: Decision) -> None:
+        """Count one decision."""
+        self.candidates += 1
+        if d.fired:
+            self.fired += 1
+        else:
+            key = d.check or "?"
+            self.misses[key] = self.misses.get(key, 0) + 1
+
+    def merge(self, other: RuleStats) -> None:
+        """Add another run's counters."""
+        self.candidates += other.candidates
+        self.fired += other.fired
+        self.graphs_skipped += other.graphs_skipped
+        self.seconds += other.seconds
+        for k, v in other.misses.items():
+            self.misses[k] = self.misses.get(k, 0) + v
+
+    def to_json(self, *, timings: bool = False) -> dict[str, Any]:
+        """Counters as JSON (time only when asked: outputs stay byte-identical run to run)."""
+        out: dict[str, Any] = {
+            "pass": self.rule,
+            "candidates": self.candidates,
+            "fired": self.fired,
+            "graphs_skipped": self.graphs_skipped,
+            "misses": dict(sorted(self.misses.items())),
+        }
+        if timings:
+            out["seconds"] = round(self.seconds, 6)
+        return out

@@ -1,0 +1,326 @@
+"""Runs compiled rules over a graph with GE's sequential semantics, recording a decision per candidate.
+
+The engine knows graphs only through a small :class:`GraphAccess` the domain provides (the graph's nodes in
+topological order, a node's op type and name, the root bindings) and through the catalogue; it has no
+Concat- or GE-specific code. Candidates are indexed by op type and visited in topological order; a rule's
+checks run in their declared order and stop at the first failure; when all pass, its actions are evaluated
+first and then applied as one unit, so later candidates see them (cascades, producer locks) and a failing
+action leaves nothing half-written. Dry-run decides without applying.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..dsl.catalogue import Catalogue
+from ..dsl.compile import CompiledCheck, CompiledRule, Effect, Env, EvalError
+from .decisions import Decision, Reason, RuleStats, TraceEntry
+from .explain import Explainer
+
+
+class GraphAccess(Protocol):
+    """What the engine needs to know about the domain's graphs."""
+
+    def nodes(self, graph: Any) -> Sequence[Any]:
+        """The graph's own nodes in topological order."""
+
+    def op_type(self, node: Any) -> str:
+        """The op type used to index candidates."""
+
+    def node_name(self, node: Any) -> str:
+        """The node's name, for records."""
+
+    def graph_name(self, graph: Any) -> str:
+        """The graph's name, for records."""
+
+    def bindings(self, graph: Any, node: Any) -> dict[str, Any]:
+        """The root variables for a candidate (e.g. node, graph)."""
+
+    def graph_bindings(self, graph: Any) -> dict[str, Any]:
+        """The root variables for graph-level exclusions (e.g. graph)."""
+
+
+@dataclass
+class _Miss:
+    check: CompiledCheck
+    path: tuple[str, ...]
+    elements: tuple[str, ...]
+    env_vars: dict[str, Any]
+    error: EvalError | None = None
+
+
+@dataclass
+class RuleRun:
+    """The decisions and counters of one rule over one graph."""
+
+    rule: str
+    decisions: list[Decision] = field(default_factory=list)
+    stats: RuleStats = field(default_factory=lambda: RuleStats(""))
+
+
+class CandidateIndex:
+    """A graph's nodes by op type, each list in topological order (built once per graph)."""
+
+    def __init__(self, access: GraphAccess, graph: Any) -> None:
+        self.by_type: dict[str, list[tuple[int, Any]]] = {}
+        for pos, node in enumerate(access.nodes(graph)):
+            self.by_type.setdefault(access.op_type(node), []).append((pos, node))
+
+    def candidates(self, op_types: Sequence[str]) -> list[Any]:
+        """Nodes of any of `op_types`, in topological order."""
+        lists = [self.by_type.get(t, []) for t in dict.fromkeys(op_types)]
+        if len(lists) == 1:
+            return [n for _, n in lists[0]]
+        return [n for _, n in sorted((p for lst in lists for p in lst), key=lambda pn: pn[0])]
+
+
+class Engine:
+    """Evaluates compiled rules over graphs."""
+
+    def __init__(self, access: GraphAccess, catalogue: Catalogue) -> None:
+        self.access = access
+        self.catalogue = catalogue
+        self._explainers: dict[int, Explainer] = {}
+
+    def explainer(self, rule: CompiledRule) -> Explainer:
+        """The explainer of `rule` (one per rule)."""
+        ex = self._explainers.get(id(rule))
+        if ex is None:
+            ex = self._explainers[id(rule)] = Explainer(rule, self.catalogue)
+        return ex
+
+    # ---- running -------------------------------------------------------------------------------------------
+    def run(
+        self,
+        rule: CompiledRule,
+        graph: Any,
+        *,
+        dry_run: bool = False,
+        index: CandidateIndex | None = None,
+        trace_node: str | None = None,
+    ) -> RuleRun:
+        """Decide every candidate of `rule` in `graph` (the graph's own nodes, not its subgraphs')."""
+        run = RuleRun(rule.name, stats=RuleStats(rule.name))
+        t0 = time.perf_counter()
+        candidates = (index or CandidateIndex(self.access, graph)).candidates(rule.rule.match)
+        if not candidates:
+            return run
+        gname = self.access.graph_name(graph)
+        skip = self._graph_skip(rule, graph)
+        if skip is not None:
+            run.stats.graphs_skipped += 1
+            for node in candidates:
+                d = Decision(
+                    rule.name,
+                    gname,
+                    self.access.node_name(node),
+                    self.access.op_type(node),
+                    False,
+                    skip.check,
+                    skip.check_path,
+                    "skip_graph",
+                    skip.check_span,
+                    (),
+                    skip.reason,
+                    skip.error,
+                    dry_run,
+                )
+                run.decisions.append(d)
+                run.stats.add(d)
+            run.stats.seconds += time.perf_counter() - t0
+            return run
+        for node in candidates:
+            tracing = trace_node is not None and self.access.node_name(node) == trace_node
+            d = self.decide(rule, graph, node, dry_run=dry_run, trace=tracing)
+            run.decisions.append(d)
+            run.stats.add(d)
+        run.stats.seconds += time.perf_counter() - t0
+        return run
+
+    def _graph_skip(self, rule: CompiledRule, graph: Any) -> Decision | None:
+        if not rule.skips:
+            return None
+        env = Env(dict(self.access.graph_bindings(graph)), rule.step_limit)
+        for skip, fn in rule.skips:
+            try:
+                hit = bool(fn(env))
+                err = None
+            except EvalError as exc:
+                hit, err = True, exc.message  # cannot decide: leave the graph alone, as GE's asserts do
+            if hit:
+                reason = None if err else self.explainer(rule).why(skip.when, skip.when.node, env, False)
+                return Decision(
+                    rule.name,
+                    self.access.graph_name(graph),
+                    "",
+                    "",
+                    False,
+                    skip.name,
+                    (skip.name,),
+                    "skip_graph",
+                    skip.span,
+                    (),
+                    reason,
+                    err,
+                )
+        return None
+
+    def decide(
+        self, rule: CompiledRule, graph: Any, node: Any, *, dry_run: bool = False, trace: bool = False
+    ) -> Decision:
+        """Run `rule`'s checks on one candidate; apply its actions when all pass (unless dry_run)."""
+        env = Env(dict(self.access.bindings(graph, node)), rule.step_limit)
+        entries: list[TraceEntry] | None = [] if trace else None
+        miss: _Miss | None = None
+        for cc in rule.checks:
+            miss = self._check(rule, cc, env, (), (), entries)
+            if miss is not None:
+                break
+        gname, nname, otype = self.access.graph_name(graph), self.access.node_name(node), self.access.op_type(node)
+        if miss is not None:
+            return self._miss_decision(rule, miss, gname, nname, otype, dry_run, entries)
+        effects: list[Effect] = []
+        try:
+            for act in rule.actions:
+                act(env, effects)
+        except EvalError as exc:
+            return Decision(
+                rule.name,
+                gname,
+                nname,
+                otype,
+                False,
+                "actions",
+                ("actions",),
+                "action",
+                None,
+                (),
+                None,
+                f"an action failed, nothing was changed: {exc.message}",
+                dry_run,
+                tuple(entries or ()),
+            )
+        if not dry_run:
+            for setter, target, attr, value in effects:
+                setter(target, attr, value)
+        return Decision(rule.name, gname, nname, otype, True, dry_run=dry_run, trace=tuple(entries or ()))
+
+    def _check(
+        self,
+        rule: CompiledRule,
+        cc: CompiledCheck,
+        env: Env,
+        path: tuple[str, ...],
+        elements: tuple[str, ...],
+        entries: list[TraceEntry] | None,
+    ) -> _Miss | None:
+        c = cc.check
+        here = (*path, c.name)
+        vs = env.vars
+        try:
+            if cc.fn is not None:
+                try:
+                    value = bool(cc.fn(env))
+                except EvalError as exc:
+                    if entries is not None:
+                        entries.append(TraceEntry(here, False, c.span, elements, f"error: {exc.message}"))
+                    return _Miss(cc, here, elements, dict(vs), exc)
+                ok = value if c.kind == "require" else not value
+                if entries is not None:
+                    entries.append(TraceEntry(here, ok, c.span, elements))
+                return None if ok else _Miss(cc, here, elements, dict(vs))
+            return self._group(rule, cc, env, here, elements, entries)
+        finally:
+            for name in cc.lets:
+                vs.pop(name, None)
+
+    def _group(
+        self,
+        rule: CompiledRule,
+        cc: CompiledCheck,
+        env: Env,
+        here: tuple[str, ...],
+        elements: tuple[str, ...],
+        entries: list[TraceEntry] | None,
+    ) -> _Miss | None:
+        c = cc.check
+        vs = env.vars
+        assert cc.coll is not None and c.var is not None and c.coll is not None
+        try:
+            items = cc.coll(env)
+            if items is None:
+                raise EvalError(f"for_each over null (`{c.coll.text}`)")
+        except EvalError as exc:
+            return _Miss(cc, here, elements, dict(vs), exc)
+        elem_t = rule.res.type_of(c.coll.node)
+        elem_t = elem_t.elem if elem_t.is_list and elem_t.elem is not None else elem_t
+        ex = self.explainer(rule)
+        try:
+            for x in items:
+                env.tick()
+                vs[c.var] = x
+                if cc.where is not None:
+                    try:
+                        if not cc.where(env):
+                            continue
+                    except EvalError as exc:
+                        return _Miss(cc, here, elements, dict(vs), exc)
+                inner = (*elements, ex.describe_element(c.var, x, elem_t))
+                for sub in cc.subs:
+                    miss = self._check(rule, sub, env, here, inner, entries)
+                    if miss is not None:
+                        return miss
+                for sub in cc.subs:  # group lets are per element
+                    for name in sub.lets:
+                        vs.pop(name, None)
+                for name in cc.lets:
+                    vs.pop(name, None)
+        except EvalError as exc:
+            return _Miss(cc, here, elements, dict(vs), exc)
+        finally:
+            vs.pop(c.var, None)
+        if entries is not None:
+            entries.append(TraceEntry(here, True, c.span, elements, f"{len(items)} element(s)"))
+        return None
+
+    def _miss_decision(
+        self,
+        rule: CompiledRule,
+        miss: _Miss,
+        gname: str,
+        nname: str,
+        otype: str,
+        dry_run: bool,
+        entries: list[TraceEntry] | None,
+    ) -> Decision:
+        c = miss.check.check
+        reason: Reason | None = None
+        error = None
+        if miss.error is not None:
+            error = f"evaluation error: {miss.error.message}"
+            node = miss.error.node
+            expr = c.expr or c.coll
+            if node is not None and expr is not None:
+                reason = Reason(expr.text[node.start : node.end], expr.src.span(node.start, node.end), error)
+        elif c.expr is not None:
+            env = Env(dict(miss.env_vars), rule.step_limit)
+            reason = self.explainer(rule).why(c.expr, c.expr.node, env, c.kind == "require")
+        return Decision(
+            rule.name,
+            gname,
+            nname,
+            otype,
+            False,
+            c.name,
+            miss.path,
+            c.kind,
+            c.span,
+            miss.elements,
+            reason,
+            error,
+            dry_run,
+            tuple(entries or ()),
+        )
