@@ -137,11 +137,19 @@ def _decision_row(d: Any) -> str:
     return f"{d.rule:<22} {d.graph:<18} {d.node:<22} {d.op_type:<12} {d.summary()}"
 
 
+def _default_graph(err: TextIO) -> str:
+    from .examples import example_path
+
+    path = example_path()
+    err.write(f"(no GRAPH given: using the bundled example {path.name})\n")
+    return str(path)
+
+
 def _cmd_optimize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .api import load_rules, optimize
     from .compiler.graph_file import load_graph, save_graph
 
-    graph = load_graph(args.graph)
+    graph = load_graph(args.graph or _default_graph(err))
     rules = load_rules(args.rules or None)
     result = optimize(graph, rules, level=args.level, disabled=args.disable, dry_run=args.dry_run)
     if args.output:
@@ -305,7 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--format", choices=["text", "json"], default="text")
 
     opt = sub.add_parser("optimize", help="run the rule passes over a graph and show every decision")
-    opt.add_argument("graph", metavar="GRAPH")
+    opt.add_argument("graph", metavar="GRAPH", nargs="?", help="graph file (default: the bundled example)")
     opt.add_argument("-o", "--output", metavar="OUT", help="write the marked graph here")
     opt.add_argument("--dry-run", action="store_true", help="decide, change nothing")
     opt.add_argument("--timings", action="store_true", help="show time per pass")
