@@ -94,8 +94,17 @@ def attr_str(holder: Any, name: str, default: str = "") -> str:
     return v if isinstance(v, str) else default
 
 
+# OpDesc fields (not attributes) that rules may set: GE's OpEngineName and OpKernelLibName.
+NODE_FIELDS_SETTABLE = {"engine": "engine", "kernel_lib": "kernel_lib"}
+
+
 def set_attr(holder: Any, name: str, value: Any) -> None:
-    """Set an attribute on a node's op desc, a tensor desc or a graph."""
+    """Set an attribute on a node's op desc, a tensor desc or a graph (`engine`/`kernel_lib` set the op's fields)."""
+    if isinstance(holder, Node) and name in NODE_FIELDS_SETTABLE:
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must be a string, not {value!r}")
+        setattr(holder.op, NODE_FIELDS_SETTABLE[name], value)
+        return
     _attrs(holder)[name] = value
 
 

@@ -356,6 +356,10 @@ def graph_from_doc(doc: YamlDoc, default_name: str) -> ComputeGraph:
             "the graph file is empty; expected a mapping with 'nodes'",
             Span(doc.source.name, 1, 1, 1, 1, doc.source),
         )
+    if not isinstance(doc.data, dict):
+        kinds = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list"}
+        kind = kinds.get(type(doc.data), "a scalar")
+        raise error("graph", f"the graph file holds {kind}; expected a mapping with 'nodes'", doc.span(()))
     diags = schema_diagnostics(doc, SCHEMA_PACKAGE, SCHEMA_NAME, what="the graph file")
     if diags:
         raise RulepassError([_with_context(doc, d) for d in diags])
@@ -478,6 +482,12 @@ def dump_graph(g: ComputeGraph, fmt: str = "yaml") -> str:
             ) from None
         return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=None, width=110, allow_unicode=True)
+
+
+def copy_graph(g: ComputeGraph) -> ComputeGraph:
+    """An independent deep copy of a graph (through its graph-file form)."""
+    doc = load_text(json.dumps(graph_to_data(g)), f"<copy of {g.name}>")
+    return graph_from_doc(doc, g.name)
 
 
 def save_graph(g: ComputeGraph, path: str | Path) -> None:

@@ -222,6 +222,10 @@ class ComputeGraph:
         """Add a node for `op`; names must be unique in the graph."""
         if op.name in self._nodes:
             raise GraphError(f"duplicate node name '{op.name}'")
+        # GE's default IR names (x/x0.., y/y0..) where the builder gave none
+        n_in, n_out = len(op.input_descs), len(op.output_descs)
+        op.input_names += [f"x{k}" if n_in > 1 else "x" for k in range(len(op.input_names), n_in)]
+        op.output_names += [f"y{k}" if n_out > 1 else "y" for k in range(len(op.output_names), n_out)]
         node = Node(op, self, len(self._nodes))
         self._nodes[op.name] = node
         self.nx.add_node(op.name)

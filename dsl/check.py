@@ -44,6 +44,7 @@ class _Var:
     kind: str  # "root" | "let" | "var" | "quant"
     used: bool = False
     binding: Binding | None = None
+    poisoned: bool = False  # bound to an element of a collection already reported as wrong: no cascade
 
 
 class _Scope:
@@ -75,6 +76,8 @@ class _Checker:
         self.diags: list[Diagnostic] = []
         self.expr: Expr | None = None
         self.pending: list[str] = []  # let names declared later in the same block (for a better message)
+        self.early: set[str] = set()  # pending let names already reported as used before their binding
+        self.poisoned: set[int] = set()  # nodes whose type is `any` because an error was reported in them
 
     # ---- reporting -----------------------------------------------------------------------------------------
     def err(self, code: str, msg: str, node: ast.Node, hint: str | None = None) -> Type:
@@ -118,6 +121,9 @@ class _Checker:
             self.pending = []
             self.bind(scope, b.name, t, b.span, "let", b.span)
             scope.vars[b.name].binding = b
+            if b.name in self.early:  # already reported as used too early: do not also call it unused
+                scope.vars[b.name].used = True
+                self.early.discard(b.name)
 
     def unused(self, scope: _Scope) -> None:
         for name, v in scope.vars.items():
@@ -134,8 +140,11 @@ class _Checker:
 
     # ---- expressions ---------------------------------------------------------------------------------------
     def visit(self, n: ast.Node, scope: _Scope) -> Type:
+        before = len(self.diags)
         t = self._visit(n, scope)
         self.res.types[id(n)] = t
+        if t.name == "any" and (len(self.diags) > before or any(id(c) in self.poisoned for c in ast.children(n))):
+            self.poisoned.add(id(n))  # its type is unknown because of an error already reported: no cascade
         return t
 
     def _visit(self, n: ast.Node, scope: _Scope) -> Type:
@@ -154,6 +163,7 @@ class _Checker:
             var = scope.lookup(n.id)
             if var is None:
                 if n.id in self.pending:
+                    self.early.add(n.id)
                     return self.err(
                         "unknown-name",
                         f"'{n.id}' is used before its binding",
@@ -162,8 +172,17 @@ class _Checker:
                     )
                 if n.id in self.cat.helpers:
                     return self.err("unknown-name", f"'{n.id}' is a helper; call it as {n.id}(...)", n)
+                if n.id in self.cat.roots:  # a root binding that is not bound here: only in skip_graph
+                    return self.err(
+                        "unknown-name",
+                        f"'{n.id}' is not bound in skip_graph (only `graph` is)",
+                        n,
+                        hint="skip_graph conditions are evaluated once per graph, before any candidate",
+                    )
                 return self.err("unknown-name", f"unknown name '{n.id}'", n, hint=did_you_mean(n.id, scope.names()))
             var.used = True
+            if var.poisoned:
+                self.poisoned.add(id(n))
             if var.binding is not None:
                 self.res.let_refs[id(n)] = var.binding
             return var.type
@@ -230,6 +249,10 @@ class _Checker:
             )
         raise AssertionError(f"unexpected node {type(n).__name__}")
 
+    def bad_coll(self, n: ast.Node, t: Type) -> bool:
+        """Whether collection `n` (of type `t`) was reported as wrong, so its elements' type is unknown."""
+        return (not t.is_list and t.name != "any") or id(n) in self.poisoned
+
     def need_bool(self, n: ast.Node, t: Type, what: str) -> None:
         if t.name not in ("bool", "any"):
             self.err(
@@ -240,6 +263,8 @@ class _Checker:
             )
 
     def field(self, n: ast.Attr, obj: Type) -> Type:
+        if obj.name == "any" and id(n.obj) in self.poisoned:
+            return ANY
         if obj.name == "any":
             return self.err(
                 "type-mismatch", f"cannot read field '{n.name}' of `{self.text(n.obj)}`: its type is not known", n
@@ -377,6 +402,7 @@ class _Checker:
         inner = _Scope(scope)
         assert self.expr is not None
         self.bind(inner, n.var, elem, None, "quant", self.expr.src.span(n.var_start, n.var_start + len(n.var)))
+        inner.vars[n.var].poisoned = self.bad_coll(n.coll, coll)
         if n.where is not None:
             self.need_bool(n.where, self.visit(n.where, inner), "the 'where' filter")
         body = self.visit(n.body, inner)
@@ -413,6 +439,7 @@ class _Checker:
                 self.err("type-mismatch", f"'for' needs a list, but `{self.text(n.coll)}` is {coll}", n.coll)
             inner = _Scope(scope)
             self.bind(inner, n.var, elem, None, "quant", e.src.span(n.var_start, n.var_start + len(n.var)))
+            inner.vars[n.var].poisoned = self.bad_coll(n.coll, coll)
             if n.where is not None:
                 self.need_bool(n.where, self.visit(n.where, inner), "the 'where' filter")
             self.action(e, n.body, inner)
@@ -421,6 +448,8 @@ class _Checker:
         target = self.visit(n.target, scope)
         self.visit(n.value, scope)
         setter = self.cat.setter(target.name) if target.name in self.cat.entities else None
+        if setter is None and id(n.target) in self.poisoned:
+            return  # its type is unknown because of an error already reported
         if setter is None:
             holders = sorted(k for k in self.cat.entities if self.cat.setter(k) is not None)
             self.err(
@@ -488,6 +517,7 @@ def check_rule(rule: Rule, catalogue: Catalogue) -> tuple[Resolution, list[Diagn
                     ch.err("type-mismatch", f"for_each needs a list, but `{c.coll.text}` is {coll}", c.coll.node)
                 inner = _Scope(scope)
                 ch.bind(inner, c.var or "_", elem, c.var_span, "var", c.var_span)
+                inner.vars[c.var or "_"].poisoned = ch.bad_coll(c.coll.node, coll)
                 if c.where is not None:
                     ch.check_expr(c.where, inner, BOOL, "the 'where' filter")
                 ch.check_lets(c.lets, inner)
@@ -543,7 +573,13 @@ def check_rule_set(rules: Sequence[Rule], known_passes: Iterable[str] = ()) -> l
                     diags.append(
                         Diagnostic("order-cycle", f"rule '{r.name}' cannot be ordered relative to itself", span)
                     )
-    cycle = order_cycle({r.name: (r.after, r.before) for r in first.values()})
+    # A rule naming itself is reported above; leave it out of the cycle search so it is not reported twice.
+    cycle = order_cycle(
+        {
+            r.name: (tuple(a for a in r.after if a != r.name), tuple(b for b in r.before if b != r.name))
+            for r in first.values()
+        }
+    )
     if cycle:
         r = first[cycle[0]]
         diags.append(

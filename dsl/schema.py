@@ -52,6 +52,9 @@ def _validator(package: str, name: str) -> Draft202012Validator:
     return Draft202012Validator(load_schema(package, name))
 
 
+_PATTERN_WORDS = {"^[A-Za-z_][A-Za-z0-9_]*$": "an identifier (letters, digits, _)"}
+
+
 def _kind(value: object) -> str:
     return _JSON_TYPES.get(type(value), type(value).__name__)
 
@@ -125,13 +128,28 @@ def _to_diagnostic(doc: YamlDoc, err: ValidationError, what: str) -> Iterable[Di
     if err.validator == "type":
         expected = err.validator_value if isinstance(err.validator_value, list) else [err.validator_value]
         words = " or ".join(_KIND_WORDS.get(str(t), str(t)) for t in expected)
-        yield Diagnostic(
-            "schema", f"expected {words}, found {_KIND_WORDS.get(_kind(value), _kind(value))}", doc.span(path)
-        )
+        span = doc.span(path)
+        found = _KIND_WORDS.get(_kind(value), _kind(value))
+        hint = None
+        if "string" in expected and (value is None or isinstance(value, (bool, int, float))):
+            raw = span.source.line_text(span.line)[span.col - 1 : span.end_col] if span.source else ""
+            if value is None:
+                hint = "the value is missing"
+            elif raw.strip():
+                hint = f'YAML reads `{raw.strip()}` as {found}; quote it to make it a string: "{raw.strip()}"'
+        yield Diagnostic("schema", f"expected {words}, found {found}", span, hint=hint)
         return
     if err.validator in ("anyOf", "oneOf"):
         shown = json.dumps(value) if not isinstance(value, (dict, list)) else _KIND_WORDS[_kind(value)]
         yield Diagnostic("schema", f"invalid value {shown}: {_describe_alternatives(err)}", doc.span(path))
+        return
+    if err.validator == "pattern" and "propertyNames" in err.relative_schema_path and isinstance(value, str):
+        desc = schema.get("description") or _PATTERN_WORDS.get(str(schema.get("pattern")))
+        yield Diagnostic(
+            "schema",
+            f"invalid key {json.dumps(value)}" + (f": {desc}" if desc else f": must match {schema.get('pattern')}"),
+            doc.span([*path, value], key=True),
+        )
         return
     if err.validator == "pattern":
         desc = schema.get("description")

@@ -9,6 +9,7 @@ YAML 1.2 core schema for scalars (``yes``/``no``/``on`` stay strings).
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Sequence
@@ -205,10 +206,45 @@ def _mark_range(start: Any, end: Any) -> tuple[int, int, int, int]:
     return start.line + 1, start.column + 1, end_line, end_col
 
 
-def load_text(
-    text: str, name: str, *, max_depth: int = MAX_DEPTH, max_alias_expansion: int = MAX_ALIAS_EXPANSION
-) -> YamlDoc:
-    """Parse YAML or JSON text into a :class:`YamlDoc`; every problem is a RulepassError with a span."""
+def _strict_json(text: str, name: str) -> Any:
+    """JSON's own rules for a .json file (YAML would accept trailing commas, comments, 'Infinity' as a string).
+
+    None when the text is nested too deeply for Python's parser: the YAML pass then reports that with a position.
+    """
+    source = Source(name, text)
+
+    def constant(word: str) -> Any:
+        raise ValueError(f"{word} is not a JSON value")
+
+    try:
+        return json.loads(text, parse_constant=constant)
+    except json.JSONDecodeError as exc:
+        raise error("json-syntax", f"JSON syntax error: {exc.msg}",
+                    Span(name, exc.lineno, exc.colno, exc.lineno, exc.colno, source)) from None
+    except RecursionError:
+        return None
+    except ValueError as exc:
+        raise error("json-syntax", f"invalid JSON: {exc}", Span(name, 1, 1, 1, 1, source)) from None
+
+
+def load_text(text: str, name: str, *, max_depth: int = MAX_DEPTH,
+              max_alias_expansion: int = MAX_ALIAS_EXPANSION) -> YamlDoc:
+    """Parse YAML or JSON text into a :class:`YamlDoc`; every problem is a RulepassError with a span.
+
+    A name ending in `.json` is held to JSON's rules first; the YAML pass then adds positions (and catches
+    duplicate keys). Valid JSON that libyaml cannot read (surrogate-pair escapes) loads without positions.
+    """
+    data = _strict_json(text, name) if name.lower().endswith(".json") else None
+    try:
+        return _load_yaml(text, name, max_depth=max_depth, max_alias_expansion=max_alias_expansion)
+    except RulepassError as exc:
+        if data is None or exc.diagnostics[0].code != "yaml-syntax":
+            raise
+        return YamlDoc(Source(name, text), data)
+
+
+def _load_yaml(text: str, name: str, *, max_depth: int, max_alias_expansion: int) -> YamlDoc:
+    """The event-stream loader behind load_text."""
     source = Source(name, text)
     doc = YamlDoc(source, None)
     anchors: dict[str, tuple[Any, int]] = {}
@@ -274,9 +310,10 @@ def load_text(
 
     def check_tag(tag: str | None, at: Any) -> None:
         if tag is not None and tag not in _STD_TAGS:
+            shown = "!!" + tag[len("tag:yaml.org,2002:") :] if tag.startswith("tag:yaml.org,2002:") else tag
             raise error(
                 "yaml-tag",
-                f"tag '{tag}' is not allowed: these files hold plain data only",
+                f"tag '{shown}' is not allowed: these files hold plain data only",
                 sp(at),
                 hint="remove the tag",
             )
@@ -346,12 +383,55 @@ def load_text(
             span = Span(name, mark.line + 1, mark.column + 1, mark.line + 1, mark.column + 1, source)
         else:
             span = Span(name, 1, 1, 1, 1, source)
-        raise RulepassError(Diagnostic("yaml-syntax", f"YAML syntax error: {problem}", span)) from None
+        raise RulepassError(
+            Diagnostic("yaml-syntax", f"YAML syntax error: {problem}", span, hint=_syntax_hint(exc, source))
+        ) from None
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow (control characters, ...)
+        raise _reader_error(exc, source) from None
     except yaml.YAMLError as exc:
         raise error("yaml-syntax", f"YAML syntax error: {exc}", Span(name, 1, 1, 1, 1, source)) from None
+    except UnicodeEncodeError as exc:  # text (not a file) holding a lone surrogate
+        line, col = source.position(exc.start)
+        raise error(
+            "encoding",
+            f"the text holds an invalid character {text[exc.start]!r}",
+            Span(name, line, col, line, col, source),
+        ) from None
     if not root_set:
         doc.data = None
     return doc
+
+
+def _reader_error(exc: yaml.reader.ReaderError, source: Source) -> RulepassError:
+    # libyaml counts UTF-8 bytes, the pure-Python reader characters
+    pos = int(exc.position)
+    if _Loader is not yaml.SafeLoader:
+        pos = len(source.text.encode("utf-8", "surrogatepass")[:pos].decode("utf-8", "ignore"))
+    line, col = source.position(min(pos, max(len(source.text) - 1, 0)))
+    ch = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "\0")
+    return error(
+        "yaml-syntax",
+        f"YAML syntax error: unacceptable character U+{ch:04X} ({exc.reason})",
+        Span(source.name, line, col, line, col, source),
+        hint="remove it, or write it as an escape inside a double-quoted string",
+    )
+
+
+def _syntax_hint(exc: yaml.MarkedYAMLError, source: Source) -> str | None:
+    """What usually causes a YAML syntax error in a rule file, and where the construct it broke began."""
+    hints: list[str] = []
+    problem, mark, ctx = exc.problem or "", exc.problem_mark, exc.context_mark
+    if "mapping values are not allowed" in problem:
+        hints.append(
+            "a ': ' inside an unquoted value starts a mapping; quote the value, "
+            "or write it as a block scalar (`>` with the text on the next lines)"
+        )
+    at = _index_of(source, mark.line + 1, mark.column + 1) if mark is not None else -1
+    if 0 <= at < len(source.text) and source.text[at] == "\t":
+        hints.append("YAML does not allow tabs here; indent with spaces")
+    if exc.context and ctx is not None and (mark is None or (ctx.line, ctx.column) != (mark.line, mark.column)):
+        hints.append(f"{exc.context} that starts on line {ctx.line + 1}, column {ctx.column + 1}")
+    return "; ".join(hints) or None
 
 
 def read_text(path: str | Path, *, what: str = "file", max_bytes: int = MAX_FILE_BYTES) -> str:

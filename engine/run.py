@@ -66,11 +66,14 @@ class CandidateIndex:
 
     def __init__(self, access: GraphAccess, graph: Any) -> None:
         self.by_type: dict[str, list[tuple[int, Any]]] = {}
-        for pos, node in enumerate(access.nodes(graph)):
+        self.all: list[Any] = list(access.nodes(graph))
+        for pos, node in enumerate(self.all):
             self.by_type.setdefault(access.op_type(node), []).append((pos, node))
 
     def candidates(self, op_types: Sequence[str]) -> list[Any]:
-        """Nodes of any of `op_types`, in topological order."""
+        """Nodes of any of `op_types` (`*`: every node), in topological order."""
+        if "*" in op_types:
+            return list(self.all)
         lists = [self.by_type.get(t, []) for t in dict.fromkeys(op_types)]
         if len(lists) == 1:
             return [n for _, n in lists[0]]

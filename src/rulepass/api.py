@@ -5,27 +5,43 @@ Small and typed; every function raises :class:`RulepassError` (with located diag
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
-from .compiler.graph_file import load_graph, save_graph
+from .compiler import formats
+from .compiler.facts import attr_bool
+from .compiler.graph_file import copy_graph, load_graph, save_graph
 from .compiler.ir import ComputeGraph
+from .compiler.memory.assign import MemoryPlan, assign_memory
+from .compiler.memory.verify import Violation, verify_plan
+from .compiler.model import build_model, dump_model
 from .compiler.passes import DEFAULT_LEVEL, PassReport, build_pass_manager, load_ge_rules
+from .compiler.streams import StreamPlan, assign_streams
+from .compiler.tasks import TaskResult, generate_tasks
 from .dsl.diagnostics import RulepassError, did_you_mean, error
 from .dsl.load import RuleSet
 from .engine.decisions import Decision
 
+T = TypeVar("T")
+
 __all__ = [
+    "CompileResult",
     "ComputeGraph",
     "Decision",
+    "MemoryPlan",
+    "MemoryResult",
     "OptimizeResult",
     "RuleSet",
     "RulepassError",
+    "compile_graph",
     "explain",
     "load_graph",
     "load_rules",
     "optimize",
+    "plan_memory",
     "save_graph",
 ]
 
@@ -83,3 +99,139 @@ def explain(
     result = optimize(graph, rules, level=level, disabled=disabled, trace_node=node)
     out = [d for d in result.decisions if d.node == node and (rule is None or d.rule == rule)]
     return out
+
+
+@dataclass
+class MemoryResult:
+    """A memory plan for the optimized graph, the same graph's plan without the no-task passes, and checks."""
+
+    graph: ComputeGraph
+    plan: MemoryPlan
+    baseline: MemoryPlan
+    no_task_nodes: list[str]
+    copy_bytes_saved: int
+    violations: list[Violation]
+
+    @property
+    def bytes_saved(self) -> int:
+        """Feature-map bytes the no-task passes saved (can be 0: they always save the copies)."""
+        return self.baseline.total("feature_map") - self.plan.total("feature_map")
+
+
+NO_TASK_TAG = "no-task"
+
+
+def plan_memory(
+    graph: ComputeGraph,
+    rules: RuleSet | None = None,
+    *,
+    level: str = DEFAULT_LEVEL,
+    disabled: Iterable[str] = (),
+    verify: bool = True,
+) -> MemoryResult:
+    """Optimize a copy-free graph, plan its memory, and compare with the plan when no-task passes are off.
+
+    `graph` is optimized in place; the comparison runs on a fresh copy with every pass tagged `no-task` disabled.
+    """
+    rules = rules or load_rules()
+    disabled = list(disabled)
+    baseline_graph = copy_graph(graph)
+    optimize(graph, rules, level=level, disabled=disabled)
+    no_task_passes = [r.name for r in rules.rules if NO_TASK_TAG in r.rule.tags]
+    optimize(baseline_graph, rules, level=level, disabled=sorted(set(disabled) | set(no_task_passes)))
+    plan = assign_memory(graph)
+    baseline = assign_memory(baseline_graph)
+    virtual = [n for n in graph.all_nodes() if attr_bool(n, "_no_task")]
+    copied = sum(max(formats.tensor_raw_size(o.desc.shape, o.desc.dtype), 0) for n in virtual for o in n.out_anchors)
+    violations = verify_plan(graph, plan) + verify_plan(baseline_graph, baseline) if verify else []
+    return MemoryResult(graph, plan, baseline, [n.name for n in virtual], copied, violations)
+
+
+@dataclass
+class CompileResult:
+    """Every stage's output and report: decisions, streams, memory (with the no-task savings), tasks, model."""
+
+    graph: ComputeGraph
+    optimize: OptimizeResult
+    memory: MemoryResult
+    streams: StreamPlan
+    tasks: TaskResult
+    model: dict[str, Any]
+    seconds: dict[str, float]
+
+    def model_text(self) -> str:
+        """The model file's text (deterministic JSON)."""
+        return dump_model(self.model)
+
+    def tasks_by_type(self) -> dict[str, int]:
+        """Task counts per ModelTaskType name."""
+        out: dict[str, int] = {}
+        for t in self.tasks.tasks:
+            out[t.type.name] = out.get(t.type.name, 0) + 1
+        return dict(sorted(out.items()))
+
+    def tasks_by_stream(self) -> dict[int, int]:
+        """Task counts per stream."""
+        out: dict[int, int] = {}
+        for t in self.tasks.tasks:
+            out[t.stream_id] = out.get(t.stream_id, 0) + 1
+        return dict(sorted(out.items()))
+
+
+def compile_graph(
+    graph: ComputeGraph,
+    rules: RuleSet | None = None,
+    *,
+    level: str = DEFAULT_LEVEL,
+    disabled: Iterable[str] = (),
+    threads: int | None = None,
+    single_stream: bool = False,
+    options: dict[str, str] | None = None,
+    verify: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> CompileResult:
+    """Passes, streams, memory, tasks and the model, each stage timed; raises on bad input or an unsafe plan."""
+    seconds: dict[str, float] = {}
+    say = progress or (lambda _stage: None)
+
+    def timed(stage: str, fn: Callable[[], T]) -> T:
+        say(stage)
+        t0 = time.perf_counter()
+        value = fn()
+        seconds[stage] = time.perf_counter() - t0
+        return value
+
+    rules = rules or load_rules()
+    baseline_graph = copy_graph(graph)
+    opt = timed("passes", lambda: optimize(graph, rules, level=level, disabled=disabled))
+    streams = timed("streams", lambda: assign_streams(graph, single_stream=single_stream))
+    plan = timed("memory", lambda: assign_memory(graph, events=streams.event_pairs()))
+    violations = timed("verify", lambda: verify_plan(graph, plan, events=streams.event_pairs())) if verify else []
+    if violations:
+        raise error("memory-plan", "the memory plan is unsafe: " + "; ".join(str(v) for v in violations[:5]))
+    memory = timed(
+        "baseline memory",
+        lambda: _baseline_memory(graph, baseline_graph, plan, rules, level, disabled, single_stream, violations),
+    )
+    tasks = timed("tasks", lambda: generate_tasks(graph, plan, streams, threads=threads, options=options))
+    model = timed("model", lambda: build_model(graph, plan, streams, tasks))
+    return CompileResult(graph, opt, memory, streams, tasks, model, seconds)
+
+
+def _baseline_memory(
+    graph: ComputeGraph,
+    baseline_graph: ComputeGraph,
+    plan: MemoryPlan,
+    rules: RuleSet,
+    level: str,
+    disabled: Iterable[str],
+    single_stream: bool,
+    violations: list[Violation],
+) -> MemoryResult:
+    no_task_passes = [r.name for r in rules.rules if NO_TASK_TAG in r.rule.tags]
+    optimize(baseline_graph, rules, level=level, disabled=sorted(set(disabled) | set(no_task_passes)))
+    base_streams = assign_streams(baseline_graph, single_stream=single_stream)
+    baseline = assign_memory(baseline_graph, events=base_streams.event_pairs())
+    virtual = [n for n in graph.all_nodes() if attr_bool(n, "_no_task")]
+    copied = sum(max(formats.tensor_raw_size(o.desc.shape, o.desc.dtype), 0) for n in virtual for o in n.out_anchors)
+    return MemoryResult(graph, plan, baseline, [n.name for n in virtual], copied, violations)

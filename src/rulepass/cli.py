@@ -8,6 +8,7 @@ No input makes it print a traceback (set RULEPASS_DEBUG=1 to see one for an inte
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -173,9 +174,11 @@ def _cmd_optimize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         }
         out.write(json.dumps(doc, indent=1) + "\n")
         return EXIT_OK
-    if result.decisions:
+    quiet = {r.name for r in rules.rules if "quiet" in r.rule.tags}
+    shown = [d for d in result.decisions if d.rule not in quiet]
+    if shown:
         out.write(f"{'pass':<22} {'graph':<18} {'node':<22} {'type':<12} decision\n")
-        for d in result.decisions:
+        for d in shown:
             out.write(_decision_row(d) + "\n")
     for r in result.reports:
         if r.kind == "placeholder":
@@ -273,6 +276,214 @@ def _cmd_test(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_INVALID if failed or diags or not results else EXIT_OK
 
 
+def _fmt_bytes(n: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(n) >= size:
+            return f"{n} B ({n / size:.2f} {unit})"
+    return f"{n} B"
+
+
+def _cmd_memory(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .api import load_rules, plan_memory
+    from .compiler.graph_file import load_graph
+
+    graph = load_graph(args.graph or _default_graph(err))
+    result = plan_memory(
+        graph, load_rules(args.rules or None), level=args.level, disabled=args.disable, verify=args.verify
+    )
+    if args.format == "json":
+        doc = {
+            "graph": graph.name,
+            "plan": result.plan.to_json(),
+            "without_no_task_passes": {"arenas": result.baseline.to_json()["arenas"]},
+            "saved": {
+                "bytes": result.bytes_saved,
+                "copies": len(result.no_task_nodes),
+                "copy_bytes": result.copy_bytes_saved,
+                "no_task_nodes": result.no_task_nodes,
+            },
+            "verified": args.verify,
+            "violations": [str(v) for v in result.violations],
+        }
+        out.write(json.dumps(doc, indent=1) + "\n")
+    else:
+        out.write(f"memory plan for graph '{graph.name}'\n")
+        out.write(
+            f"  {'region':<12} {'type':>5} {'arena':>28} {'lower bound':>14} {'ratio':>7} {'blocks':>7} "
+            f"{'reused':>14}  planner\n"
+        )
+        for a in result.plan.arenas:
+            out.write(
+                f"  {a.region:<12} {a.mem_type:>5} {_fmt_bytes(a.size):>28} {a.lower_bound:>14} "
+                f"{a.ratio:>7.4f} {a.units:>7} {a.reused_bytes:>14}  {a.strategy}\n"
+            )
+        before = result.baseline.total("feature_map")
+        out.write(
+            f"  no-task ops: {len(result.no_task_nodes)} ({', '.join(result.no_task_nodes) or 'none'}): "
+            f"{len(result.no_task_nodes)} kernel launch(es) and {_fmt_bytes(result.copy_bytes_saved)} of copies "
+            f"saved\n  feature-map memory: {_fmt_bytes(result.plan.total('feature_map'))} with them, "
+            f"{_fmt_bytes(before)} without ({_fmt_bytes(result.bytes_saved)} saved)\n"
+        )
+        if args.verify:
+            out.write(f"  verifier: {'plan is safe' if not result.violations else 'UNSAFE'}\n")
+            for v in result.violations:
+                err.write(f"rulepass: memory plan violation: {v}\n")
+    return EXIT_INVALID if result.violations else EXIT_OK
+
+
+def _cmd_memplan(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .compiler.memory.planner import check_placement, greedy_best_fit, plan, read_csv
+
+    try:
+        buffers = read_csv(args.file)
+    except ValueError as exc:
+        err.write(f"rulepass: {exc}\n")
+        return EXIT_INVALID
+    placement = plan(buffers)
+    base = greedy_best_fit(buffers) if args.baseline else None
+    problems = check_placement(buffers, placement.offsets)
+    if args.format == "json":
+        doc: dict[str, Any] = {
+            "file": args.file,
+            "buffers": len(buffers),
+            "arena": placement.arena,
+            "lower_bound": placement.lower_bound,
+            "ratio": round(placement.ratio, 6),
+            "strategy": placement.strategy,
+            "valid": not problems,
+            "offsets": placement.offsets if args.offsets else None,
+        }
+        if base is not None:
+            doc["baseline"] = {"arena": base.arena, "ratio": round(base.ratio, 6)}
+        out.write(json.dumps(doc, indent=1) + "\n")
+    else:
+        out.write(
+            f"{args.file}: {len(buffers)} buffers, arena {placement.arena}, lower bound "
+            f"{placement.lower_bound}, ratio {placement.ratio:.4f} ({placement.strategy})\n"
+        )
+        if base is not None:
+            out.write(f"  greedy best-fit baseline: arena {base.arena}, ratio {base.ratio:.4f}\n")
+    for p in problems:
+        err.write(f"rulepass: invalid placement: {p}\n")
+    return EXIT_INTERNAL if problems else EXIT_OK
+
+
+def _cmd_compile(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .api import compile_graph, load_rules
+    from .compiler.graph_file import load_graph
+
+    graph = load_graph(args.graph or _default_graph(err))
+    show_progress = not args.quiet and (err.isatty() or len(graph) >= 5000)
+
+    def progress(stage: str) -> None:
+        if show_progress:
+            err.write(f"rulepass: {stage}...\n")
+
+    options = {"ge.bufferOptimize": args.buffer_optimize} if args.buffer_optimize else {}
+    result = compile_graph(
+        graph,
+        load_rules(args.rules or None),
+        level=args.level,
+        disabled=args.disable,
+        threads=args.threads,
+        single_stream=args.single_stream,
+        options=options,
+        progress=progress,
+    )
+    if args.output:
+        text = result.model_text()
+        tmp = args.output + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, args.output)
+    mem = result.memory
+    if args.format == "json":
+        doc = {
+            "graph": graph.name,
+            "passes": [
+                {
+                    "pass": r.name,
+                    "ran": r.ran,
+                    "skipped_reason": r.skipped_reason or None,
+                    "stats": r.stats.to_json() if r.stats else None,
+                }
+                for r in result.optimize.reports
+                if r.kind != "placeholder"
+            ],
+            "memory": {
+                "feature_map": mem.plan.total("feature_map"),
+                "feature_map_without_no_task": mem.baseline.total("feature_map"),
+                "bytes_saved": mem.bytes_saved,
+                "copy_bytes_saved": mem.copy_bytes_saved,
+                "no_task_nodes": mem.no_task_nodes,
+                "arenas": [
+                    {"region": a.region, "mem_type": a.mem_type, "size": a.size, "lower_bound": a.lower_bound}
+                    for a in mem.plan.arenas
+                ],
+            },
+            "tasks": {
+                "total": len(result.tasks.tasks),
+                "by_type": result.tasks_by_type(),
+                "by_stream": {str(k): v for k, v in result.tasks_by_stream().items()},
+            },
+            "streams": result.streams.stream_count,
+            "events": len(result.streams.events),
+            "model": args.output,
+        }
+        if args.timings:
+            doc["seconds"] = {k: round(v, 6) for k, v in result.seconds.items()}
+        out.write(json.dumps(doc, indent=1) + "\n")
+        return EXIT_OK
+    out.write(f"compiled graph '{graph.name}' ({len(graph.all_nodes())} nodes)\n")
+    out.write("passes:\n")
+    for r in result.optimize.reports:
+        if r.kind == "placeholder":
+            continue
+        if not r.ran:
+            out.write(f"  {r.name}: skipped ({r.skipped_reason})\n")
+        elif r.stats is not None:
+            s = r.stats
+            misses = ", ".join(f"{k} {v}" for k, v in sorted(s.misses.items(), key=lambda kv: (-kv[1], kv[0])))
+            out.write(
+                f"  {r.name}: {s.candidates} candidate(s), {s.fired} fired"
+                + (f", missed: {misses}" if misses and "placement" not in r.name.lower() else "")
+                + "\n"
+            )
+    out.write(
+        f"memory: feature maps {_fmt_bytes(mem.plan.total('feature_map'))} "
+        f"(without the no-task passes {_fmt_bytes(mem.baseline.total('feature_map'))}); "
+        f"{len(mem.no_task_nodes)} virtual op(s): {len(mem.no_task_nodes)} kernel task(s) and "
+        f"{_fmt_bytes(mem.copy_bytes_saved)} of copies saved; "
+        f"plan verified safe\n"
+    )
+    for a in mem.plan.arenas:
+        out.write(
+            f"  {a.region:<12} type {a.mem_type:<3} {_fmt_bytes(a.size):>28}  lower bound {a.lower_bound}"
+            f"  ratio {a.ratio:.4f}\n"
+        )
+    by_type = ", ".join(f"{k} {v}" for k, v in result.tasks_by_type().items())
+    by_stream = ", ".join(f"stream {k}: {v}" for k, v in result.tasks_by_stream().items())
+    out.write(
+        f"tasks: {len(result.tasks.tasks)} ({by_type}); {by_stream}; "
+        f"{result.streams.stream_count} stream(s), {len(result.streams.events)} event(s)\n"
+    )
+    if args.timings:
+        out.write("time: " + ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in result.seconds.items()) + "\n")
+    if args.output:
+        out.write(f"wrote {args.output}\n")
+    return EXIT_OK
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the `rulepass` command."""
     parser = _Parser(
@@ -327,6 +538,44 @@ def build_parser() -> argparse.ArgumentParser:
     pass_options(exp)
     exp.set_defaults(handler=_cmd_explain)
 
+    comp = sub.add_parser("compile", help="passes, streams, memory and tasks: write the model")
+    comp.add_argument("graph", metavar="GRAPH", nargs="?", help="graph file (default: the bundled example)")
+    comp.add_argument("-o", "--output", metavar="MODEL", help="write the model (JSON) here")
+    comp.add_argument(
+        "--threads",
+        type=_positive_int,
+        metavar="N",
+        help="task generation threads (default: MAX_COMPILE_CORE_NUMBER, else 1)",
+    )
+    comp.add_argument("--single-stream", action="store_true", help="put every node on stream 0")
+    comp.add_argument(
+        "--buffer-optimize",
+        choices=["l1_optimize", "l2_optimize"],
+        help="GE's ge.bufferOptimize option: generate fusion groups contiguously",
+    )
+    comp.add_argument("--timings", action="store_true", help="show time per stage")
+    comp.add_argument("--quiet", action="store_true", help="no progress messages")
+    pass_options(comp)
+    comp.set_defaults(handler=_cmd_compile)
+
+    mem = sub.add_parser("memory", help="plan memory for an optimized graph; savings of the no-task passes")
+    mem.add_argument("graph", metavar="GRAPH", nargs="?", help="graph file (default: the bundled example)")
+    mem.add_argument(
+        "--verify",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="prove the plans safe with the independent verifier (default: on)",
+    )
+    pass_options(mem)
+    mem.set_defaults(handler=_cmd_memory)
+
+    mp = sub.add_parser("memplan", help="run the offset planner on a buffer CSV (id,lower,upper,size)")
+    mp.add_argument("file", metavar="FILE.csv")
+    mp.add_argument("--baseline", action="store_true", help="also run the greedy best-fit baseline")
+    mp.add_argument("--offsets", action="store_true", help="include every offset in the JSON output")
+    mp.add_argument("--format", choices=["text", "json"], default="text")
+    mp.set_defaults(handler=_cmd_memplan)
+
     tst = sub.add_parser("test", help="run rule fixtures (default: the bundled rules' fixtures)")
     tst.add_argument("paths", nargs="*", metavar="PATH", help="rule files, fixture files or folders")
     tst.add_argument("-v", "--verbose", action="store_true", help="list passing cases too")
@@ -340,7 +589,8 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
     err = err or sys.stderr
     parser = build_parser()
     try:
-        args = parser.parse_args(list(argv) if argv is not None else None)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):  # --help, --version, usage
+            args = parser.parse_args(list(argv) if argv is not None else None)
     except SystemExit as exc:
         return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
     handler: Handler = args.handler

@@ -1,0 +1,537 @@
+"""Memory assignment for a marked graph: sizes, aliases, zero-copy layouts, lifetimes, then offsets.
+
+GE's rules (spec §5), organised around placement units:
+- **Sizes** as GE computes them: raw bytes of the storage shape; allocation size align_up(raw, 32) + 32;
+  blocks aligned to 512 (MEM_ALIGN_SIZE).
+- **Aliases and layouts** become offset relations in a weighted union-find: an output that reuses an input
+  (Reshape, NetOutput and While pass-through, `reference` ops with matching names, reuse-input flags,
+  no-padding reuse, subgraph Data nodes) sits at its source's offset; a no-padding continuous input
+  (zero-copy concat/pack) puts input k at input 0 + the raw sizes before it and the output at input 0; a
+  no-padding continuous output (zero-copy split) is the mirror image; padded continuous inputs/outputs
+  (`continuous_input`/`continuous_output`) sit back to back in 512-aligned strides. Each set is one
+  placement unit: a root buffer with its members at fixed relative offsets. Two layouts demanded of one
+  tensor are an error naming both.
+- **Lifetimes** come from the execution order per stream: a unit lives from the first step one of its
+  members is produced to the last step one is used, so cascades obey the seed's §4.4.1 rule by construction
+  (a tensor whose block will later hold a cascaded group's data lives from the group's first producer on).
+  Across streams a use ends only where every later step is ordered after it (data, control, stream order,
+  events), so memory is reused across streams only where an event orders the two uses.
+- **Regions**: graph inputs, constants/weights and variables get their own arenas with no reuse (GE's "no
+  pre/post reuse" types); feature maps (and workspaces) are placed per memory type by the planner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ...dsl.diagnostics import error
+from .. import formats
+from ..facts import attr_bool, attr_int, attr_ints, is_memory_type_special, is_subgraph_input, ref_input_index
+from ..ir import ATTR_PARENT_NODE_INDEX, ComputeGraph, Node, OutAnchor
+from .planner import Buffer, Placement, greedy_best_fit, plan
+
+MEM_ALIGN_SIZE = 512
+RT_MEMORY_HBM = 0x2
+INPUT_TYPES = frozenset({"Data", "RefData", "AippData", "AnnData", "QueueData"})
+WEIGHT_TYPES = frozenset({"Const", "Constant"})
+VARIABLE_TYPES = frozenset({"Variable"})
+REGIONS = ("feature_map", "input", "weight", "variable")
+
+
+def align512(n: int) -> int:
+    """Round up to MEM_ALIGN_SIZE."""
+    return (n + MEM_ALIGN_SIZE - 1) // MEM_ALIGN_SIZE * MEM_ALIGN_SIZE
+
+
+def anchor_id(out: OutAnchor) -> str:
+    """`graph/node:index` — unique across the root graph and its subgraphs."""
+    return f"{out.node.name}:{out.index}"
+
+
+def is_nopadding_continuous_input(node: Node) -> bool:
+    """GE's kTypeInputNoPadding: `_no_padding_continuous_input` and `_output_reuse_input`, more than one input."""
+    return (
+        attr_bool(node, "_no_padding_continuous_input")
+        and attr_bool(node, "_output_reuse_input")
+        and len(node.in_peers) > 1
+    )
+
+
+def is_nopadding_continuous_output(node: Node) -> bool:
+    """GE's kTypeOutputNoPadding: `_no_padding_continuous_output` and `_output_reuse_input`."""
+    return attr_bool(node, "_no_padding_continuous_output") and attr_bool(node, "_output_reuse_input")
+
+
+def is_padded_continuous_input(node: Node) -> bool:
+    """GE's IsContinuousInput: `continuous_input` with more than one input (and not a no-padding one)."""
+    return attr_bool(node, "continuous_input") and len(node.in_peers) > 1 and not is_nopadding_continuous_input(node)
+
+
+# ---- schedule ------------------------------------------------------------------------------------------------
+@dataclass
+class Schedule:
+    """The execution order: a step per node, its stream, and when every later step is ordered after it."""
+
+    nodes: list[Node]
+    step: dict[int, int]
+    stream: dict[int, int]
+    frontier: list[int]  # frontier[s]: first step t such that node s happens-before every node at step >= t
+
+    @staticmethod
+    def of(graph: ComputeGraph, events: Sequence[tuple[Node, Node]] = ()) -> Schedule:
+        """Root nodes in topological order, each owner followed by its subgraphs' nodes (GE's GetAllNodes)."""
+        nodes = graph.all_nodes()
+        step = {id(n): i for i, n in enumerate(nodes)}
+        stream: dict[int, int] = {}
+        for n in nodes:
+            s = n.op.stream_id
+            if s < 0 and n.graph.parent_node is not None:
+                s = stream.get(id(n.graph.parent_node), 0)
+            stream[id(n)] = max(s, 0)
+        return Schedule(nodes, step, stream, _frontiers(nodes, step, stream, events))
+
+    @property
+    def last_step(self) -> int:
+        """The last step."""
+        return len(self.nodes) - 1
+
+
+def _frontiers(
+    nodes: list[Node], step: dict[int, int], stream: dict[int, int], events: Sequence[tuple[Node, Node]]
+) -> list[int]:
+    streams = sorted(set(stream.values()))
+    n = len(nodes)
+    if len(streams) <= 1:
+        return [i + 1 for i in range(n)]
+    # Happens-before successors: data, control, subgraph ownership, next on the same stream, events.
+    succ: list[list[int]] = [[] for _ in range(n)]
+    last_on: dict[int, int] = {}
+    for i, node in enumerate(nodes):
+        s = stream[id(node)]
+        if s in last_on:
+            succ[last_on[s]].append(i)
+        last_on[s] = i
+        for peers in node.out_peers:
+            succ[i].extend(step[id(a.node)] for a in peers if id(a.node) in step)
+        succ[i].extend(step[id(c)] for c in node.control_out if id(c) in step)
+        for sub in node.subgraphs():
+            succ[i].extend(step[id(m)] for m in sub.nodes_in_insertion_order())
+    for a, b in events:
+        succ[step[id(a)]].append(step[id(b)])
+    order_on: dict[int, list[int]] = {s: [] for s in streams}
+    for i, node in enumerate(nodes):
+        order_on[stream[id(node)]].append(i)
+    pos_on = {i: k for s in streams for k, i in enumerate(order_on[s])}
+    inf = n
+    # first[i][s]: position (on stream s) of the first node of s reachable from i (itself included).
+    first = [[inf] * len(streams) for _ in range(n)]
+    sidx = {s: k for k, s in enumerate(streams)}
+    for i in range(n - 1, -1, -1):
+        row = first[i]
+        row[sidx[stream[id(nodes[i])]]] = pos_on[i]
+        for j in succ[i]:
+            if j > i:
+                rj = first[j]
+                for k in range(len(streams)):
+                    if rj[k] < row[k]:
+                        row[k] = rj[k]
+    out = []
+    for i in range(n):
+        t = i + 1
+        for s, k in sidx.items():
+            p = first[i][k]
+            # every node of stream s before position p is not ordered after i
+            if p > 0:
+                prev = order_on[s][min(p, len(order_on[s])) - 1]
+                if prev > i:
+                    t = max(t, prev + 1)
+        out.append(t)
+    return out
+
+
+# ---- plan ------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TensorPlacement:
+    """Where one output tensor lives."""
+
+    anchor: str
+    region: str
+    mem_type: int
+    offset: int
+    size: int
+    raw_size: int
+    unit: str
+    first: int
+    last: int
+
+
+@dataclass(frozen=True)
+class WorkspacePlacement:
+    """Where one workspace of a node lives."""
+
+    node: str
+    index: int
+    mem_type: int
+    offset: int
+    size: int
+    step: int
+
+
+@dataclass
+class ArenaReport:
+    """One arena: its size, the lower bound, the planner used."""
+
+    region: str
+    mem_type: int
+    size: int
+    lower_bound: int
+    units: int
+    tensor_bytes: int
+    strategy: str
+
+    @property
+    def ratio(self) -> float:
+        """Arena size divided by the lower bound."""
+        return self.size / self.lower_bound if self.lower_bound else 1.0
+
+    @property
+    def reused_bytes(self) -> int:
+        """Bytes saved by reuse: the sum of the units' sizes minus the arena."""
+        return max(0, self.tensor_bytes - self.size)
+
+
+@dataclass
+class MemoryPlan:
+    """A memory plan for a graph: every output tensor and workspace, and the arenas."""
+
+    tensors: dict[str, TensorPlacement] = field(default_factory=dict)
+    workspaces: list[WorkspacePlacement] = field(default_factory=list)
+    arenas: list[ArenaReport] = field(default_factory=list)
+    schedule: Schedule | None = None
+
+    def arena(self, region: str, mem_type: int = RT_MEMORY_HBM) -> int:
+        """The size of one arena (0 when absent)."""
+        return next((a.size for a in self.arenas if a.region == region and a.mem_type == mem_type), 0)
+
+    def total(self, region: str | None = None) -> int:
+        """Total bytes over all arenas (of one region)."""
+        return sum(a.size for a in self.arenas if region is None or a.region == region)
+
+    def to_json(self) -> dict[str, object]:
+        """The plan as plain data."""
+        return {
+            "arenas": [
+                {
+                    "region": a.region,
+                    "mem_type": a.mem_type,
+                    "size": a.size,
+                    "lower_bound": a.lower_bound,
+                    "ratio": round(a.ratio, 6),
+                    "units": a.units,
+                    "reused_bytes": a.reused_bytes,
+                    "strategy": a.strategy,
+                }
+                for a in self.arenas
+            ],
+            "tensors": {
+                k: {
+                    "region": t.region,
+                    "mem_type": t.mem_type,
+                    "offset": t.offset,
+                    "size": t.size,
+                    "raw_size": t.raw_size,
+                    "unit": t.unit,
+                    "first": t.first,
+                    "last": t.last,
+                }
+                for k, t in sorted(self.tensors.items())
+            },
+            "workspaces": [
+                {
+                    "node": w.node,
+                    "index": w.index,
+                    "mem_type": w.mem_type,
+                    "offset": w.offset,
+                    "size": w.size,
+                    "step": w.step,
+                }
+                for w in self.workspaces
+            ],
+        }
+
+
+class _Layout:
+    """Weighted union-find: offset(x) = offset(parent(x)) + delta(x)."""
+
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}
+        self.delta: dict[str, int] = {}
+        self.why: dict[str, str] = {}
+
+    def add(self, x: str) -> None:
+        if x not in self.parent:
+            self.parent[x] = x
+            self.delta[x] = 0
+
+    def offset(self, x: str) -> tuple[str, int]:
+        """(root, offset of x relative to the root), compressing the path."""
+        path = []
+        y = x
+        while self.parent[y] != y:
+            path.append(y)
+            y = self.parent[y]
+        root, acc = y, 0
+        for z in reversed(path):  # nearest the root first: accumulate offsets downwards
+            acc += self.delta[z]
+            self.parent[z] = root
+            self.delta[z] = acc
+        return root, (self.delta[x] if x != root else 0)
+
+    def relate(self, x: str, y: str, delta: int, why: str) -> None:
+        """Require offset(x) = offset(y) + delta."""
+        rx, ox = self.offset(x)
+        ry, oy = self.offset(y)
+        if rx == ry:
+            if ox != oy + delta:
+                raise error(
+                    "memory-layout",
+                    f"{x} cannot be placed at {y} + {delta} ({why}): "
+                    f"{self.why.get(rx, 'an earlier layout')} already puts it at {y} + {ox - oy}",
+                    where=x,
+                )
+            return
+        # attach rx under ry: offset(rx) = offset(x) - ox = offset(y) + delta - ox = offset(ry) + oy + delta - ox
+        self.parent[rx] = ry
+        self.delta[rx] = oy + delta - ox
+        self.why.setdefault(ry, why)
+
+
+@dataclass
+class _Tensor:
+    out: OutAnchor
+    id: str
+    raw: int
+    size: int
+    mem_type: int
+    region: str
+    first: int
+    last: int
+
+
+def _mem_type(out: OutAnchor) -> int:
+    types = attr_ints(out.node, "_output_memory_type")
+    if out.index < len(types) and is_memory_type_special(types[out.index]):
+        return types[out.index]
+    return RT_MEMORY_HBM
+
+
+def _region(out: OutAnchor) -> str:
+    node = out.node
+    t = node.op.type
+    if t in WEIGHT_TYPES:
+        return "weight"
+    if t in VARIABLE_TYPES:
+        return "variable"
+    if t in INPUT_TYPES and node.graph.is_root:
+        return "input"
+    return "feature_map"
+
+
+def _tensor_sizes(out: OutAnchor) -> tuple[int, int]:
+    d = out.desc
+    raw = formats.tensor_raw_size(d.shape, d.dtype)
+    if raw < 0:
+        raise error(
+            "memory-size",
+            f"output {anchor_id(out)} has no static size ({d.dtype}{list(d.shape)}): memory "
+            "cannot be planned for unknown shapes",
+            where=anchor_id(out),
+        )
+    return raw, formats.tensor_mem_size(d.shape, d.dtype)
+
+
+def _nopadding_size(node: Node, desc_shape: Sequence[int], dtype: str, dim_index: int) -> int:
+    # GE's CalculateTensorRealSizeAndOutSize: dims before dim_index multiplied out and set to 1; with dim index 0
+    # (what the no-task passes set) this is the raw size of the whole tensor.
+    shape = list(desc_shape)
+    for i in range(min(dim_index, len(shape))):
+        shape[i] = 1
+    return formats.tensor_raw_size(shape, dtype)
+
+
+def build_layout(graph: ComputeGraph, sched: Schedule) -> tuple[dict[str, _Tensor], _Layout]:
+    """Every output tensor with its size, type, region and own lifetime, and the layout relations between them."""
+    tensors: dict[str, _Tensor] = {}
+    lay = _Layout()
+    for node in sched.nodes:
+        for out in node.out_anchors:
+            raw, size = _tensor_sizes(out)
+            tid = anchor_id(out)
+            s = sched.step[id(node)]
+            tensors[tid] = _Tensor(out, tid, raw, size, _mem_type(out), _region(out), s, s)
+            lay.add(tid)
+    last = sched.last_step
+    # lifetimes of the tensors themselves (uses extended to where later steps are ordered after them)
+    for t in tensors.values():
+        end = sched.frontier[t.first] - 1  # the write itself is a use: unordered streams may still run beside it
+        for a in t.out.consumers:
+            c = a.node
+            if c.op.type == "NetOutput" and c.graph.is_root:
+                end = last  # model outputs stay until the end of the run
+            elif id(c) in sched.step:
+                end = max(end, sched.frontier[sched.step[id(c)]] - 1)
+        t.last = max(end, t.first)
+    # layout relations
+    for node in sched.nodes:
+        dim_index = attr_int(node, "_reuse_input_on_dim_index", 0)
+        if is_nopadding_continuous_output(node):
+            src = node.in_peers[0] if node.in_peers else None
+            if src is None:
+                raise error("memory-layout", f"no-padding split '{node.name}' has no input 0", where=node.name)
+            offset = 0
+            for out in node.out_anchors:
+                lay.relate(anchor_id(out), anchor_id(src), offset, f"no-padding continuous output of {node.name}")
+                offset += _nopadding_size(node, out.desc.shape, out.desc.dtype, dim_index)
+            continue
+        for out in node.out_anchors:
+            k = -1
+            if is_subgraph_input(node):
+                p = attr_int(node, ATTR_PARENT_NODE_INDEX, -1)
+                parent = node.graph.parent_node
+                if parent is not None and 0 <= p < len(parent.in_peers) and parent.in_peers[p] is not None:
+                    src = parent.in_peers[p]
+                    assert src is not None
+                    lay.relate(anchor_id(out), anchor_id(src), 0, f"subgraph input {node.name}")
+                continue
+            k = ref_input_index(out)
+            if 0 <= k < len(node.in_peers):
+                src = node.in_peers[k]
+                if src is not None:
+                    lay.relate(anchor_id(out), anchor_id(src), 0, f"{node.name} output {out.index} reuses input {k}")
+        if node.op.type == "NetOutput" and node.graph.parent_node is not None:
+            parent = node.graph.parent_node
+            for k, src in enumerate(node.in_peers):
+                p = attr_int(node.op.input_descs[k], ATTR_PARENT_NODE_INDEX, -1)
+                if src is not None and 0 <= p < len(parent.out_peers):
+                    lay.relate(f"{parent.name}:{p}", anchor_id(src), 0, f"subgraph output of {parent.name}")
+        if is_nopadding_continuous_input(node):
+            first = node.in_peers[0]
+            if first is None:
+                raise error("memory-layout", f"zero-copy concat '{node.name}' has no input 0", where=node.name)
+            offset = 0
+            for k, src in enumerate(node.in_peers):
+                d = node.op.input_descs[k]
+                if src is not None and k > 0:
+                    lay.relate(anchor_id(src), anchor_id(first), offset, f"no-padding continuous input of {node.name}")
+                offset += _nopadding_size(node, d.shape, d.dtype, dim_index)
+        elif is_padded_continuous_input(node):
+            first = node.in_peers[0]
+            offset = 0
+            for k, src in enumerate(node.in_peers):
+                if src is None:
+                    continue
+                if first is None:
+                    first = src
+                if k > 0:
+                    lay.relate(anchor_id(src), anchor_id(first), offset, f"continuous input of {node.name}")
+                offset += align512(tensors[anchor_id(src)].size)
+        if attr_bool(node, "continuous_output") and len(node.out_peers) > 1:
+            offset = 0
+            for out in node.out_anchors:
+                if out.index > 0:
+                    lay.relate(anchor_id(out), f"{node.name}:0", offset, f"continuous output of {node.name}")
+                offset += align512(tensors[anchor_id(out)].size)
+    return tensors, lay
+
+
+@dataclass
+class _Unit:
+    id: str
+    members: list[tuple[str, int]]  # (tensor id, offset relative to the unit's start)
+    size: int
+    region: str
+    mem_type: int
+    first: int
+    last: int
+
+
+def _units(tensors: dict[str, _Tensor], lay: _Layout) -> list[_Unit]:
+    groups: dict[str, list[tuple[str, int]]] = {}
+    for tid in tensors:
+        root, off = lay.offset(tid)
+        groups.setdefault(root, []).append((tid, off))
+    units = []
+    for root, members in groups.items():
+        base = min(off for _, off in members)
+        rel = [(tid, off - base) for tid, off in members]
+        ts = [tensors[tid] for tid, _ in rel]
+        regions = {t.region for t in ts}
+        region = next((r for r in ("input", "variable", "weight") if r in regions), "feature_map")
+        mem_types = {t.mem_type for t in ts}
+        if len(mem_types) > 1:
+            raise error(
+                "memory-layout",
+                f"tensors {', '.join(sorted(t.id for t in ts))} must share memory but have "
+                f"memory types {sorted(mem_types)}",
+                where=root,
+            )
+        size = align512(max(off + tensors[tid].size for tid, off in rel))
+        first = min(t.first for t in ts)
+        last = max(t.last for t in ts)
+        # the unit is named after the member placed lowest (the root of the layout, e.g. a concat's input 0)
+        name = min(rel, key=lambda m: (m[1], tensors[m[0]].first, m[0]))[0]
+        units.append(_Unit(name, sorted(rel, key=lambda m: (m[1], m[0])), size, region, mem_types.pop(), first, last))
+    units.sort(key=lambda u: (u.first, u.id))
+    return units
+
+
+def assign_memory(
+    graph: ComputeGraph, *, events: Sequence[tuple[Node, Node]] = (), baseline: bool = False
+) -> MemoryPlan:
+    """Plan memory for a (marked) graph; `baseline` uses the plain greedy-by-size planner instead."""
+    sched = Schedule.of(graph, events)
+    tensors, lay = build_layout(graph, sched)
+    units = _units(tensors, lay)
+    result = MemoryPlan(schedule=sched)
+    unit_offset: dict[str, int] = {}
+    # workspaces: feature-map buffers live at their node's step
+    ws_units: list[tuple[Node, int, int, int]] = []
+    for node in sched.nodes:
+        for k, w in enumerate(node.op.workspace_bytes):
+            if w > 0:
+                ws_units.append((node, k, align512(w), sched.step[id(node)]))
+    arenas: dict[tuple[str, int], list[Buffer]] = {}
+    for u in units:
+        arenas.setdefault((u.region, u.mem_type), []).append(Buffer(u.id, u.first, u.last, u.size, MEM_ALIGN_SIZE))
+    for node, k, size, s in ws_units:
+        arenas.setdefault(("feature_map", RT_MEMORY_HBM), []).append(
+            Buffer(f"{node.name}#ws{k}", s, s, size, MEM_ALIGN_SIZE)
+        )
+    for (region, mem_type), buffers in sorted(arenas.items(), key=lambda kv: (REGIONS.index(kv[0][0]), kv[0][1])):
+        if region == "feature_map":
+            placement: Placement = greedy_best_fit(buffers) if baseline else plan(buffers)
+            offsets, arena, strategy = placement.offsets, placement.arena, placement.strategy
+            lb = placement.lower_bound
+        else:  # no reuse: every unit its own block, in order
+            offsets, cursor = {}, 0
+            for b in buffers:
+                offsets[b.id] = cursor
+                cursor += b.size
+            arena, strategy, lb = cursor, "stacked (no reuse)", sum(b.size for b in buffers)
+        unit_offset.update(offsets)
+        result.arenas.append(
+            ArenaReport(region, mem_type, arena, lb, len(buffers), sum(b.size for b in buffers), strategy)
+        )
+    for u in units:
+        base = unit_offset[u.id]
+        for tid, off in u.members:
+            t = tensors[tid]
+            result.tensors[tid] = TensorPlacement(
+                tid, u.region, u.mem_type, base + off, t.size, t.raw, u.id, u.first, u.last
+            )
+    for node, k, size, s in ws_units:
+        result.workspaces.append(
+            WorkspacePlacement(node.name, k, RT_MEMORY_HBM, unit_offset[f"{node.name}#ws{k}"], size, s)
+        )
+    return result

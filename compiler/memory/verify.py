@@ -1,0 +1,274 @@
+"""An independent proof that a memory plan is safe; it shares no layout code with the planner.
+
+Given a graph and a plan it checks, from the graph's attributes alone:
+1. every output tensor has a placement inside its arena whose size covers the tensor's bytes;
+2. every layout contract holds: an alias sits exactly where its source is (Reshape, pass-through, reference,
+   reuse-input, subgraph inputs/outputs); a zero-copy concat/pack's inputs sit back to back at input 0 + the
+   raw sizes before them with the output at input 0; a zero-copy split's outputs likewise; padded continuous
+   inputs sit in 512-aligned strides;
+3. no two tensors that may be live at the same time on the same memory type overlap, unless a contract ties
+   them together; across streams, a block is reused only if every use of the old tenant happens before the new
+   tenant is written (data, control, stream order, events).
+Every violation names both tensors and the steps where they clash.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .. import formats
+from ..facts import attr_bool, attr_int, is_subgraph_input, ref_input_index
+from ..ir import ATTR_PARENT_NODE_INDEX, ComputeGraph, Node, OutAnchor
+from .assign import MemoryPlan
+
+STRIDE = 512
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One way a plan is unsafe."""
+
+    kind: str
+    message: str
+    tensors: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.message}"
+
+
+def _tid(out: OutAnchor) -> str:
+    return f"{out.node.name}:{out.index}"
+
+
+class _Groups:
+    """Plain union-find over tensors tied by a contract (overlap inside a group is intended)."""
+
+    def __init__(self) -> None:
+        self.up: dict[str, str] = {}
+
+    def root(self, x: str) -> str:
+        self.up.setdefault(x, x)
+        while self.up[x] != x:
+            self.up[x] = self.up[self.up[x]]
+            x = self.up[x]
+        return x
+
+    def join(self, a: str, b: str) -> None:
+        ra, rb = self.root(a), self.root(b)
+        if ra != rb:
+            self.up[max(ra, rb)] = min(ra, rb)
+
+
+def _contracts(graph: ComputeGraph, nodes: list[Node], plan: MemoryPlan, out: list[Violation], groups: _Groups) -> None:
+    t = plan.tensors
+
+    def need(a: str, b: str, delta: int, what: str) -> None:
+        groups.join(a, b)
+        if a in t and b in t:
+            ta, tb = t[a], t[b]
+            if (ta.region, ta.mem_type) != (tb.region, tb.mem_type) or ta.offset != tb.offset + delta:
+                out.append(
+                    Violation(
+                        "layout",
+                        f"{what}: {a} must be at {b} + {delta} = "
+                        f"{tb.region}@{tb.offset + delta}, but it is at {ta.region}@{ta.offset}",
+                        (a, b),
+                    )
+                )
+
+    for node in nodes:
+        outs = node.out_anchors
+        ins = node.in_peers
+        nopad_out = attr_bool(node, "_no_padding_continuous_output") and attr_bool(node, "_output_reuse_input")
+        nopad_in = (
+            attr_bool(node, "_no_padding_continuous_input") and attr_bool(node, "_output_reuse_input") and len(ins) > 1
+        )
+        if nopad_out and ins and ins[0] is not None:
+            pos = 0
+            for o in outs:
+                need(_tid(o), _tid(ins[0]), pos, f"zero-copy split {node.name} output {o.index}")
+                pos += formats.tensor_raw_size(o.desc.shape, o.desc.dtype)
+        elif is_subgraph_input(node):
+            parent = node.graph.parent_node
+            p = attr_int(node, ATTR_PARENT_NODE_INDEX, -1)
+            if parent is not None and 0 <= p < len(parent.in_peers) and parent.in_peers[p] is not None:
+                src = parent.in_peers[p]
+                assert src is not None
+                for o in outs:
+                    need(_tid(o), _tid(src), 0, f"subgraph input {node.name}")
+        else:
+            for o in outs:
+                k = ref_input_index(o)
+                if 0 <= k < len(ins) and ins[k] is not None:
+                    src = ins[k]
+                    assert src is not None
+                    need(_tid(o), _tid(src), 0, f"{node.name} output {o.index} reuses input {k}")
+        if node.op.type == "NetOutput" and node.graph.parent_node is not None:
+            parent = node.graph.parent_node
+            for k, src in enumerate(ins):
+                p = attr_int(node.op.input_descs[k], ATTR_PARENT_NODE_INDEX, -1)
+                if src is not None and 0 <= p < len(parent.out_peers):
+                    need(f"{parent.name}:{p}", _tid(src), 0, f"subgraph output {p} of {parent.name}")
+        if nopad_in and ins[0] is not None:
+            first = _tid(ins[0])
+            pos = 0
+            for k, src in enumerate(ins):
+                d = node.op.input_descs[k]
+                if src is not None:
+                    need(_tid(src), first, pos, f"zero-copy {node.type} {node.name} input {k}")
+                pos += formats.tensor_raw_size(d.shape, d.dtype)
+            if outs:
+                need(_tid(outs[0]), first, 0, f"zero-copy {node.type} {node.name} output")
+        elif attr_bool(node, "continuous_input") and len(ins) > 1 and not nopad_in:
+            srcs = [s for s in ins if s is not None]
+            for a, b in itertools.pairwise(srcs):
+                ta, tb = t.get(_tid(a)), t.get(_tid(b))
+                groups.join(_tid(a), _tid(b))
+                if ta is not None and tb is not None:
+                    want = ta.offset + (ta.size + STRIDE - 1) // STRIDE * STRIDE
+                    if tb.offset != want or tb.offset % STRIDE or (tb.region, tb.mem_type) != (ta.region, ta.mem_type):
+                        out.append(
+                            Violation(
+                                "layout",
+                                f"continuous input of {node.name}: {_tid(b)} must follow "
+                                f"{_tid(a)} at offset {want}, but it is at {tb.offset}",
+                                (_tid(b), _tid(a)),
+                            )
+                        )
+
+
+def _happens_before(nodes: list[Node], events: Sequence[tuple[Node, Node]]) -> list[int] | None:
+    """Reachability bitsets (node i reaches j) when the graph has several streams; None for one stream."""
+    streams = {max(n.op.stream_id, 0) for n in nodes}
+    if len(streams) <= 1:
+        return None
+    index = {id(n): i for i, n in enumerate(nodes)}
+    succ: list[set[int]] = [set() for _ in nodes]
+    last: dict[int, int] = {}
+    for i, n in enumerate(nodes):
+        s = max(n.op.stream_id, 0)
+        if n.op.stream_id < 0 and n.graph.parent_node is not None and id(n.graph.parent_node) in index:
+            s = max(n.graph.parent_node.op.stream_id, 0)
+        if s in last:
+            succ[last[s]].add(i)
+        last[s] = i
+        for peers in n.out_peers:
+            succ[i].update(index[id(a.node)] for a in peers if id(a.node) in index)
+        succ[i].update(index[id(c)] for c in n.control_out if id(c) in index)
+        for sub in n.subgraphs():
+            succ[i].update(index[id(m)] for m in sub.nodes_in_insertion_order() if id(m) in index)
+    for a, b in events:
+        succ[index[id(a)]].add(index[id(b)])
+    reach = [0] * len(nodes)
+    for i in range(len(nodes) - 1, -1, -1):
+        r = 1 << i
+        for j in succ[i]:
+            r |= reach[j]
+        reach[i] = r
+    return reach
+
+
+def verify_plan(graph: ComputeGraph, plan: MemoryPlan, *, events: Sequence[tuple[Node, Node]] = ()) -> list[Violation]:
+    """Every way `plan` is unsafe for `graph` (empty when it is safe)."""
+    nodes = graph.all_nodes()
+    step = {id(n): i for i, n in enumerate(nodes)}
+    out: list[Violation] = []
+    arena = {(a.region, a.mem_type): a.size for a in plan.arenas}
+    # 1. coverage
+    producers: dict[str, Node] = {}
+    for n in nodes:
+        for o in n.out_anchors:
+            tid = _tid(o)
+            producers[tid] = n
+            p = plan.tensors.get(tid)
+            raw = formats.tensor_raw_size(o.desc.shape, o.desc.dtype)
+            if p is None:
+                out.append(Violation("missing", f"output {tid} has no placement", (tid,)))
+            elif p.size < raw or p.offset < 0 or p.offset + p.size > arena.get((p.region, p.mem_type), -1):
+                out.append(
+                    Violation(
+                        "size",
+                        f"{tid} needs {raw} bytes; it has [{p.offset}, {p.offset + p.size}) in "
+                        f"{p.region} arena of {arena.get((p.region, p.mem_type), 0)} bytes",
+                        (tid,),
+                    )
+                )
+    # 2. contracts
+    groups = _Groups()
+    _contracts(graph, nodes, plan, out, groups)
+    # 3. no overlap between groups that may be live together
+    reach = _happens_before(nodes, events)
+    last_step = len(nodes) - 1
+    group_span: dict[str, list[int]] = {}  # root -> [first step, last step]
+    group_uses: dict[str, set[int]] = {}
+    group_prods: dict[str, set[int]] = {}
+    for tid in plan.tensors:
+        producer = producers.get(tid)
+        if producer is None:
+            continue
+        g = groups.root(tid)
+        s = step[id(producer)]
+        o = producer.out_anchor(int(tid.rsplit(":", 1)[1]))
+        uses = {step[id(a.node)] for a in o.consumers if id(a.node) in step}
+        if any(a.node.type == "NetOutput" and a.node.graph.is_root for a in o.consumers):
+            uses.add(last_step)
+        uses.add(s)
+        span = group_span.setdefault(g, [s, s])
+        span[0], span[1] = min(span[0], s), max(span[1], max(uses))
+        group_uses.setdefault(g, set()).update(uses)
+        group_prods.setdefault(g, set()).add(s)
+    by_arena: dict[tuple[str, int], list[tuple[int, int, int, str, str]]] = {}
+    for tid, p in plan.tensors.items():
+        if tid in producers:
+            g = groups.root(tid)
+            by_arena.setdefault((p.region, p.mem_type), []).append(
+                (group_span[g][0], p.offset, p.offset + p.size, g, tid)
+            )
+    for w in plan.workspaces:
+        wid = f"{w.node}#ws{w.index}"
+        group_span[wid] = [w.step, w.step]
+        group_uses[wid] = {w.step}
+        group_prods[wid] = {w.step}
+        by_arena.setdefault(("feature_map", w.mem_type), []).append((w.step, w.offset, w.offset + w.size, wid, wid))
+    for items in by_arena.values():
+        items.sort()
+        starts: list[int] = []  # segment starts
+        segs: list[tuple[int, int, str, str]] = []  # (start, end, group, tensor): the latest tenant of each byte range
+        for _first, lo, hi, g, tid in items:
+            if hi <= lo:
+                continue
+            k0 = max(bisect.bisect_right(starts, lo) - 1, 0)
+            if k0 < len(segs) and segs[k0][1] <= lo:
+                k0 += 1
+            k1 = bisect.bisect_left(starts, hi)
+            hit = segs[k0:k1]
+            for _, _, og, otid in hit:
+                if og == g:
+                    continue
+                a, b = group_span[og], group_span[g]
+                clash = a[1] >= b[0] and b[1] >= a[0]
+                if not clash and reach is not None:
+                    clash = not all(reach[u] >> pstep & 1 for u in group_uses[og] for pstep in group_prods[g])
+                if clash:
+                    out.append(
+                        Violation(
+                            "overlap",
+                            f"{otid} (live over steps {a[0]}..{a[1]}) and {tid} (steps "
+                            f"{b[0]}..{b[1]}) share bytes in the same arena"
+                            + ("" if a[1] >= b[0] else " and no event orders them"),
+                            (otid, tid),
+                        )
+                    )
+            # the new tenant takes [lo, hi): keep the parts of the hit segments outside it
+            new: list[tuple[int, int, str, str]] = []
+            if hit and hit[0][0] < lo:
+                new.append((hit[0][0], lo, hit[0][2], hit[0][3]))
+            new.append((lo, hi, g, tid))
+            if hit and hit[-1][1] > hi:
+                new.append((hi, hit[-1][1], hit[-1][2], hit[-1][3]))
+            segs[k0:k1] = new
+            starts[k0:k1] = [s[0] for s in new]
+    return out
