@@ -293,6 +293,7 @@ def ge_catalogue() -> Catalogue:
         ],
         parents=("AttrHolder",),
         describe=lambda n: f"{n.name} ({n.type})",
+        settable=NODE_FIELDS_SETTABLE,
     )
     c.add_entity(
         "InputAnchor",

@@ -96,16 +96,22 @@ def run_fixture(rule_file: Path, fixture: Path, rule_sets: dict[Path, RuleSet] |
         data = doc.data
         if "rule_file" in data:
             rule_file = (fixture.parent / data["rule_file"]).resolve()
+        # The fixture runs the whole rule folder, as production does (placement, other passes, their order),
+        # but only the decisions of the rules defined in the file under test are judged.
+        folder = rule_file.parent
         cache = rule_sets if rule_sets is not None else {}
-        rs = cache.get(rule_file)
+        rs = cache.get(folder)
         if rs is None:
-            rs = cache[rule_file] = load_ge_rules([rule_file])
+            rs = cache[folder] = load_ge_rules([folder])
+        tested = {r.name for r in rs.rules if Path(r.rule.file).resolve() == rule_file.resolve()}
+        if not tested and not rs.errors:
+            raise RulepassError([Diagnostic("fixture", f"rule file '{rule_file}' defines no rule", where=name)])
         graph = graph_from_doc(doc.sub(["graph"]), fixture.stem)
         pm = build_pass_manager(rs, level=data.get("level", "O3"))
         reports = pm.run(graph)
     except RulepassError as exc:
         return [CaseResult(name, "<load>", False, "\n".join(d.render() for d in exc.diagnostics))]
-    decisions = {d.node: d for r in reports for d in r.decisions if d.node}
+    decisions = {d.node: d for r in reports if r.name in tested for d in r.decisions if d.node}
     results: list[CaseResult] = []
     expect: dict[str, Any] = data["expect"]
     for node, raw in expect.items():

@@ -101,6 +101,7 @@ class FieldSpec:
     type: Type
     doc: str
     get: Callable[[Any], Any]
+    settable: bool = False  # an action may `set` it (through the entity's setter), with a value of its type
 
 
 @dataclass(frozen=True)
@@ -166,11 +167,13 @@ class Catalogue:
         parents: tuple[str, ...] = (),
         set_attr: Callable[[Any, str, Any], None] | None = None,
         describe: Callable[[Any], str] = str,
+        settable: Iterable[str] = (),
     ) -> None:
-        """Register an entity type; fields are (name, type, doc, getter)."""
+        """Register an entity type; fields are (name, type, doc, getter); `settable` fields may be set by actions."""
         if name in self.entities or name in PRIMITIVES or name == "list":
             raise ValueError(f"entity '{name}' registered twice or shadows a builtin type")
-        specs = {f: FieldSpec(f, parse_type(t), d, g) for f, t, d, g in fields}
+        writable = set(settable)
+        specs = {f: FieldSpec(f, parse_type(t), d, g, f in writable) for f, t, d, g in fields}
         self.entities[name] = EntitySpec(name, doc, specs, parents, set_attr, describe)
 
     def add_helper(
@@ -281,7 +284,9 @@ class Catalogue:
                     "doc": e.doc,
                     "parents": list(e.parents),
                     "attributes": e.set_attr is not None,
-                    "fields": {f.name: {"type": str(f.type), "doc": f.doc} for f in e.fields.values()},
+                    "fields": {
+                        f.name: {"type": str(f.type), "doc": f.doc, "settable": f.settable} for f in e.fields.values()
+                    },
                 }
                 for name, e in sorted(self.entities.items())
             },

@@ -461,6 +461,22 @@ class _Checker:
             return
         self.res.setters[id(n)] = setter
         vt = self.res.type_of(n.value)
+        spec = self.cat.field(target.name, n.attr)
+        if spec is not None:  # the name is a field of the entity: only settable fields, with values of its type
+            if not spec.settable:
+                self.err(
+                    "read-only-field",
+                    f"'{n.attr}' is a read-only field of {target.non_null()}; an attribute cannot take its name",
+                    n,
+                    hint="choose another attribute name",
+                )
+            elif not self.cat.assignable(vt, spec.type):
+                self.err(
+                    "type-mismatch",
+                    f"field '{n.attr}' of {target.non_null()} is {spec.type}, but `{self.text(n.value)}` is {vt}",
+                    n.value,
+                )
+            return
         ok = vt.name in ("bool", "int", "float", "str") or (
             vt.is_list and vt.elem is not None and vt.elem.name in ("bool", "int", "float", "str")
         )

@@ -52,6 +52,22 @@ Effect = tuple[Callable[[Any, str, Any], None], Any, str, Any]
 ActionFn = Callable[[Env, list[Effect]], None]
 
 
+_MISSING: Any = object()
+
+
+def restore(vs: dict[str, Any], var: str, prev: Any) -> None:
+    """Put back a loop variable's previous binding (or remove it when there was none)."""
+    if prev is _MISSING:
+        vs.pop(var, None)
+    else:
+        vs[var] = prev
+
+
+def saved(vs: dict[str, Any], var: str) -> Any:
+    """The current binding of `var`, to pass to `restore` afterwards."""
+    return vs.get(var, _MISSING)
+
+
 def _hashable(v: Any) -> Any:
     return tuple(_hashable(x) for x in v) if isinstance(v, list) else v
 
@@ -302,59 +318,40 @@ class _Compiler:
                     continue
                 yield x
 
+        def bound(run: Callable[[Env], Any]) -> Fn:
+            # the loop variable is restored afterwards (an enclosing quantifier may use the same name)
+            def quantifier(env: Env) -> Any:
+                vs = env.vars
+                prev = saved(vs, var)
+                try:
+                    return run(env)
+                finally:
+                    restore(vs, var, prev)
+
+            return quantifier
+
         if kind == "all":
-
-            def q_all(env: Env) -> bool:
-                try:
-                    return all(body(env) for _ in each(env))
-                finally:
-                    env.vars.pop(var, None)
-
-            return q_all
+            return bound(lambda env: all(body(env) for _ in each(env)))
         if kind == "any":
-
-            def q_any(env: Env) -> bool:
-                try:
-                    return any(body(env) for _ in each(env))
-                finally:
-                    env.vars.pop(var, None)
-
-            return q_any
+            return bound(lambda env: any(body(env) for _ in each(env)))
         if kind == "none":
-
-            def q_none(env: Env) -> bool:
-                try:
-                    return not any(body(env) for _ in each(env))
-                finally:
-                    env.vars.pop(var, None)
-
-            return q_none
+            return bound(lambda env: not any(body(env) for _ in each(env)))
         if kind == "count":
+            return bound(lambda env: sum(1 for _ in each(env) if body(env)))
 
-            def q_count(env: Env) -> int:
+        def distinct(env: Env) -> int:
+            seen: list[Any] = []
+            hashed: set[Any] = set()
+            for _ in each(env):
+                k = _hashable(body(env))
                 try:
-                    return sum(1 for _ in each(env) if body(env))
-                finally:
-                    env.vars.pop(var, None)
+                    hashed.add(k)
+                except TypeError:
+                    if k not in seen:
+                        seen.append(k)
+            return len(hashed) + len(seen)
 
-            return q_count
-
-        def q_distinct(env: Env) -> int:
-            try:
-                seen: list[Any] = []
-                hashed: set[Any] = set()
-                for _ in each(env):
-                    k = _hashable(body(env))
-                    try:
-                        hashed.add(k)
-                    except TypeError:
-                        if k not in seen:
-                            seen.append(k)
-                return len(hashed) + len(seen)
-            finally:
-                env.vars.pop(var, None)
-
-        return q_distinct
+        return bound(distinct)
 
     # ---- actions -------------------------------------------------------------------------------------------
     def action(self, n: ast.Node) -> ActionFn:
@@ -367,6 +364,7 @@ class _Compiler:
                 c = coll(env)
                 if c is None:
                     raise EvalError("'for' over null", n)
+                prev = saved(env.vars, var)
                 try:
                     for x in c:
                         env.tick()
@@ -374,7 +372,7 @@ class _Compiler:
                         if where is None or where(env):
                             body(env, out)
                 finally:
-                    env.vars.pop(var, None)
+                    restore(env.vars, var, prev)
 
             return loop
         assert isinstance(n, ast.SetAction)

@@ -219,16 +219,20 @@ def _strict_json(text: str, name: str) -> Any:
     try:
         return json.loads(text, parse_constant=constant)
     except json.JSONDecodeError as exc:
-        raise error("json-syntax", f"JSON syntax error: {exc.msg}",
-                    Span(name, exc.lineno, exc.colno, exc.lineno, exc.colno, source)) from None
+        raise error(
+            "json-syntax",
+            f"JSON syntax error: {exc.msg}",
+            Span(name, exc.lineno, exc.colno, exc.lineno, exc.colno, source),
+        ) from None
     except RecursionError:
         return None
     except ValueError as exc:
         raise error("json-syntax", f"invalid JSON: {exc}", Span(name, 1, 1, 1, 1, source)) from None
 
 
-def load_text(text: str, name: str, *, max_depth: int = MAX_DEPTH,
-              max_alias_expansion: int = MAX_ALIAS_EXPANSION) -> YamlDoc:
+def load_text(
+    text: str, name: str, *, max_depth: int = MAX_DEPTH, max_alias_expansion: int = MAX_ALIAS_EXPANSION
+) -> YamlDoc:
     """Parse YAML or JSON text into a :class:`YamlDoc`; every problem is a RulepassError with a span.
 
     A name ending in `.json` is held to JSON's rules first; the YAML pass then adds positions (and catches

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..dsl import ast
 from ..dsl.catalogue import Catalogue, Type
-from ..dsl.compile import CompiledRule, Env, EvalError
+from ..dsl.compile import CompiledRule, Env, EvalError, restore, saved
 from ..dsl.rules import Expr
 from .decisions import Reason
 
@@ -60,7 +60,7 @@ class Explainer:
 
     def why(self, e: Expr, n: ast.Node, env: Env, expected: bool) -> Reason:
         """Why `n` (part of `e`) did not evaluate to `expected`."""
-        text = e.text[n.start : n.end]
+        text = " ".join(e.text[n.start : n.end].split())  # one line, whatever the YAML block looked like
         span = e.src.span(n.start, n.end)
         res = self.rule.res
         if isinstance(n, ast.Unary) and n.op == "not":
@@ -75,9 +75,11 @@ class Explainer:
                     return self.error(e, op, err)
                 if narrows and bool(v) != expected:
                     return self.why(e, op, env, expected)
-                vals.append((e.text[op.start : op.end], self.show(v, res.type_of(op))))
+                vals.append((" ".join(e.text[op.start : op.end].split()), self.show(v, res.type_of(op))))
             held = "none of the alternatives held" if n.op == "or" else "every condition held"
-            return Reason(text, span, f"{held}: `{text}` is {str(not expected).lower()}", tuple(vals))
+            # the last operand is usually the general condition (`single input or <the real test>`): narrow into it
+            last = self.why(e, n.operands[-1], env, expected)
+            return Reason(text, span, f"{held}; the last: {last.leaf().message}", tuple(vals), None, last)
         if isinstance(n, ast.Quant):
             return self.why_quant(e, n, env, expected)
         if isinstance(n, ast.Compare):
@@ -89,7 +91,10 @@ class Explainer:
             lt, rt = e.text[n.left.start : n.left.end], e.text[n.right.start : n.right.end]
             pairs = [(lt, ls), (rt, rs), *self.inner_values(e, n.left, env), *self.inner_values(e, n.right, env)]
             shown = tuple(dict((k, v) for k, v in pairs if k != v).items())
-            return Reason(text, span, f"`{text}` is {str(not expected).lower()}: {ls} {n.op} {rs}", shown)
+            if n.op in ("==", "!=") and isinstance(n.right, ast.Lit) and n.right.value is None:
+                return Reason(text, span, f"`{lt}` is {'null' if lv is None else 'not null'}", shown)
+            lx, rx = self.operands(e, n.left, env, ls), self.operands(e, n.right, env, rs)
+            return Reason(text, span, f"`{text}` is {str(not expected).lower()}: {lx} {n.op} {rx}", shown)
         v, err = self._val(n, env)
         if err is not None:
             return self.error(e, n, err)
@@ -100,6 +105,17 @@ class Explainer:
                 if aerr is None and not isinstance(a, ast.Lit):
                     values.append((e.text[a.start : a.end], self.show(av, res.type_of(a))))
         return Reason(text, span, f"`{text}` is {self.show(v, res.type_of(n))}", tuple(values))
+
+    def operands(self, e: Expr, n: ast.Node, env: Env, shown: str) -> str:
+        """`31 % 16 → 15` for an arithmetic side of a comparison, else its value."""
+        if not isinstance(n, ast.Arith):
+            return shown
+        a, aerr = self._val(n.left, env)
+        b, berr = self._val(n.right, env)
+        if aerr or berr:
+            return shown
+        res = self.rule.res
+        return f"{self.show(a, res.type_of(n.left))} {n.op} {self.show(b, res.type_of(n.right))} → {shown}"
 
     def inner_values(self, e: Expr, n: ast.Node, env: Env, limit: int = 6) -> list[tuple[str, str]]:
         """Values of the named parts inside `n` (names, fields, indexing, calls), outermost first."""
@@ -132,6 +148,7 @@ class Explainer:
         coll_t = self.rule.res.type_of(n.coll)
         elem_t = coll_t.elem if coll_t.is_list else None
         vs = env.vars
+        prev = saved(vs, n.var)
         count = 0
         try:
             for x in coll or []:
@@ -155,7 +172,7 @@ class Explainer:
                     sub = self.why(e, n.body, env, not blame_true)
                     return Reason(text, span, sub.message, (), self.describe_element(n.var, x, elem_t), sub)
         finally:
-            vs.pop(n.var, None)
+            restore(vs, n.var, prev)
         coll_text = e.text[n.coll.start : n.coll.end]
         if n.kind == "any":
             return Reason(text, span, f"no element of `{coll_text}` matches ({count} checked)")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..dsl.catalogue import Catalogue
-from ..dsl.compile import CompiledCheck, CompiledRule, Effect, Env, EvalError
+from ..dsl.compile import CompiledCheck, CompiledRule, Effect, Env, EvalError, restore, saved
 from .decisions import Decision, Reason, RuleStats, TraceEntry
 from .explain import Explainer
 
@@ -261,6 +261,7 @@ class Engine:
         elem_t = rule.res.type_of(c.coll.node)
         elem_t = elem_t.elem if elem_t.is_list and elem_t.elem is not None else elem_t
         ex = self.explainer(rule)
+        prev = saved(vs, c.var)
         try:
             for x in items:
                 env.tick()
@@ -284,7 +285,7 @@ class Engine:
         except EvalError as exc:
             return _Miss(cc, here, elements, dict(vs), exc)
         finally:
-            vs.pop(c.var, None)
+            restore(vs, c.var, prev)
         if entries is not None:
             entries.append(TraceEntry(here, True, c.span, elements, f"{len(items)} element(s)"))
         return None

@@ -336,7 +336,7 @@ def _cmd_memplan(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     try:
         buffers = read_csv(args.file)
-    except ValueError as exc:
+    except (ValueError, OSError) as exc:
         err.write(f"rulepass: {exc}\n")
         return EXIT_INVALID
     placement = plan(buffers)
@@ -598,7 +598,11 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
         return handler(args, out, err)
     except RulepassError as exc:
         _print_diagnostics(exc.diagnostics, err)
-        return EXIT_INVALID
+        return EXIT_USAGE if all(d.code == "usage" for d in exc.diagnostics) else EXIT_INVALID
+    except BrokenPipeError:  # e.g. `rulepass catalogue | head`: the reader has gone, nothing more to say
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps Python's exit-time flush quiet
+        return EXIT_OK
     except KeyboardInterrupt:
         err.write("rulepass: interrupted\n")
         return 130

@@ -1,0 +1,427 @@
+"""The rule language itself: parsing (precedence, positions), checking, and compiled evaluation.
+
+Expressions are checked against a small catalogue of their own (the builtin helpers plus an `Item` entity and a
+few roots), compiled with `rulepass.dsl.compile` and evaluated on plain Python values, so these tests pin the
+language's semantics independently of the GE domain.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+from typing import Any
+
+import pytest
+from rulepass.dsl import ast
+from rulepass.dsl.builtins import builtin_catalogue
+from rulepass.dsl.catalogue import Catalogue
+from rulepass.dsl.check import check_rule
+from rulepass.dsl.compile import CompiledRule, Env, EvalError, compile_rule
+from rulepass.dsl.diagnostics import Diagnostic, RulepassError
+from rulepass.dsl.parse import parse_action, parse_expr
+from rulepass.dsl.rules import Rule, read_rule_text
+
+CALLS: list[int] = []
+
+
+def _probe(x: int) -> int:
+    CALLS.append(x)
+    return x
+
+
+def _catalogue() -> Catalogue:
+    cat = builtin_catalogue()
+    cat.add_entity(
+        "Item",
+        "A test entity.",
+        [
+            ("name", "str", "Its name.", lambda o: o["name"]),
+            ("size", "int", "Its size.", lambda o: o["size"]),
+            ("next", "Item?", "The next item, or null.", lambda o: o.get("next")),
+            ("tags", "list[str]", "Its tags.", lambda o: o.get("tags", [])),
+        ],
+        set_attr=lambda o, k, v: o.__setitem__(k, v),
+    )
+    cat.add_entity("Pair", "Not an attribute holder.", [("left", "Item", "The left item.", lambda o: o["left"])])
+    cat.add_helper("probe", "x: int", "int", "Counts its calls.", _probe)
+    cat.add_helper("add", "a: int, b: int", "int", "a + b.", lambda a, b: a + b)
+    cat.add_helper("twice", "x: int", "int", "2x.", lambda x: 2 * x)
+    cat.add_root("n", "int", "A number.")
+    cat.add_root("xs", "list[int]", "Numbers.")
+    cat.add_root("s", "str", "A string.")
+    cat.add_root("item", "Item", "An item.")
+    cat.add_root("maybe", "Item?", "An item or null.")
+    cat.add_root("items", "list[Item]", "Items.")
+    cat.add_root("pair", "Pair", "A pair.")
+    return cat
+
+
+CAT = _catalogue()
+ITEM_B = {"name": "b", "size": 2, "tags": []}
+ITEM_A = {"name": "a", "size": 1, "next": ITEM_B, "tags": ["x", "y"]}
+ROOTS: dict[str, Any] = {
+    "n": 5,
+    "xs": [3, 1, 4, 1, 5, 9, 2, 6],
+    "s": "concat_lxslice_0",
+    "item": ITEM_A,
+    "maybe": None,
+    "items": [ITEM_A, ITEM_B],
+    "pair": {"left": ITEM_A},
+}
+
+
+def rule_text(
+    value: str, lets: dict[str, str] | None = None, require: str = "true", actions: tuple[str, ...] = ()
+) -> str:
+    """A one-rule file: rule-level `lets`, then `v: value` last, one check, optional actions."""
+    body = "".join(f"      {k}: {json.dumps(e)}\n" for k, e in {**(lets or {}), "v": value}.items())
+    acts = "    actions:\n" + "".join(f"      - {json.dumps(a)}\n" for a in actions) if actions else ""
+    return (
+        "rules:\n  - name: T\n    match: [X]\n    let:\n" + body
+        + f"    checks:\n      - name: C\n        require: {json.dumps(require)}\n" + acts
+    )  # fmt: skip
+
+
+def checked(text: str) -> tuple[Rule, CompiledRule | None, list[Diagnostic]]:
+    model, diags = read_rule_text(text, "t.yaml")
+    if model is None:
+        raise RulepassError(diags)
+    rule = model.rules[0]
+    res, diags = check_rule(rule, CAT)
+    errors = [d for d in diags if d.severity == "error"]
+    return rule, (None if errors else compile_rule(rule, res, step_limit=LIMIT)), diags
+
+
+LIMIT = 100_000
+
+
+def errors_of(value: str, lets: dict[str, str] | None = None) -> list[str]:
+    """The error messages of the checker for `value`."""
+    _, _, diags = checked(rule_text(value, lets))
+    return [d.message for d in diags if d.severity == "error"]
+
+
+def ev(value: str, lets: dict[str, str] | None = None, limit: int = LIMIT, **vars: Any) -> Any:
+    """Check, compile and evaluate `value`; checker errors fail the test."""
+    rule, compiled, diags = checked(rule_text(value, lets))
+    assert compiled is not None, [d.headline() for d in diags]
+    fn = compiled.fns[id(rule.lets[-1].expr.node)]
+    return fn(Env({**ROOTS, **vars}, limit))
+
+
+# ---- parsing -------------------------------------------------------------------------------------------------
+
+
+def test_precedence_in_the_tree() -> None:
+    e = parse_expr("a or b and not c == d + e * -f")
+    assert isinstance(e, ast.BoolOp) and e.op == "or"
+    right = e.operands[1]
+    assert isinstance(right, ast.BoolOp) and right.op == "and"
+    neg = right.operands[1]
+    assert isinstance(neg, ast.Unary) and neg.op == "not"
+    cmp = neg.operand
+    assert isinstance(cmp, ast.Compare) and cmp.op == "=="
+    plus = cmp.right
+    assert isinstance(plus, ast.Arith) and plus.op == "+"
+    times = plus.right
+    assert isinstance(times, ast.Arith) and times.op == "*"
+    assert isinstance(times.right, ast.Unary) and times.right.op == "-"
+
+
+def test_node_positions() -> None:
+    text = "len(xs)  >  2"
+    e = parse_expr(text)
+    assert isinstance(e, ast.Compare)
+    assert text[e.start : e.end] == text
+    assert text[e.left.start : e.left.end] == "len(xs)"
+    p = parse_expr("  (a + b)  ")
+    assert (p.start, p.end) == (2, 9)
+
+
+def test_method_call_is_a_call_with_a_receiver() -> None:
+    e = parse_expr("x.f(a, 1)")
+    assert isinstance(e, ast.Call)
+    assert e.func == "f" and isinstance(e.receiver, ast.Name) and e.receiver.id == "x" and len(e.args) == 2
+    assert ev("n.twice()") == ev("twice(n)") == 10
+    assert ev("n.add(3)") == ev("add(n, 3)") == 8
+    assert ev("xs.index_of(4)") == ev("index_of(xs, 4)") == 2
+    assert ev("xs.len().twice()") == 16
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("1 < 2 < 3", "unexpected '<' in expression"),  # comparisons do not chain
+        ("xs[1:2:3]", "unexpected ':' in expression; expected ']'"),
+        ("f(", "expression ends too early"),
+        ("1 +", "expression ends too early; expected an expression"),
+        ("a && b", "unexpected character '&' in expression"),
+        ("if a then b", "expression ends too early"),
+        ("all(x xs: x)", "unexpected 'xs' in expression"),
+        ("", "expression is empty"),
+    ],
+)
+def test_syntax_errors(text: str, message: str) -> None:
+    with pytest.raises(RulepassError) as exc:
+        parse_expr(text)
+    (d,) = exc.value.diagnostics
+    assert d.code == "expr-syntax"
+    assert d.message.startswith(message)
+
+
+def test_actions_parse() -> None:
+    a = parse_action("for i in items where i.size > 1: set i.big = true")
+    assert isinstance(a, ast.ForAction) and a.var == "i" and a.where is not None
+    assert isinstance(a.body, ast.SetAction) and a.body.attr == "big"
+    b = parse_action('set item["odd-name"] = 1')
+    assert isinstance(b, ast.SetAction) and b.attr == "odd-name"
+    with pytest.raises(RulepassError) as exc:
+        parse_action("set item = 1")
+    assert exc.value.diagnostics[0].code == "action-target"
+
+
+# ---- evaluation ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("1 + 2 * 3", 7),
+        ("(1 + 2) * 3", 9),
+        ("10 - 3 - 2", 5),
+        ("2 * 3 % 4", 2),
+        ("7 // 2", 3),
+        ("7 / 2", 3.5),
+        ("-2 * 3", -6),
+        ("- -2", 2),
+        ("0x1f + 1", 32),
+        ("1.5e1", 15.0),
+        ("not true or true", True),
+        ("true or false and false", True),
+        ("not 1 in [1, 2]", False),
+        ("1 + 1 == 2 and 2 > 1", True),
+        ("if n > 3 then 'big' else 'small'", "big"),
+        ("if false then 1 else 2 + 10", 12),
+        ("if false then 1 else if true then 2 else 3", 2),
+        ("(if n > 3 then 1 else 2) + 1", 2),
+        ("'a' + \"b\"", "ab"),
+        ("'it\\'s'", "it's"),
+        ("[1, 2] + [3]", [1, 2, 3]),
+        ("null == null", True),
+        ("maybe == null", True),
+        ("item.next.name", "b"),
+        ("items[1].size", 2),
+    ],
+)
+def test_values(text: str, value: Any) -> None:
+    got = ev(text)
+    assert got == value and type(got) is type(value)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("xs[1:3]", [1, 4]),
+        ("xs[:2]", [3, 1]),
+        ("xs[6:]", [2, 6]),
+        ("xs[:]", [3, 1, 4, 1, 5, 9, 2, 6]),
+        ("xs[5:2]", []),
+        ("xs[6:100]", [2, 6]),
+        ("s[0:6]", "concat"),
+        ("s[7:]", "lxslice_0"),
+        ("xs[n:]", [9, 2, 6]),
+        ("xs[len(xs) - 1]", 6),
+    ],
+)
+def test_slices_and_indexing(text: str, value: Any) -> None:
+    assert ev(text) == value
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("4 in xs", True),
+        ("7 in xs", False),
+        ("7 not in xs", True),
+        ("'lx' in s", True),
+        ("'zz' not in s", True),
+        ("'x' in item.tags", True),
+        ("item in items", True),
+        ("maybe in items", False),
+        ("n in [1, 5]", True),
+    ],
+)
+def test_membership(text: str, value: bool) -> None:
+    assert ev(text) is value
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("all(x in xs: x > 0)", True),
+        ("all(x in xs where x > 4: x > 4)", True),
+        ("all(x in xs where x > 4: x > 5)", False),
+        ("any(x in xs: x == 9)", True),
+        ("any(x in xs where x < 3: x > 3)", False),
+        ("none(x in xs: x > 9)", True),
+        ("all(x in []: false)", True),
+        ("any(x in []: true)", False),
+        ("count(x in xs: x > 3)", 4),
+        ("count(x in xs where x % 2 == 0: x > 3)", 2),
+        ("distinct(x in xs: x)", 7),
+        ("distinct(x in xs: x % 3)", 3),
+        ("distinct(i in items: i.tags)", 2),
+        ("count(i in items where i.next != null: i.next.size == 2)", 1),
+        ("all(x in xs: any(y in xs: y >= x))", True),
+        ("count(x in range(4): true)", 4),
+    ],
+)
+def test_quantifiers(text: str, value: Any) -> None:
+    assert ev(text) == value
+
+
+def test_quantifier_variable_does_not_leak() -> None:
+    rule, compiled, _ = checked(rule_text("count(x in xs: x > 3)"))
+    assert compiled is not None
+    env = Env(dict(ROOTS), LIMIT)
+    compiled.fns[id(rule.lets[-1].expr.node)](env)
+    assert "x" not in env.vars
+
+
+def test_lazy_let_is_evaluated_at_most_once() -> None:
+    CALLS.clear()
+    assert ev("p + p + p", {"p": "probe(n)"}) == 15
+    assert CALLS == [5]
+    CALLS.clear()
+    assert ev("false and p > 0", {"p": "probe(n)"}) is False
+    assert CALLS == []
+    CALLS.clear()
+    assert ev("all(x in xs: p > 0)", {"p": "probe(n)"}) is True
+    assert CALLS == [5]
+    CALLS.clear()
+    assert ev("q * 2", {"p": "probe(n)", "q": "p + p"}) == 20
+    assert CALLS == [5]
+
+
+# ---- runtime faults ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("maybe.name", "cannot read 'name' of null"),
+        ("item.next.next.name", "cannot read 'name' of null"),
+        ("xs[8]", "index 8 is out of range for a length of 8"),
+        ("xs[0 - 1]", "index -1 is out of range"),
+        ("n // 0", "division by zero"),
+        ("n / 0", "division by zero"),
+        ("n % 0", "division by zero"),
+        ("xs[0 - 1:]", "negative slice bound -1"),
+        ("all(x in maybe.tags: true)", "cannot read 'tags' of null"),
+    ],
+)
+def test_runtime_faults_are_eval_errors(text: str, message: str) -> None:
+    with pytest.raises(EvalError) as exc:
+        ev(text)
+    assert message in exc.value.message
+    assert exc.value.node is not None
+
+
+def test_step_limit_stops_runaway_evaluation() -> None:
+    text = "count(a in range(1000): count(b in range(1000): count(c in range(1000): true) > 0) > 0)"
+    with pytest.raises(EvalError) as exc:
+        ev(text, limit=10_000)
+    assert exc.value.message == "evaluation exceeded its budget of 10000 steps"
+    assert ev("count(a in range(50): true)", limit=100) == 50
+
+
+def test_actions_collect_effects() -> None:
+    _, compiled, diags = checked(
+        rule_text("1", actions=("set item.done = true", "for i in items where i.size > 1: set i.tags2 = ['z']"))
+    )
+    assert compiled is not None, diags
+    env = Env(dict(ROOTS), LIMIT)
+    effects: list[Any] = []
+    for act in compiled.actions:
+        act(env, effects)
+    assert [(t["name"], k, v) for _, t, k, v in effects] == [("a", "done", True), ("b", "tags2", ["z"])]
+
+
+# ---- the checker ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("nn + 1", "unknown name 'nn'"),
+        ("item.nam", "Item has no field 'nam'"),
+        ("items.name", "`items` is list[Item]; lists have no field 'name'"),
+        ("probe(1, 2)", "probe() takes 1 argument(s), 2 given"),
+        ("probe('a')", "argument 'x' of probe() must be int, but `'a'` is str"),
+        ("item == 1", "comparing Item with int is always false"),
+        ("all(x in n: true)", "all() needs a list, but `n` is int"),
+        ("all(x in xs: x)", "the body of all() must be bool, but `x` is int"),
+        ("count(x in xs where x: true)", "the 'where' filter must be bool, but `x` is int"),
+        ("not n", "the operand of 'not' must be bool, but `n` is int"),
+        ("'a' < 1", "'<' compares numbers or strings, not str and int"),
+        ("s + 1", "'+' needs numbers, not str and int"),
+        ("xs['a']", "an index must be an int, but `'a'` is str"),
+        ("n[0]", "`n` is int; only lists and strings can be indexed"),
+        ("if n then 1 else 2", "the condition of 'if' must be bool, but `n` is int"),
+        ("[1, 'a']", "list elements have different types (int and str)"),
+        ("n.size", "`n` is int, which has no fields"),
+        ("all(n in xs: true)", "'n' shadows a root binding of the same name"),
+        ("all(len in xs: true)", "'len' shadows a helper of the same name"),
+        ("all(x in xs: any(x in xs: true))", "'x' shadows another binding of the same name"),
+        ("probe", "'probe' is a helper; call it as probe(...)"),
+        ("item.name()", "'name' is a field of Item, not a helper"),
+        ("__import__('os')", "unknown helper '__import__'"),
+        ("item.__class__", "Item has no field '__class__'"),
+    ],
+)
+def test_checker_errors(text: str, message: str) -> None:
+    assert errors_of(text) == [message]
+
+
+def test_checker_action_errors() -> None:
+    _, _, diags = checked(rule_text("1", actions=("set pair.x = 1",)))
+    assert [d.message for d in diags if d.severity == "error"] == ["cannot set attributes on `pair` (Pair)"]
+    _, _, diags = checked(rule_text("1", actions=("set item.x = item",)))
+    assert [d.message for d in diags if d.severity == "error"] == [
+        "an attribute value must be bool, int, float, str or a list of those, not Item"
+    ]
+
+
+def test_unknown_names_do_not_cascade() -> None:
+    assert errors_of("nn.size > 1 and nn.name == 'a'") == ["unknown name 'nn'", "unknown name 'nn'"]
+    assert errors_of("all(x in n: x.size > 0)") == ["all() needs a list, but `n` is int"]
+    assert errors_of("all(x in nn.items: x.size.foo > 0)") == ["unknown name 'nn'"]
+
+
+def test_unused_and_early_bindings() -> None:
+    _, _, diags = checked(rule_text("1", {"unused": "2", "_quiet": "3"}))
+    assert [(d.severity, d.message) for d in diags] == [
+        ("warning", "binding 'unused' is never used"),
+        ("warning", "binding 'v' is never used"),
+    ]
+    text = rule_text("early + 1", {"early": "v + 1"})  # `early` uses `v`, declared after it
+    _, _, diags = checked(text)
+    assert [(d.severity, d.message) for d in diags] == [("error", "'v' is used before its binding")]
+
+
+def test_no_user_text_reaches_eval_or_exec(monkeypatch: pytest.MonkeyPatch) -> None:
+    parse_expr("1")  # the parser is built once, before the guard
+
+    def forbidden(*args: object, **kwargs: object) -> None:
+        raise AssertionError("eval/exec called")
+
+    monkeypatch.setattr(builtins, "eval", forbidden)
+    monkeypatch.setattr(builtins, "exec", forbidden)
+    assert ev('\'__import__("os").system("true")\'') == '__import__("os").system("true")'
+    assert ev("count(x in xs where x > 2: 'exec' in s) + len(s)") == 16
+    assert errors_of("__import__('os').system('true')") == ["unknown helper '__import__'", "unknown helper 'system'"]
+    assert errors_of("eval('1')") == ["unknown helper 'eval'"]
+
+
+def test_let_quantifier_reusing_an_enclosing_variable_name() -> None:
+    assert ev("all(x in xs: w or x > 0)", {"w": "any(x in xs: x > 100)"}) is True
