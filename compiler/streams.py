@@ -5,7 +5,8 @@ get a stream of their own, numbered in order of first appearance along the execu
 follows its first producer's stream (stream 0 without one); subgraph nodes follow their owner. A stream id
 already set in the graph file is kept. A data edge that crosses streams gets an event: EVENT_RECORD after the
 producer on its stream, EVENT_WAIT before the consumer on its stream (one event per producer and consuming
-stream). With `single_stream` everything runs on stream 0 and no event is needed.
+stream); values that exist before the model runs (graph inputs, weights, variables) need none. With
+`single_stream` everything runs on stream 0 and no event is needed.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from dataclasses import dataclass, field
 from .ir import ComputeGraph, Node
 
 STREAM_OWNING_ENGINES = ("AIcoreEngine", "VectorEngine", "DNN_HCCL", "DSAEngine")
+# Their values exist before the model runs (inputs bound, weights loaded): reading them needs no event.
+READY_BEFORE_RUN = frozenset({"Data", "RefData", "AippData", "Const", "Constant", "Variable"})
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,8 @@ def assign_streams(graph: ComputeGraph, *, single_stream: bool = False) -> Strea
     plan.stream_count = max((n.op.stream_id for n in nodes), default=0) + 1
     step = {id(n): i for i, n in enumerate(nodes)}
     for n in nodes:
+        if n.op.type in READY_BEFORE_RUN and n.graph.is_root:
+            continue
         first_on: dict[int, Node] = {}  # per consuming stream, the consumer that runs first
         for peers in n.out_peers:
             for a in peers:

@@ -9,11 +9,12 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .compiler import formats
 from .compiler.facts import attr_bool
-from .compiler.graph_file import copy_graph, load_graph, save_graph
+from .compiler.graph_file import copy_graph, save_graph
+from .compiler.graph_file import load_graph as load_graph_file
 from .compiler.ir import ComputeGraph
 from .compiler.memory.assign import MemoryPlan, assign_memory
 from .compiler.memory.verify import Violation, verify_plan
@@ -24,6 +25,9 @@ from .compiler.tasks import TaskResult, generate_tasks
 from .dsl.diagnostics import RulepassError, did_you_mean, error
 from .dsl.load import RuleSet
 from .engine.decisions import Decision
+
+if TYPE_CHECKING:
+    from .compiler.runtime.executor import RunResult
 
 T = TypeVar("T")
 
@@ -42,8 +46,23 @@ __all__ = [
     "load_rules",
     "optimize",
     "plan_memory",
+    "run_model",
     "save_graph",
 ]
+
+
+def load_graph(
+    path: str | Path, *, onnx_formats: str = "keep", warn: Callable[[str], None] | None = None
+) -> ComputeGraph:
+    """Load a graph file (YAML/JSON), or import an ONNX model (`.onnx`) with the given format mode."""
+    if str(path).lower().endswith(".onnx"):
+        from .compiler.onnx_import import import_onnx
+
+        result = import_onnx(path, format_mode=onnx_formats)
+        for w in result.warnings:
+            (warn or (lambda _w: None))(w)
+        return result.graph
+    return load_graph_file(path)
 
 
 def load_rules(paths: Sequence[str | Path] | None = None) -> RuleSet:
@@ -235,3 +254,25 @@ def _baseline_memory(
     virtual = [n for n in graph.all_nodes() if attr_bool(n, "_no_task")]
     copied = sum(max(formats.tensor_raw_size(o.desc.shape, o.desc.dtype), 0) for n in virtual for o in n.out_anchors)
     return MemoryResult(graph, plan, baseline, [n.name for n in virtual], copied, violations)
+
+
+def run_model(
+    model: dict[str, Any] | CompileResult,
+    inputs: dict[str, Any] | None = None,
+    *,
+    ranks: int = 1,
+    seed: int = 0,
+    rank_inputs: Sequence[dict[str, Any]] | None = None,
+    verify: bool = True,
+) -> RunResult:
+    """Execute a compiled model (its JSON object, or a CompileResult) with the numpy reference kernels.
+
+    Inputs by Data node name (missing ones seeded random per rank), weights seeded random; outputs per NetOutput
+    input, per rank when `ranks` > 1 (collectives run in lock-step). Needs numpy (`pip install 'rulepass[run]'`).
+    """
+    try:
+        from .compiler.runtime.executor import run_model as _run
+    except ImportError as exc:
+        raise error("usage", f"running models needs numpy: pip install 'rulepass[run]' ({exc})") from None
+    doc = model.model if isinstance(model, CompileResult) else model
+    return _run(doc, inputs, ranks=ranks, seed=seed, rank_inputs=rank_inputs, verify=verify)

@@ -39,13 +39,12 @@ def _print_diagnostics(diags: Sequence[Diagnostic], err: TextIO) -> None:
 
 
 def _cmd_graph_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .compiler.graph_file import load_graph
 
     status = EXIT_OK
     reports: list[dict[str, Any]] = []
     for path in args.files:
         try:
-            g = load_graph(path)
+            g = _load_graph_arg(path, err)
         except RulepassError as exc:
             status = EXIT_INVALID
             if args.format == "json":
@@ -86,6 +85,37 @@ def _rule_paths(paths: Sequence[str]) -> list[str]:
     from .rules import bundled_rules_dir
 
     return list(paths) if paths else [str(bundled_rules_dir())]
+
+
+def _load_graph_arg(path: str, err: TextIO) -> Any:
+    """A graph file, or an ONNX model imported on the fly (its warnings go to stderr)."""
+    from .api import load_graph
+
+    return load_graph(path, warn=lambda w: err.write(f"rulepass: warning: {w}\n"))
+
+
+def _cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .compiler.graph_file import save_graph
+    from .compiler.onnx_import import import_onnx
+
+    dims: dict[str, int] = {}
+    for item in args.dim:
+        name, sep, value = item.partition("=")
+        if not sep or not value.strip().isdigit() or int(value) < 1:
+            err.write(f"rulepass import: --dim expects NAME=POSITIVE_INT, got {item!r}\n")
+            return EXIT_USAGE
+        dims[name.strip()] = int(value)
+    result = import_onnx(args.model, format_mode=args.formats, dims=dims)
+    for w in result.warnings:
+        err.write(f"rulepass: warning: {w}\n")
+    save_graph(result.graph, args.output)
+    g = result.graph
+    n = len(g.all_nodes())
+    out.write(
+        f"imported {args.model}: graph '{g.name}', {n} nodes, {len(g.all_subgraphs())} subgraph(s), "
+        f"formats {args.formats}; wrote {args.output}\n"
+    )
+    return EXIT_OK
 
 
 def _cmd_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -148,9 +178,9 @@ def _default_graph(err: TextIO) -> str:
 
 def _cmd_optimize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .api import load_rules, optimize
-    from .compiler.graph_file import load_graph, save_graph
+    from .compiler.graph_file import save_graph
 
-    graph = load_graph(args.graph or _default_graph(err))
+    graph = _load_graph_arg(args.graph or _default_graph(err), err)
     rules = load_rules(args.rules or None)
     result = optimize(graph, rules, level=args.level, disabled=args.disable, dry_run=args.dry_run)
     if args.output:
@@ -202,9 +232,8 @@ def _cmd_optimize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _cmd_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .api import explain, load_rules
-    from .compiler.graph_file import load_graph
 
-    graph = load_graph(args.graph)
+    graph = _load_graph_arg(args.graph, err)
     decisions = explain(
         graph, args.node, load_rules(args.rules or None), rule=args.rule, level=args.level, disabled=args.disable
     )
@@ -285,9 +314,8 @@ def _fmt_bytes(n: int) -> str:
 
 def _cmd_memory(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .api import load_rules, plan_memory
-    from .compiler.graph_file import load_graph
 
-    graph = load_graph(args.graph or _default_graph(err))
+    graph = _load_graph_arg(args.graph or _default_graph(err), err)
     result = plan_memory(
         graph, load_rules(args.rules or None), level=args.level, disabled=args.disable, verify=args.verify
     )
@@ -370,9 +398,8 @@ def _cmd_memplan(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _cmd_compile(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .api import compile_graph, load_rules
-    from .compiler.graph_file import load_graph
 
-    graph = load_graph(args.graph or _default_graph(err))
+    graph = _load_graph_arg(args.graph or _default_graph(err), err)
     show_progress = not args.quiet and (err.isatty() or len(graph) >= 5000)
 
     def progress(stage: str) -> None:
@@ -557,6 +584,18 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("--quiet", action="store_true", help="no progress messages")
     pass_options(comp)
     comp.set_defaults(handler=_cmd_compile)
+
+    imp = sub.add_parser("import", help="import an ONNX model as a graph file (needs rulepass[onnx])")
+    imp.add_argument("model", metavar="MODEL.onnx")
+    imp.add_argument("-o", "--output", required=True, metavar="GRAPH", help="graph file to write (.yaml or .json)")
+    imp.add_argument(
+        "--formats",
+        choices=["keep", "ascend"],
+        default="keep",
+        help="keep the model's formats, or assign Ascend storage formats (NC1HWC0, FRACTAL_Z)",
+    )
+    imp.add_argument("--dim", action="append", default=[], metavar="NAME=N", help="size of a symbolic input dim")
+    imp.set_defaults(handler=_cmd_import)
 
     mem = sub.add_parser("memory", help="plan memory for an optimized graph; savings of the no-task passes")
     mem.add_argument("graph", metavar="GRAPH", nargs="?", help="graph file (default: the bundled example)")
