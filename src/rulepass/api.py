@@ -52,7 +52,7 @@ __all__ = [
 
 
 def load_graph(
-    path: str | Path, *, onnx_formats: str = "keep", warn: Callable[[str], None] | None = None
+    path: str | Path, *, onnx_formats: str = "keep", warn: Callable[[str], object] | None = None
 ) -> ComputeGraph:
     """Load a graph file (YAML/JSON), or import an ONNX model (`.onnx`) with the given format mode."""
     if str(path).lower().endswith(".onnx"):
