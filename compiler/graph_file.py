@@ -485,9 +485,8 @@ def dump_graph(g: ComputeGraph, fmt: str = "yaml") -> str:
 
 
 def copy_graph(g: ComputeGraph) -> ComputeGraph:
-    """An independent deep copy of a graph (through its graph-file form)."""
-    doc = load_text(json.dumps(graph_to_data(g)), f"<copy of {g.name}>")
-    return graph_from_doc(doc, g.name)
+    """An independent deep copy of a graph."""
+    return g.copy()
 
 
 def save_graph(g: ComputeGraph, path: str | Path) -> None:

@@ -11,6 +11,7 @@ sit on the nodes so the rules' navigation (peer of an input, consumers of an out
 from __future__ import annotations
 
 from collections.abc import Iterator
+import heapq
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -282,22 +283,86 @@ class ComputeGraph:
     # ---- traversal -------------------------------------------------------------------------------------
     def find_cycle(self) -> list[str] | None:
         """Node names along a cycle, or None when the graph is acyclic."""
+        if self._kahn_order() is not None:  # cheap for the common, acyclic case
+            return None
         try:
             edges = nx.find_cycle(self.nx)
         except nx.NetworkXNoCycle:
             return None
         return [str(e[0]) for e in edges] + [str(edges[-1][1])]
 
+    def _kahn_order(self) -> list[Node] | None:
+        """Topological order preferring insertion order among ready nodes; None when there is a cycle."""
+        nodes = list(self._nodes.values())
+        indeg = {id(n): 0 for n in nodes}
+        succ: dict[int, list[Node]] = {id(n): [] for n in nodes}
+        for n in nodes:
+            targets = {id(a.node): a.node for peers in n.out_peers for a in peers}
+            for c in n.control_out:
+                targets[id(c)] = c
+            for t in targets.values():
+                succ[id(n)].append(t)
+                indeg[id(t)] += 1
+        ready = [(n.seq, n) for n in nodes if indeg[id(n)] == 0]
+        heapq.heapify(ready)
+        out: list[Node] = []
+        while ready:
+            _, n = heapq.heappop(ready)
+            out.append(n)
+            for t in succ[id(n)]:
+                indeg[id(t)] -= 1
+                if indeg[id(t)] == 0:
+                    heapq.heappush(ready, (t.seq, t))
+        return out if len(out) == len(nodes) else None
+
     def topological_order(self) -> list[Node]:
         """Nodes in a stable topological order: among ready nodes, the one added first."""
         if self._topo is None:
-            seq = {name: n.seq for name, n in self._nodes.items()}
-            try:
-                names = nx.lexicographical_topological_sort(self.nx, key=seq.__getitem__)
-                self._topo = [self._nodes[n] for n in names]
-            except nx.NetworkXUnfeasible:
-                raise GraphError(f"graph '{self.name}' has a cycle: {' -> '.join(self.find_cycle() or [])}") from None
+            order = self._kahn_order()
+            if order is None:
+                raise GraphError(f"graph '{self.name}' has a cycle: {' -> '.join(self.find_cycle() or [])}")
+            self._topo = order
         return self._topo
+
+    def copy(self) -> ComputeGraph:
+        """A deep copy of this graph (the root: with every subgraph), sharing nothing mutable."""
+        if not self.is_root:
+            raise GraphError("copy the root graph; subgraphs are copied with it")
+        return self._copy_into(None)
+
+    def _copy_into(self, owner: Node | None) -> ComputeGraph:
+        g = ComputeGraph(self.name, attrs=copy_attrs(self.attrs), unknown_shape=self.unknown_shape)
+        if owner is not None:
+            owner.graph.set_subgraph(owner, g)
+        mapping: dict[int, Node] = {}
+        for n in self._nodes.values():
+            op = n.op
+            new = OpDesc(
+                op.name,
+                op.type,
+                copy_attrs(op.attrs),
+                [d.copy() for d in op.input_descs],
+                [d.copy() for d in op.output_descs],
+                list(op.input_names),
+                list(op.output_names),
+                op.engine,
+                op.kernel_lib,
+                op.stream_id,
+                [],
+                list(op.workspace_bytes),
+            )
+            mapping[id(n)] = g.add_node(new)
+        for n in self._nodes.values():
+            dst = mapping[id(n)]
+            for k, peer in enumerate(n.in_peers):
+                if peer is not None:
+                    g.add_data_edge(mapping[id(peer.node)], peer.index, dst, k)
+            for c in n.control_in:
+                g.add_control_edge(mapping[id(c)], dst)
+        for n in self._nodes.values():
+            for sub in n.subgraphs():
+                sub._copy_into(mapping[id(n)])
+        return g
 
     def direct_nodes(self) -> list[Node]:
         """This graph's own nodes in topological order (GE's GetDirectNode)."""
