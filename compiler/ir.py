@@ -10,8 +10,8 @@ sit on the nodes so the rules' navigation (peer of an input, consumers of an out
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 import heapq
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import networkx as nx
