@@ -7,8 +7,8 @@ error either way. Strings are unescaped here by hand; no user text is ever evalu
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from functools import cache
+from collections.abc import Iterable, Sequence
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
@@ -76,11 +76,19 @@ def _pos(item: Any) -> tuple[int, int]:
 class _Build(Transformer[Token, Any]):
     """Inline (bottom-up) AST construction; `keep_all_tokens` gives every node its exact extent."""
 
-    def _mk(self, cls: type[ast.Node], items: list[Any], *args: Any, **kw: Any) -> Any:
-        located = [i for i in items if isinstance(i, (Token, ast.Node))]
-        start = min(_pos(i)[0] for i in located)
-        end = max(_pos(i)[1] for i in located)
-        depth = 1 + max((i.depth for i in items if isinstance(i, ast.Node)), default=0)
+    def _mk(self, cls: type[ast.Node], items: list[Any], *args: Any, kids: Sequence[ast.Node] = (), **kw: Any) -> Any:
+        # items are in source order (keep_all_tokens): the extent runs from the first located item to the last
+        first = next(i for i in items if isinstance(i, (Token, ast.Node)))
+        last = next(i for i in reversed(items) if isinstance(i, (Token, ast.Node)))
+        start = first.start_pos if isinstance(first, Token) else first.start
+        end = last.end_pos if isinstance(last, Token) else last.end
+        depth = 1
+        for i in items:
+            if isinstance(i, ast.Node) and i.depth >= depth:
+                depth = i.depth + 1
+        for k in kids:
+            if k.depth >= depth:
+                depth = k.depth + 1
         if depth > MAX_DEPTH:
             raise _DepthError(start, end)
         return cls(start, end, depth, *args, **kw)
@@ -130,12 +138,12 @@ class _Build(Transformer[Token, Any]):
 
     def call(self, items: list[Any]) -> Any:
         args = items[2] if isinstance(items[2], list) else []
-        return self._mk(ast.Call, items + args, str(items[0]), tuple(args), None, _pos(items[0])[0])
+        return self._mk(ast.Call, items, str(items[0]), tuple(args), None, _pos(items[0])[0], kids=args)
 
     def method(self, items: list[Any]) -> Any:
         recv, name = items[0], items[2]
         args = items[4] if isinstance(items[4], list) else []
-        return self._mk(ast.Call, items + args, str(name), tuple(args), recv, _pos(name)[0])
+        return self._mk(ast.Call, items, str(name), tuple(args), recv, _pos(name)[0], kids=args)
 
     def attr(self, items: list[Any]) -> Any:
         return self._mk(ast.Attr, items, items[0], str(items[2]))
@@ -156,7 +164,7 @@ class _Build(Transformer[Token, Any]):
 
     def list_lit(self, items: list[Any]) -> Any:
         elems = items[1] if isinstance(items[1], list) else []
-        return self._mk(ast.ListLit, items + elems, tuple(elems))
+        return self._mk(ast.ListLit, items, tuple(elems), kids=elems)
 
     def neg(self, items: list[Any]) -> Any:
         return self._mk(ast.Unary, items, "-", items[1])
@@ -242,6 +250,16 @@ def _expected(words: Iterable[Any]) -> str:
     return " or ".join(parts) if len(parts) <= 2 else ", ".join(parts[:-1]) + " or " + parts[-1]
 
 
+@lru_cache(maxsize=8192)
+def _parse_cached(text: str, start: str) -> ast.Node:
+    """The AST of `text`. Cached: nodes are immutable and hold offsets into their own string, so identical
+    expressions (rule files repeat many) share one AST; file positions come from each use's ExprSource.
+    Failures are not cached (they raise)."""
+    result: Any = _parser().parse(text, start=start)
+    assert isinstance(result, ast.Node)
+    return result
+
+
 def _parse(text: str, src: ast.ExprSource, start: str, what: str) -> ast.Node:
     if len(text) > MAX_EXPR_CHARS:
         raise RulepassError(
@@ -255,9 +273,7 @@ def _parse(text: str, src: ast.ExprSource, start: str, what: str) -> ast.Node:
     if not text.strip():
         raise RulepassError(Diagnostic("expr-syntax", f"{what} is empty", src.span(0, 1)))
     try:
-        result: Any = _parser().parse(text, start=start)
-        assert isinstance(result, ast.Node)
-        return result
+        return _parse_cached(text, start)
     except _DepthError as exc:
         raise RulepassError(
             Diagnostic(

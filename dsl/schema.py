@@ -9,11 +9,12 @@ value concerned: unknown keys with a "did you mean", missing keys, wrong types, 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import cache
 from importlib import resources
 from typing import Any
 
+import fastjsonschema
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
@@ -50,6 +51,22 @@ def load_schema(package: str, name: str) -> dict[str, Any]:
 @cache
 def _validator(package: str, name: str) -> Draft202012Validator:
     return Draft202012Validator(load_schema(package, name))
+
+
+@cache
+def _fast_check(package: str, name: str) -> Callable[[Any], object]:
+    """The schema compiled to Python by fastjsonschema: a quick yes/no before jsonschema explains a no."""
+    schema = {k: v for k, v in load_schema(package, name).items() if k != "$schema"}
+    return fastjsonschema.compile(schema)  # type: ignore[no-any-return]
+
+
+def is_valid(data: Any, package: str, schema_name: str) -> bool:
+    """Whether `data` satisfies a packaged schema (fast path; jsonschema explains the failures)."""
+    try:
+        _fast_check(package, schema_name)(data)
+    except fastjsonschema.JsonSchemaException:
+        return False
+    return True
 
 
 _PATTERN_WORDS = {"^[A-Za-z_][A-Za-z0-9_]*$": "an identifier (letters, digits, _)"}
@@ -169,6 +186,8 @@ def _to_diagnostic(doc: YamlDoc, err: ValidationError, what: str) -> Iterable[Di
 
 def schema_diagnostics(doc: YamlDoc, package: str, schema_name: str, *, what: str) -> list[Diagnostic]:
     """Every schema violation of `doc` against a packaged schema, one located diagnostic each, file order."""
+    if is_valid(doc.data, package, schema_name):
+        return []
     validator = _validator(package, schema_name)
     out: list[Diagnostic] = []
     seen: set[tuple[str, int, int]] = set()
