@@ -80,8 +80,8 @@ class _Build(Transformer[Token, Any]):
         # items are in source order (keep_all_tokens): the extent runs from the first located item to the last
         first = next(i for i in items if isinstance(i, (Token, ast.Node)))
         last = next(i for i in reversed(items) if isinstance(i, (Token, ast.Node)))
-        start = first.start_pos if isinstance(first, Token) else first.start
-        end = last.end_pos if isinstance(last, Token) else last.end
+        start: int = (first.start_pos or 0) if isinstance(first, Token) else first.start
+        end: int = (last.end_pos or 0) if isinstance(last, Token) else last.end
         depth = 1
         for i in items:
             if isinstance(i, ast.Node) and i.depth >= depth:

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 from jsonschema import Draft202012Validator
-
 from rulepass.dsl.diagnostics import RulepassError
 from rulepass.dsl.schema import is_valid, load_schema
 from rulepass.dsl.yaml_source import load_file
