@@ -130,6 +130,7 @@ class MemoryResult:
     no_task_nodes: list[str]
     copy_bytes_saved: int
     violations: list[Violation]
+    baseline_graph: ComputeGraph | None = None
 
     @property
     def bytes_saved(self) -> int:
@@ -148,22 +149,18 @@ def plan_memory(
     disabled: Iterable[str] = (),
     verify: bool = True,
 ) -> MemoryResult:
-    """Optimize a copy-free graph, plan its memory, and compare with the plan when no-task passes are off.
+    """Optimize a graph, plan its memory, and compare with the plan when the no-task passes are off.
 
     `graph` is optimized in place; the comparison runs on a fresh copy with every pass tagged `no-task` disabled.
+    Both plans are proved safe by the verifier when `verify`.
     """
     rules = rules or load_rules()
-    disabled = list(disabled)
     baseline_graph = copy_graph(graph)
     optimize(graph, rules, level=level, disabled=disabled)
-    no_task_passes = [r.name for r in rules.rules if NO_TASK_TAG in r.rule.tags]
-    optimize(baseline_graph, rules, level=level, disabled=sorted(set(disabled) | set(no_task_passes)))
-    plan = assign_memory(graph)
-    baseline = assign_memory(baseline_graph)
-    virtual = [n for n in graph.all_nodes() if attr_bool(n, "_no_task")]
-    copied = sum(max(formats.tensor_raw_size(o.desc.shape, o.desc.dtype), 0) for n in virtual for o in n.out_anchors)
-    violations = verify_plan(graph, plan) + verify_plan(baseline_graph, baseline) if verify else []
-    return MemoryResult(graph, plan, baseline, [n.name for n in virtual], copied, violations)
+    result = _with_baseline(graph, baseline_graph, assign_memory(graph), rules, level, disabled, single_stream=True)
+    if verify:
+        result.violations = verify_plan(graph, result.plan) + verify_plan(baseline_graph, result.baseline)
+    return result
 
 
 @dataclass
@@ -230,30 +227,31 @@ def compile_graph(
         raise error("memory-plan", "the memory plan is unsafe: " + "; ".join(str(v) for v in violations[:5]))
     memory = timed(
         "baseline memory",
-        lambda: _baseline_memory(graph, baseline_graph, plan, rules, level, disabled, single_stream, violations),
+        lambda: _with_baseline(graph, baseline_graph, plan, rules, level, disabled, single_stream=single_stream),
     )
     tasks = timed("tasks", lambda: generate_tasks(graph, plan, streams, threads=threads, options=options))
     model = timed("model", lambda: build_model(graph, plan, streams, tasks))
     return CompileResult(graph, opt, memory, streams, tasks, model, seconds)
 
 
-def _baseline_memory(
+def _with_baseline(
     graph: ComputeGraph,
     baseline_graph: ComputeGraph,
     plan: MemoryPlan,
     rules: RuleSet,
     level: str,
     disabled: Iterable[str],
+    *,
     single_stream: bool,
-    violations: list[Violation],
 ) -> MemoryResult:
+    """Plan `baseline_graph` (a copy taken before the passes) with the no-task passes off, and count the savings."""
     no_task_passes = [r.name for r in rules.rules if NO_TASK_TAG in r.rule.tags]
     optimize(baseline_graph, rules, level=level, disabled=sorted(set(disabled) | set(no_task_passes)))
     base_streams = assign_streams(baseline_graph, single_stream=single_stream)
     baseline = assign_memory(baseline_graph, events=base_streams.event_pairs())
     virtual = [n for n in graph.all_nodes() if attr_bool(n, "_no_task")]
     copied = sum(max(formats.tensor_raw_size(o.desc.shape, o.desc.dtype), 0) for n in virtual for o in n.out_anchors)
-    return MemoryResult(graph, plan, baseline, [n.name for n in virtual], copied, violations)
+    return MemoryResult(graph, plan, baseline, [n.name for n in virtual], copied, [], baseline_graph)
 
 
 def run_model(
