@@ -268,6 +268,29 @@ class _Layout:
         self.parent: dict[str, str] = {}
         self.delta: dict[str, int] = {}
         self.why: dict[str, str] = {}
+        self.part_of: dict[str, set[str]] = {}  # tensor -> tensors whose bytes contain it (equal: both ways)
+        self.placed_by: dict[str, set[str]] = {}  # tensor -> nodes whose layout rules placed it
+        self.conflicts: list[LayoutConflict] = []
+
+    def contain(self, inner: str, outer: str) -> None:
+        """Record that `inner`'s bytes lie within `outer`'s."""
+        self.part_of.setdefault(inner, set()).add(outer)
+
+    def related(self, a: str, b: str) -> bool:
+        """Whether one of the two tensors contains the other (through any chain of layouts)."""
+        return self._reaches(a, b) or self._reaches(b, a)
+
+    def _reaches(self, a: str, b: str) -> bool:
+        seen, todo = {a}, [a]
+        while todo:
+            x = todo.pop()
+            if x == b:
+                return True
+            for y in self.part_of.get(x, ()):
+                if y not in seen:
+                    seen.add(y)
+                    todo.append(y)
+        return False
 
     def add(self, x: str) -> None:
         if x not in self.parent:
@@ -288,23 +311,46 @@ class _Layout:
             self.delta[z] = acc
         return root, (self.delta[x] if x != root else 0)
 
-    def relate(self, x: str, y: str, delta: int, why: str) -> None:
-        """Require offset(x) = offset(y) + delta."""
+    def relate(self, x: str, y: str, delta: int, why: str, node: str, kind: str) -> None:
+        """Require offset(x) = offset(y) + delta; `kind`: 'equal' (same bytes), 'part' (x lies in y), or 'next'."""
+        self.placed_by.setdefault(x, set()).add(node)
+        self.placed_by.setdefault(y, set()).add(node)
+        if kind in ("equal", "part"):
+            self.contain(x, y)
+        if kind in ("equal", "contains"):
+            self.contain(y, x)
         rx, ox = self.offset(x)
         ry, oy = self.offset(y)
         if rx == ry:
             if ox != oy + delta:
-                raise error(
-                    "memory-layout",
-                    f"{x} cannot be placed at {y} + {delta} ({why}): "
-                    f"{self.why.get(rx, 'an earlier layout')} already puts it at {y} + {ox - oy}",
-                    where=x,
+                ops = tuple(sorted(self.placed_by.get(x, set()) | self.placed_by.get(y, set())))
+                self.conflicts.append(
+                    LayoutConflict(
+                        x,
+                        y,
+                        ops,
+                        f"{x} would have to be at {y} + {delta} ({why}) and at {y} + {ox - oy} "
+                        f"({self.why.get(rx, 'an earlier layout')})",
+                    )
                 )
             return
         # attach rx under ry: offset(rx) = offset(x) - ox = offset(y) + delta - ox = offset(ry) + oy + delta - ox
         self.parent[rx] = ry
         self.delta[rx] = oy + delta - ox
         self.why.setdefault(ry, why)
+
+
+@dataclass(frozen=True)
+class LayoutConflict:
+    """Two tensors that zero-copy layouts would put on the same bytes (or one tensor put in two places)."""
+
+    a: str
+    b: str
+    ops: tuple[str, ...]  # the nodes whose layout rules placed them
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
 
 
 @dataclass
@@ -360,13 +406,18 @@ def _nopadding_size(node: Node, desc_shape: Sequence[int], dtype: str, dim_index
     return formats.tensor_raw_size(shape, dtype)
 
 
-def build_layout(graph: ComputeGraph, sched: Schedule) -> tuple[dict[str, _Tensor], _Layout]:
+def build_layout(
+    graph: ComputeGraph, sched: Schedule, *, sized_only: bool = False
+) -> tuple[dict[str, _Tensor], _Layout]:
     """Every output tensor with its size, type, region and own lifetime, and the layout relations between them."""
     tensors: dict[str, _Tensor] = {}
     lay = _Layout()
     for node in sched.nodes:
         for out in node.out_anchors:
-            raw, size = _tensor_sizes(out)
+            if sized_only and formats.tensor_raw_size(out.desc.shape, out.desc.dtype) < 0:
+                raw, size = 0, 0  # no static size: no layout can be checked for it (memory assignment refuses it)
+            else:
+                raw, size = _tensor_sizes(out)
             tid = anchor_id(out)
             s = sched.step[id(node)]
             tensors[tid] = _Tensor(out, tid, raw, size, _mem_type(out), _region(out), s, s)
@@ -391,7 +442,14 @@ def build_layout(graph: ComputeGraph, sched: Schedule) -> tuple[dict[str, _Tenso
                 raise error("memory-layout", f"no-padding split '{node.name}' has no input 0", where=node.name)
             offset = 0
             for out in node.out_anchors:
-                lay.relate(anchor_id(out), anchor_id(src), offset, f"no-padding continuous output of {node.name}")
+                lay.relate(
+                    anchor_id(out),
+                    anchor_id(src),
+                    offset,
+                    f"no-padding continuous output of {node.name}",
+                    node.name,
+                    "part",
+                )
                 offset += _nopadding_size(node, out.desc.shape, out.desc.dtype, dim_index)
             continue
         for out in node.out_anchors:
@@ -402,19 +460,30 @@ def build_layout(graph: ComputeGraph, sched: Schedule) -> tuple[dict[str, _Tenso
                 if parent is not None and 0 <= p < len(parent.in_peers) and parent.in_peers[p] is not None:
                     src = parent.in_peers[p]
                     assert src is not None
-                    lay.relate(anchor_id(out), anchor_id(src), 0, f"subgraph input {node.name}")
+                    lay.relate(anchor_id(out), anchor_id(src), 0, f"subgraph input {node.name}", node.name, "equal")
                 continue
             k = ref_input_index(out)
             if 0 <= k < len(node.in_peers):
                 src = node.in_peers[k]
                 if src is not None:
-                    lay.relate(anchor_id(out), anchor_id(src), 0, f"{node.name} output {out.index} reuses input {k}")
+                    # a zero-copy concat's output starts at input 0 and contains it; other reuse is the same bytes
+                    kind = "contains" if is_nopadding_continuous_input(node) else "equal"
+                    lay.relate(
+                        anchor_id(out),
+                        anchor_id(src),
+                        0,
+                        f"{node.name} output {out.index} reuses input {k}",
+                        node.name,
+                        kind,
+                    )
         if node.op.type == "NetOutput" and node.graph.parent_node is not None:
             parent = node.graph.parent_node
             for k, src in enumerate(node.in_peers):
                 p = attr_int(node.op.input_descs[k], ATTR_PARENT_NODE_INDEX, -1)
                 if src is not None and 0 <= p < len(parent.out_peers):
-                    lay.relate(f"{parent.name}:{p}", anchor_id(src), 0, f"subgraph output of {parent.name}")
+                    lay.relate(
+                        f"{parent.name}:{p}", anchor_id(src), 0, f"subgraph output of {parent.name}", node.name, "equal"
+                    )
         if is_nopadding_continuous_input(node):
             first = node.in_peers[0]
             if first is None:
@@ -422,8 +491,17 @@ def build_layout(graph: ComputeGraph, sched: Schedule) -> tuple[dict[str, _Tenso
             offset = 0
             for k, src in enumerate(node.in_peers):
                 d = node.op.input_descs[k]
+                if src is not None and node.out_peers:
+                    lay.contain(anchor_id(src), f"{node.name}:0")  # every input lies within the output
                 if src is not None and k > 0:
-                    lay.relate(anchor_id(src), anchor_id(first), offset, f"no-padding continuous input of {node.name}")
+                    lay.relate(
+                        anchor_id(src),
+                        anchor_id(first),
+                        offset,
+                        f"no-padding continuous input of {node.name}",
+                        node.name,
+                        "next",
+                    )
                 offset += _nopadding_size(node, d.shape, d.dtype, dim_index)
         elif is_padded_continuous_input(node):
             first = node.in_peers[0]
@@ -434,13 +512,17 @@ def build_layout(graph: ComputeGraph, sched: Schedule) -> tuple[dict[str, _Tenso
                 if first is None:
                     first = src
                 if k > 0:
-                    lay.relate(anchor_id(src), anchor_id(first), offset, f"continuous input of {node.name}")
+                    lay.relate(
+                        anchor_id(src), anchor_id(first), offset, f"continuous input of {node.name}", node.name, "next"
+                    )
                 offset += align512(tensors[anchor_id(src)].size)
         if attr_bool(node, "continuous_output") and len(node.out_peers) > 1:
             offset = 0
             for out in node.out_anchors:
                 if out.index > 0:
-                    lay.relate(anchor_id(out), f"{node.name}:0", offset, f"continuous output of {node.name}")
+                    lay.relate(
+                        anchor_id(out), f"{node.name}:0", offset, f"continuous output of {node.name}", node.name, "next"
+                    )
                 offset += align512(tensors[anchor_id(out)].size)
     return tensors, lay
 
@@ -454,6 +536,44 @@ class _Unit:
     mem_type: int
     first: int
     last: int
+
+
+def _overlaps(tensors: dict[str, _Tensor], lay: _Layout) -> list[LayoutConflict]:
+    """Tensors of one placement unit whose bytes overlap though neither contains the other."""
+    groups: dict[str, list[tuple[int, int, str]]] = {}
+    for tid, t in tensors.items():
+        if t.raw > 0:
+            root, off = lay.offset(tid)
+            groups.setdefault(root, []).append((off, off + t.raw, tid))
+    out: list[LayoutConflict] = []
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        members.sort()
+        active: list[tuple[int, int, str]] = []
+        for lo, hi, tid in members:
+            active = [m for m in active if m[1] > lo]
+            for _, _, other in active:
+                if not lay.related(tid, other):
+                    ops = tuple(sorted(lay.placed_by.get(tid, set()) | lay.placed_by.get(other, set())))
+                    out.append(
+                        LayoutConflict(
+                            other,
+                            tid,
+                            ops,
+                            f"{tid} and {other} would share bytes though "
+                            f"neither contains the other (layouts of {', '.join(ops)})",
+                        )
+                    )
+            active.append((lo, hi, tid))
+    return out
+
+
+def find_layout_conflicts(graph: ComputeGraph) -> list[LayoutConflict]:
+    """Every layout conflict the graph's zero-copy and alias attributes would create (empty when sound)."""
+    sched = Schedule.of(graph)
+    tensors, lay = build_layout(graph, sched, sized_only=True)
+    return lay.conflicts + _overlaps(tensors, lay)
 
 
 def _units(tensors: dict[str, _Tensor], lay: _Layout) -> list[_Unit]:
@@ -492,6 +612,15 @@ def assign_memory(
     """Plan memory for a (marked) graph; `baseline` uses the plain greedy-by-size planner instead."""
     sched = Schedule.of(graph, events)
     tensors, lay = build_layout(graph, sched)
+    conflicts = lay.conflicts + _overlaps(tensors, lay)
+    if conflicts:
+        raise error(
+            "memory-layout",
+            f"the zero-copy layouts conflict: {conflicts[0]}"
+            + (f" (and {len(conflicts) - 1} more)" if len(conflicts) > 1 else ""),
+            where=conflicts[0].a,
+            hint="MemLayoutConflictPass reverts the op responsible; was it disabled?",
+        )
     units = _units(tensors, lay)
     result = MemoryPlan(schedule=sched)
     unit_offset: dict[str, int] = {}

@@ -44,10 +44,29 @@ def _tid(out: OutAnchor) -> str:
 
 
 class _Groups:
-    """Plain union-find over tensors tied by a contract (overlap inside a group is intended)."""
+    """Union-find over tensors tied by a contract, with which tensor's bytes lie within which."""
 
     def __init__(self) -> None:
         self.up: dict[str, str] = {}
+        self.within: dict[str, set[str]] = {}
+
+    def inside(self, inner: str, outer: str) -> None:
+        """`inner`'s bytes lie within `outer`'s."""
+        self.within.setdefault(inner, set()).add(outer)
+
+    def nested(self, a: str, b: str) -> bool:
+        """Whether one of a, b lies within the other, through any chain of contracts."""
+        for x, y in ((a, b), (b, a)):
+            seen, todo = {x}, [x]
+            while todo:
+                z = todo.pop()
+                if z == y:
+                    return True
+                for w in self.within.get(z, ()):
+                    if w not in seen:
+                        seen.add(w)
+                        todo.append(w)
+        return False
 
     def root(self, x: str) -> str:
         self.up.setdefault(x, x)
@@ -65,8 +84,12 @@ class _Groups:
 def _contracts(graph: ComputeGraph, nodes: list[Node], plan: MemoryPlan, out: list[Violation], groups: _Groups) -> None:
     t = plan.tensors
 
-    def need(a: str, b: str, delta: int, what: str) -> None:
+    def need(a: str, b: str, delta: int, what: str, *, a_in_b: bool = True, b_in_a: bool = True) -> None:
         groups.join(a, b)
+        if a_in_b:
+            groups.inside(a, b)
+        if b_in_a:
+            groups.inside(b, a)
         if a in t and b in t:
             ta, tb = t[a], t[b]
             if (ta.region, ta.mem_type) != (tb.region, tb.mem_type) or ta.offset != tb.offset + delta:
@@ -89,7 +112,7 @@ def _contracts(graph: ComputeGraph, nodes: list[Node], plan: MemoryPlan, out: li
         if nopad_out and ins and ins[0] is not None:
             pos = 0
             for o in outs:
-                need(_tid(o), _tid(ins[0]), pos, f"zero-copy split {node.name} output {o.index}")
+                need(_tid(o), _tid(ins[0]), pos, f"zero-copy split {node.name} output {o.index}", b_in_a=False)
                 pos += formats.tensor_raw_size(o.desc.shape, o.desc.dtype)
         elif is_subgraph_input(node):
             parent = node.graph.parent_node
@@ -118,10 +141,19 @@ def _contracts(graph: ComputeGraph, nodes: list[Node], plan: MemoryPlan, out: li
             for k, src in enumerate(ins):
                 d = node.op.input_descs[k]
                 if src is not None:
-                    need(_tid(src), first, pos, f"zero-copy {node.type} {node.name} input {k}")
+                    need(
+                        _tid(src),
+                        first,
+                        pos,
+                        f"zero-copy {node.type} {node.name} input {k}",
+                        a_in_b=False,
+                        b_in_a=False,
+                    )
+                    if outs:
+                        groups.inside(_tid(src), _tid(outs[0]))
                 pos += formats.tensor_raw_size(d.shape, d.dtype)
             if outs:
-                need(_tid(outs[0]), first, 0, f"zero-copy {node.type} {node.name} output")
+                need(_tid(outs[0]), first, 0, f"zero-copy {node.type} {node.name} output", a_in_b=False)
         elif attr_bool(node, "continuous_input") and len(ins) > 1 and not nopad_in:
             srcs = [s for s in ins if s is not None]
             for a, b in itertools.pairwise(srcs):
@@ -199,6 +231,30 @@ def verify_plan(graph: ComputeGraph, plan: MemoryPlan, *, events: Sequence[tuple
     # 2. contracts
     groups = _Groups()
     _contracts(graph, nodes, plan, out, groups)
+    # 2b. inside a group, tensors share bytes only when one lies within the other
+    members: dict[str, list[tuple[int, int, str]]] = {}
+    for tid, placed in plan.tensors.items():
+        maker = producers.get(tid)
+        if maker is not None:
+            o = maker.out_anchor(int(tid.rsplit(":", 1)[1]))
+            raw = formats.tensor_raw_size(o.desc.shape, o.desc.dtype)
+            if raw > 0:
+                members.setdefault(groups.root(tid), []).append((placed.offset, placed.offset + raw, tid))
+    for group in members.values():
+        group.sort()
+        active: list[tuple[int, int, str]] = []
+        for lo, hi, tid in group:
+            active = [m for m in active if m[1] > lo]
+            for _, _, other in active:
+                if not groups.nested(tid, other):
+                    out.append(
+                        Violation(
+                            "overlap",
+                            f"{other} and {tid} share bytes in one layout group though neither lies within the other",
+                            (other, tid),
+                        )
+                    )
+            active.append((lo, hi, tid))
     # 3. no overlap between groups that may be live together
     reach = _happens_before(nodes, events)
     last_step = len(nodes) - 1

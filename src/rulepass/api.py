@@ -19,7 +19,7 @@ from .compiler.ir import ComputeGraph
 from .compiler.memory.assign import MemoryPlan, assign_memory
 from .compiler.memory.verify import Violation, verify_plan
 from .compiler.model import build_model, dump_model
-from .compiler.passes import DEFAULT_LEVEL, PassReport, build_pass_manager, load_ge_rules
+from .compiler.passes import DEFAULT_LEVEL, NO_TASK_TAG, PassReport, build_pass_manager, load_ge_rules
 from .compiler.streams import StreamPlan, assign_streams
 from .compiler.tasks import TaskResult, generate_tasks
 from .dsl.diagnostics import RulepassError, did_you_mean, error
@@ -136,9 +136,6 @@ class MemoryResult:
     def bytes_saved(self) -> int:
         """Feature-map bytes the no-task passes saved (can be 0: they always save the copies)."""
         return self.baseline.total("feature_map") - self.plan.total("feature_map")
-
-
-NO_TASK_TAG = "no-task"
 
 
 def plan_memory(
