@@ -32,29 +32,12 @@ class AiCoreBuilder(TaskBuilder):
         return [TaskDef(t, node.name, kernel=_kernel(node, ctx, CcKernelType.TE))]
 
 
-GE_LOCAL_NO_TASK = frozenset(
-    {
-        "NoOp",
-        "PhonyConcat",
-        "PhonySplit",
-        "Data",
-        "RefData",
-        "AippData",
-        "NetOutput",
-        "Const",
-        "Constant",
-        "Variable",
-        "Reshape",
-        "Squeeze",
-        "Unsqueeze",
-        "ExpandDims",
-        "Flatten",
-        "Shape",
-        "Size",
-        "Rank",
-        "Identity",
-    }
-)
+# GE local ops that launch nothing (hicann/ge local_engine no_op.cc registers the functional ops among them)
+GE_LOCAL_NO_TASK = frozenset({
+    "NoOp", "PhonyConcat", "PhonySplit", "Data", "RefData", "AippData", "QueueData", "NetOutput", "Const", "Constant",
+    "Variable", "Reshape", "Squeeze", "Unsqueeze", "ExpandDims", "Flatten", "Shape", "Size", "Rank", "Identity",
+    "Merge", "Bitcast", "ControlTrigger", "PartitionedCall", "StatefulPartitionedCall", "If", "Case", "While", "For",
+})  # fmt: skip
 
 
 @register_builder("DNN_VM_GE_LOCAL_OP_STORE")

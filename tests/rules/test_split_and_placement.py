@@ -64,7 +64,7 @@ PLACEMENT: dict[str, dict[str, tuple[str | None, str]]] = {
         "allreduce_gradtune": ("DNN_HCCL", "ops_kernel_info_hccl_gradtune"),
         # The rule leaves the engine of a library-only node empty; GE's EnginePlacer::SelectEngine keys on the
         # engine name instead and would pick one. Only the kept library is pinned here.
-        "add_lib_only": (None, "VectorEngine"),
+        "add_lib_only": ("VectorEngine", "VectorEngine"),
         "relu": AICORE,
         "Node_Output": GE_LOCAL,
     },
@@ -90,13 +90,7 @@ PLACEMENT: dict[str, dict[str, tuple[str | None, str]]] = {
 }
 
 # (fixture, node) -> why the rule does not give the expected placement yet.
-KNOWN_WRONG = {
-    ("subgraph", "call"): (
-        "engine_placement.yaml has no GE-local entry for functional ops: GE registers PartitionedCall, "
-        "StatefulPartitionedCall, If, Case, While, For as GE-local no-task ops (hicann/ge compiler/engines/"
-        "local_engine/ops_kernel_store/op/no_op.cc); rulepass puts them on AIcoreEngine, which emits a KERNEL task"
-    ),
-}
+KNOWN_WRONG: dict[tuple[str, str], str] = {}
 
 
 def _fixture(path: Path) -> tuple[ComputeGraph, dict[str, Any]]:
