@@ -35,8 +35,8 @@ class AiCoreBuilder(TaskBuilder):
 # GE local ops that launch nothing (hicann/ge local_engine no_op.cc registers the functional ops among them)
 GE_LOCAL_NO_TASK = frozenset({
     "NoOp", "PhonyConcat", "PhonySplit", "Data", "RefData", "AippData", "QueueData", "NetOutput", "Const", "Constant",
-    "Variable", "Reshape", "Squeeze", "Unsqueeze", "ExpandDims", "Flatten", "Shape", "Size", "Rank", "Identity",
-    "Merge", "Bitcast", "ControlTrigger", "PartitionedCall", "StatefulPartitionedCall", "If", "Case", "While", "For",
+    "Variable", "Reshape", "Squeeze", "Unsqueeze", "ExpandDims", "Flatten", "Merge", "Bitcast", "ControlTrigger",
+    "PartitionedCall", "StatefulPartitionedCall", "If", "Case", "While", "For",
 })  # fmt: skip
 
 

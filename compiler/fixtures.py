@@ -17,6 +17,7 @@ from ..dsl.diagnostics import Diagnostic, RulepassError
 from ..dsl.load import RuleSet
 from ..dsl.schema import schema_diagnostics
 from ..dsl.yaml_source import load_file
+from ..engine.decisions import Decision
 from .graph_file import graph_from_doc
 from .passes import build_pass_manager, load_ge_rules
 
@@ -111,17 +112,34 @@ def run_fixture(rule_file: Path, fixture: Path, rule_sets: dict[Path, RuleSet] |
         reports = pm.run(graph)
     except RulepassError as exc:
         return [CaseResult(name, "<load>", False, "\n".join(d.render() for d in exc.diagnostics))]
-    decisions = {d.node: d for r in reports if r.name in tested for d in r.decisions if d.node}
+    # every decision of the tested file's rules, by node; `node@Pass` names one when several rules decide a node
+    by_node: dict[str, dict[str, Decision]] = {}
+    for r in reports:
+        if r.name in tested:
+            for d in r.decisions:
+                if d.node:
+                    by_node.setdefault(d.node, {})[r.name] = d
     results: list[CaseResult] = []
     expect: dict[str, Any] = data["expect"]
-    for node, raw in expect.items():
+    covered: set[tuple[str, str]] = set()
+    for key, raw in expect.items():
         want, element = _expected(raw)
-        d = decisions.get(node)
-        if d is None:
-            results.append(
-                CaseResult(name, node, False, f"'{node}' is not a candidate of any rule in {rule_file.name}")
-            )
+        node, _, pass_name = key.partition("@")
+        found = by_node.get(node, {})
+        if pass_name:
+            d = found.get(pass_name)
+        elif len(found) > 1:
+            results.append(CaseResult(name, key, False, f"'{node}' is decided by {', '.join(sorted(found))}: write "
+                                      f"the expectation as '{node}@<pass>'"))
+            covered.update((node, p) for p in found)
             continue
+        else:
+            d = next(iter(found.values()), None)
+        if d is None:
+            where = f"pass {pass_name}" if pass_name else f"any rule in {rule_file.name}"
+            results.append(CaseResult(name, key, False, f"'{node}' is not a candidate of {where}"))
+            continue
+        covered.add((node, d.rule))
         got = "fired" if d.fired else (d.check or "?")
         ok = got == want
         msg = f"expected {want}, got {got}" + ("" if d.fired else f" ({d.summary()})")
@@ -129,17 +147,13 @@ def run_fixture(rule_file: Path, fixture: Path, rule_sets: dict[Path, RuleSet] |
             elems = " ".join(d.elements) + " " + " ".join(d.reason.elements() if d.reason else [])
             ok = element in elems
             msg = f"expected the miss at an element containing {element!r}; it stopped at {elems.strip() or 'none'}"
-        results.append(CaseResult(name, node, ok, "ok" if ok else msg))
-    for node, d in decisions.items():
-        if node not in expect:
-            results.append(
-                CaseResult(
-                    name,
-                    node,
-                    False,
-                    f"candidate '{node}' has no expectation (it {'fired' if d.fired else 'missed at ' + str(d.check)})",
-                )
-            )
+        results.append(CaseResult(name, key, ok, "ok" if ok else msg))
+    for node, found in by_node.items():
+        for pass_name, d in found.items():
+            if (node, pass_name) not in covered:
+                what = "fired" if d.fired else "missed at " + str(d.check)
+                label = node if len(found) == 1 else f"{node}@{pass_name}"
+                results.append(CaseResult(name, label, False, f"candidate '{label}' has no expectation (it {what})"))
     for node, attrs in (data.get("expect_attrs") or {}).items():
         n = next((g.node(node) for g in [graph, *graph.all_subgraphs()] if g.node(node) is not None), None)
         if n is None:

@@ -501,6 +501,141 @@ def _cmd_compile(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
+def _run_model_doc(args: argparse.Namespace, err: TextIO) -> dict[str, Any]:
+    """The model to run: a model file as it is, or a graph file (or ONNX model) compiled first."""
+    from pathlib import Path
+
+    from .api import compile_graph, load_rules
+    from .compiler.graph_file import graph_from_doc
+    from .dsl.diagnostics import error
+    from .dsl.schema import schema_diagnostics
+    from .dsl.yaml_source import load_file
+
+    path = args.model or _default_graph(err)
+    if path.lower().endswith(".onnx"):
+        graph = _load_graph_arg(path, err)
+    else:
+        doc = load_file(path, what="model file")
+        data = doc.data
+        if not isinstance(data, dict):
+            kind = "nothing" if data is None else f"a {type(data).__name__}"
+            raise error(
+                "model",
+                f"'{path}' holds {kind}: expected a model (an object with 'model_def') or a graph file ('nodes')",
+                doc.span(()),
+            )
+        if "nodes" not in data:
+            diags = schema_diagnostics(doc, "rulepass.compiler", "model.schema.json", what="the model file")
+            if diags:
+                raise RulepassError(diags)
+            return data
+        graph = graph_from_doc(doc, Path(path).stem)
+    return compile_graph(graph, load_rules(args.rules or None), level=args.level, disabled=args.disable).model
+
+
+def _read_npz(path: str, ranks: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Arrays of an .npz file: `NAME` for every rank, `rank<R>.NAME` for rank R only."""
+    import re
+    import zipfile
+
+    import numpy as np
+
+    from .dsl.diagnostics import error
+
+    bad = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile)
+    try:
+        loaded = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise error("io", f"inputs file '{path}' does not exist", where=path) from None
+    except bad as exc:
+        raise error("io", f"inputs file '{path}' is not a readable .npz archive: {exc}", where=path) from None
+    if not isinstance(loaded, np.lib.npyio.NpzFile):
+        raise error("io", f"inputs file '{path}' holds one array (.npy); write inputs with numpy.savez", where=path)
+    common: dict[str, Any] = {}
+    per_rank: list[dict[str, Any]] = [{} for _ in range(ranks)]
+    with loaded:
+        for key in loaded.files:
+            try:
+                arr = loaded[key]
+            except bad as exc:
+                raise error("io", f"inputs file '{path}': array '{key}' cannot be read: {exc}", where=path) from None
+            m = re.fullmatch(r"rank(\d+)\.(.+)", key)
+            if m is None:
+                common[key] = arr
+            elif int(m.group(1)) < ranks:
+                per_rank[int(m.group(1))][m.group(2)] = arr
+            else:
+                raise error("usage", f"inputs file '{path}': '{key}' is for rank {m.group(1)}, but {ranks} rank(s) run")
+    return common, per_rank
+
+
+def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .api import run_model
+    from .dsl.diagnostics import error
+
+    try:
+        import numpy as np
+
+        from .compiler.runtime.executor import checksum, model_rank_size
+    except ImportError as exc:
+        raise error("usage", f"running models needs numpy: pip install 'rulepass[run]' ({exc})") from None
+    model = _run_model_doc(args, err)
+    ranks = args.ranks or model_rank_size(model)
+    inputs, rank_inputs = _read_npz(args.inputs, ranks) if args.inputs else ({}, None)
+    result = run_model(model, inputs, ranks=ranks, seed=args.seed, rank_inputs=rank_inputs, verify=args.verify)
+    rows: list[dict[str, Any]] = [
+        {
+            "rank": r,
+            "name": name,
+            "source": result.sources[name],
+            "shape": list(a.shape),
+            "dtype": str(a.dtype),
+            "sha256": checksum(a),
+        }
+        for r, outs in enumerate(result.per_rank)
+        for name, a in outs.items()
+    ]
+    if args.output:
+        arrays = {
+            (name if ranks == 1 else f"rank{r}.{name}"): a
+            for r, outs in enumerate(result.per_rank)
+            for name, a in outs.items()
+        }
+        tmp = args.output + ".tmp"
+        try:
+            savez: Any = np.savez  # numpy's stub types **kwds as its own keyword arguments
+            with open(tmp, "wb") as f:
+                savez(f, **arrays)
+            os.replace(tmp, args.output)
+        except OSError as exc:
+            raise error("io", f"cannot write '{args.output}': {exc.strerror or exc}", where=args.output) from None
+    if args.format == "json":
+        doc = {
+            "model": result.name,
+            "ranks": ranks,
+            "seed": args.seed,
+            "tasks_run": len(result.trace),
+            "initialised": result.initialised,
+            "virtual": result.virtual,
+            "outputs": rows,
+            "written": args.output,
+        }
+        out.write(json.dumps(doc, indent=1) + "\n")
+        return EXIT_OK
+    out.write(
+        f"ran model '{result.name}' on {ranks} rank(s), seed {args.seed}: {len(result.trace)} task(s) per rank, "
+        f"{len(result.initialised)} kernel(s) initialised, {len(result.virtual)} virtual op(s) neither initialised "
+        f"nor launched{': ' + ', '.join(result.virtual) if result.virtual else ''}\n"
+    )
+    for row in rows:
+        where = f"rank {row['rank']} " if ranks > 1 else ""
+        shape = ",".join(str(d) for d in row["shape"])
+        out.write(f"  {where}{row['name']} ({row['source']}): {row['dtype']}[{shape}] sha256:{row['sha256']}\n")
+    if args.output:
+        out.write(f"wrote {args.output}\n")
+    return EXIT_OK
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text, 10)
@@ -508,6 +643,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _nonnegative_int(text: str) -> int:
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {value}")
     return value
 
 
@@ -607,6 +752,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     pass_options(mem)
     mem.set_defaults(handler=_cmd_memory)
+
+    run = sub.add_parser("run", help="execute a compiled model with the reference kernels (needs rulepass[run])")
+    run.add_argument(
+        "model", metavar="MODEL", nargs="?", help="model file, or a graph file to compile first (default: the example)"
+    )
+    run.add_argument("--inputs", metavar="FILE.npz", help="input arrays by Data node name (rank<R>.NAME: rank R)")
+    run.add_argument("-o", "--output", metavar="OUTPUTS.npz", help="write the outputs here")
+    run.add_argument("--ranks", type=_positive_int, metavar="R", help="simulated ranks (default: the model's ranks)")
+    run.add_argument("--seed", type=_nonnegative_int, default=0, metavar="N", help="seed of missing inputs and weights")
+    run.add_argument(
+        "--verify",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="prove the memory plan safe before running (default: on)",
+    )
+    pass_options(run)
+    run.set_defaults(handler=_cmd_run)
 
     mp = sub.add_parser("memplan", help="run the offset planner on a buffer CSV (id,lower,upper,size)")
     mp.add_argument("file", metavar="FILE.csv")

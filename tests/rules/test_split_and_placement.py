@@ -35,9 +35,16 @@ AICORE = ("AIcoreEngine", "AIcoreEngine")
 
 # fixture stem -> node -> (engine, kernel library) after the passes; an engine of None is not asserted.
 PLACEMENT: dict[str, dict[str, tuple[str | None, str]]] = {
-    "ge_local": dict.fromkeys(
-        ["data", "shape_const", "var", "reshape", "squeeze", "expand", "shape", "noop", "Node_Output"], GE_LOCAL
-    ),
+    "ge_local": {
+        **dict.fromkeys(
+            ["data", "shape_const", "var", "reshape", "squeeze", "expand", "noop", "Node_Output"], GE_LOCAL
+        ),
+        "shape": AICPU,  # computes a value; GE constant-folds it, here AI CPU computes it
+    },
+    "reshape_like": {
+        **dict.fromkeys(["x", "squeeze", "unsqueeze", "expand", "flatten", "loose", "Node_Output"], GE_LOCAL),
+        "pinned": AICORE,
+    },
     "hccl": {"shard": GE_LOCAL, "allgather": HCCL, "allreduce": HCCL, "broadcast": HCCL, "Node_Output": GE_LOCAL},
     "rts": {
         "pred": GE_LOCAL,
@@ -257,3 +264,18 @@ def test_split_part_through_reshape_into_concat_keeps_its_bytes() -> None:
     bytes_overlap = a.offset < b.offset + b.raw_size and b.offset < a.offset + a.raw_size
     lives_overlap = a.first <= b.last and b.first <= a.last
     assert not (a.region == b.region and bytes_overlap and lives_overlap)
+
+
+def test_reshape_like_ge_local_ops_alias_their_input_in_the_memory_plan() -> None:
+    graph = _optimized(PLACEMENT_FIXTURES / "reshape_like.yaml")
+    for name in ("squeeze", "unsqueeze", "expand", "flatten"):
+        desc = _node(graph, name).op.output_descs[0]
+        assert (desc.attrs.get("reuse_input"), desc.attrs.get("reuse_input_index")) == (True, 0)
+    assert "reuse_input" not in _node(graph, "pinned").op.output_descs[0].attrs
+    plan = assign_memory(graph)
+    x = plan.tensors["x:0"]
+    assert all(
+        plan.tensors[f"{n}:0"].offset == x.offset and plan.tensors[f"{n}:0"].region == x.region
+        for n in ("squeeze", "unsqueeze", "expand", "flatten")
+    )
+    assert plan.tensors["pinned:0"].region == "feature_map"  # computed by AI Core into its own memory
