@@ -126,6 +126,7 @@ def run_fixture(rule_file: Path, fixture: Path, rule_sets: dict[Path, RuleSet] |
         want, element = _expected(raw)
         node, _, pass_name = key.partition("@")
         found = by_node.get(node, {})
+        d: Decision | None
         if pass_name:
             d = found.get(pass_name)
         elif len(found) > 1:
