@@ -116,9 +116,9 @@ def run_fixture(rule_file: Path, fixture: Path, rule_sets: dict[Path, RuleSet] |
     by_node: dict[str, dict[str, Decision]] = {}
     for r in reports:
         if r.name in tested:
-            for d in r.decisions:
-                if d.node:
-                    by_node.setdefault(d.node, {})[r.name] = d
+            for dec in r.decisions:
+                if dec.node:
+                    by_node.setdefault(dec.node, {})[r.name] = dec
     results: list[CaseResult] = []
     expect: dict[str, Any] = data["expect"]
     covered: set[tuple[str, str]] = set()
