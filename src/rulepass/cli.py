@@ -234,9 +234,11 @@ def _cmd_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .api import explain, load_rules
 
     graph = _load_graph_arg(args.graph, err)
-    decisions = explain(
-        graph, args.node, load_rules(args.rules or None), rule=args.rule, level=args.level, disabled=args.disable
-    )
+    rules = load_rules(args.rules or None)
+    decisions = explain(graph, args.node, rules, rule=args.rule, level=args.level, disabled=args.disable)
+    if args.rule is None:  # housekeeping rules (tagged quiet, e.g. engine placement) only when asked for by name
+        quiet = {r.name for r in rules.rules if "quiet" in r.rule.tags}
+        decisions = [d for d in decisions if d.rule not in quiet]
     if args.format == "json":
         docs = []
         for d in decisions:
