@@ -217,6 +217,33 @@ def test_an_imported_onnx_model_in_ascend_formats_changes_nothing() -> None:
     assert len(result.virtual) == 8
 
 
+LIGHT_MODELS = [
+    "light_bvlc_alexnet",
+    "light_densenet121",
+    "light_inception_v1",
+    "light_inception_v2",
+    "light_resnet50",
+    "light_shufflenet",
+    "light_squeezenet",
+    "light_vgg19",
+    "light_zfnet512",
+]
+SLOW_MODELS = {"light_densenet121", "light_inception_v2", "light_vgg19", "light_bvlc_alexnet", "light_zfnet512"}
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(m, marks=pytest.mark.slow) if m in SLOW_MODELS else m for m in LIGHT_MODELS]
+)
+def test_every_light_model_is_the_same_with_and_without_zero_copy_and_as_the_direct_evaluation(name: str) -> None:
+    onnx = pytest.importorskip("onnx")
+    from rulepass.compiler.onnx_import import import_onnx
+
+    path = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / f"{name}.onnx"
+    if not path.exists():
+        pytest.skip("onnx's light model zoo is not installed")
+    _prove_equivalent(import_onnx(path).graph)  # seeded random weights replace the placeholder ones
+
+
 def test_virtual_ops_are_neither_initialised_nor_launched_and_their_consumers_read_through_the_address() -> None:
     nt, base = _compile_both(load_graph(example_path("split_relu_concat.yaml")))
     a, b = run_model(nt.model), run_model(base.model)
