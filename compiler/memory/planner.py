@@ -7,18 +7,22 @@ behind it: buffers in, offsets out. A later stage feeds it with a graph's tensor
 How :func:`plan` works (ideas from TFLite's greedy-by-size planner, XLA's heap simulator, MindSpore SOMAS,
 Google's MiniMalloc and TelaMalloc):
 
-1. The timeline is split into independent components: steps where nothing is live separate components, and
-   buffers live over a whole component are stacked at its bottom (lossless: such a buffer conflicts with every
-   other buffer of the component), after which the rest may split again at the steps where only the stacked
-   buffers were live.
-2. Every leaf component is packed by a portfolio of greedy orders (size, area, lifetime, start, section total,
-   first-fit and best-fit), each placing a buffer at the lowest offset that fits among the overlapping buffers
-   already placed (sort + sweep over those neighbours). The best result is kept.
-3. Where a component's best greedy height is above the lower bound, a MiniMalloc-style exact search tries to
-   reach the lower bound: buffers are placed in canonical order (non-decreasing offset, each at its lowest
-   legal offset), pruned by section inference (floor + remaining size in every cross-section), a dominance
-   rule (no placement above a gap some unplaced buffer fits into) and dynamic decomposition at cuts that
-   become empty. The search is bounded by a node count, so results never depend on the machine's speed.
+1. Decomposition. Steps where nothing is live split the timeline into independent components; buffers live
+   over a whole component are stacked at its bottom (lossless: such a buffer conflicts with every other
+   buffer of the component, so any packing can be rearranged to have it at the bottom), after which the rest
+   may split again where only the stacked buffers were live.
+2. Greedy portfolio. Each leaf component is packed by several orders (size, area, lifetime, start, largest
+   live total, end; first fit and best fit), each buffer at the lowest offset free among the overlapping
+   buffers already placed (sort those, sweep for the first gap). The best height is kept. Huge, dense
+   components (more than :data:`PAIR_LIMIT` overlapping pairs) run the size order over a time index and
+   n log n time sweeps instead, so 100,000 buffers plan in seconds.
+3. Exact search. While the highest component is above the lower bound, a MiniMalloc-style branch and bound
+   tries to pack it within the lower bound: buffers placed in canonical order (non-decreasing offset, each
+   at its lowest legal offset), pruned by section inference, the unallocated floor, dominance and dynamic
+   decomposition; three static orders run side by side and the first success wins. If the lower bound is out
+   of reach, the remaining budget bisects the arena between the lower bound and the best height found.
+   The budget counts work units, not seconds, so results never depend on the machine's speed.
+4. Safety net: the result is never worse than the plain size-descending first-fit baseline.
 
 Fixed-offset buffers are honoured (placed first), offsets respect each buffer's alignment, and the same input
 always gives the same output.
@@ -28,14 +32,21 @@ from __future__ import annotations
 
 import csv
 import heapq
+import itertools
+import math
 import sys
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import add, mul
 from pathlib import Path
 
 __all__ = [
-    "NODES_PER_SECOND",
+    "EXACT_HEURISTICS",
+    "PAIR_LIMIT",
+    "PORTFOLIO_PAIR_VISITS",
+    "WORK_PER_SECOND",
     "Buffer",
     "Placement",
     "check_placement",
@@ -45,9 +56,17 @@ __all__ = [
     "read_csv",
 ]
 
-#: Nominal speed used to turn ``exact_budget_s`` into a node budget (nodes of the exact search per second),
-#: calibrated on a 2-core reference machine. Real time varies with the machine; results never do.
-NODES_PER_SECOND = 20_000
+#: Nominal speed used to turn ``exact_budget_s`` into work units of the exact search (roughly: items looked
+#: at), calibrated on a 2-core reference machine. Real time varies with the machine; results never do.
+WORK_PER_SECOND = 10_000_000
+
+#: Above this many time-overlapping pairs a component is "huge": the greedy portfolio then avoids neighbour
+#: lists (memory and time grow with the pairs) and runs time sweeps plus the size order over a time index.
+PAIR_LIMIT = 2_000_000
+
+#: The greedy portfolio runs its orders (most useful first) until their neighbour visits pass this many, so a
+#: dense piece gets fewer orders; every piece gets at least the size order.
+PORTFOLIO_PAIR_VISITS = 8_000_000
 
 
 @dataclass(frozen=True)
@@ -73,6 +92,7 @@ class Placement:
     components: int = 0
     exact_components: int = 0
     exact_nodes: int = 0
+    exact_work: int = 0
     component_strategies: tuple[str, ...] = field(default_factory=tuple)
 
     @property
@@ -228,6 +248,104 @@ def _overlaps(items: Sequence[int], first: Sequence[int], last: Sequence[int]) -
     return adj
 
 
+def _count_pairs(items: Sequence[int], first: Sequence[int], last: Sequence[int]) -> int:
+    """Number of time-overlapping pairs among ``items`` (sweep, n log n)."""
+    active: list[int] = []  # heap of last steps
+    pairs = 0
+    for i in sorted(items, key=lambda k: first[k]):
+        while active and active[0] < first[i]:
+            heapq.heappop(active)
+        pairs += len(active)
+        heapq.heappush(active, last[i])
+    return pairs
+
+
+class _TimeIndex:
+    """Placed buffers indexed by step, to find those overlapping [f, last] without neighbour lists.
+
+    Two segment trees over the (compressed) steps: one holds each buffer at the O(log T) nodes that cover its
+    lifetime (so the buffers live at step f lie on the path from f's leaf to the root), the other at every
+    ancestor of its first step's leaf (so the buffers starting inside (f, last] sit at O(log T) nodes). A
+    query gathers both with a few list extensions: the per-buffer work runs in C, not in Python.
+    """
+
+    def __init__(self, steps: Iterable[int]) -> None:
+        self.steps = sorted(set(steps))
+        self.leaves = 1 << max(len(self.steps) - 1, 0).bit_length()
+        self.cover: list[list[tuple[int, int]]] = [[] for _ in range(2 * self.leaves)]
+        self.start: list[list[tuple[int, int]]] = [[] for _ in range(2 * self.leaves)]
+
+    def add(self, f: int, last: int, item: tuple[int, int]) -> None:
+        """Record the byte range ``item`` as occupied during steps [f, last] (both indexed steps)."""
+        a = bisect_left(self.steps, f) + self.leaves
+        b = bisect_left(self.steps, last) + self.leaves + 1
+        node = a
+        start = self.start
+        while node:
+            start[node].append(item)
+            node >>= 1
+        cover = self.cover
+        while a < b:
+            if a & 1:
+                cover[a].append(item)
+                a += 1
+            if b & 1:
+                b -= 1
+                cover[b].append(item)
+            a >>= 1
+            b >>= 1
+
+    def query(self, f: int, last: int) -> list[tuple[int, int]]:
+        """Byte ranges recorded at some step of [f, last], each once."""
+        out: list[tuple[int, int]] = []
+        leaf = bisect_left(self.steps, f) + self.leaves
+        node = leaf
+        cover = self.cover
+        while node:
+            if cover[node]:
+                out.extend(cover[node])
+            node >>= 1
+        a = leaf + 1
+        b = bisect_left(self.steps, last) + self.leaves + 1
+        start = self.start
+        while a < b:
+            if a & 1:
+                out.extend(start[a])
+                a += 1
+            if b & 1:
+                b -= 1
+                out.extend(start[b])
+            a >>= 1
+            b >>= 1
+        return out
+
+
+def _lowest_fit(obstacles: list[tuple[int, int]], s: int, a: int, base: int, best_fit: bool) -> int:
+    """Lowest aligned offset >= base where ``s`` bytes avoid the sorted byte ranges; or the tightest gap.
+
+    First fit stops at the first gap that holds ``s`` bytes; best fit takes the smallest such gap (and the
+    top, above every obstacle, when none holds them).
+    """
+    cand = base if a == 1 else _align_up(base, a)
+    if not best_fit:
+        for lo, hi in obstacles:
+            if lo >= cand + s:
+                break
+            if hi > cand:
+                cand = hi if a == 1 else _align_up(hi, a)
+        return cand
+    best = -1
+    best_gap = 0
+    for lo, hi in obstacles:
+        if lo >= cand + s:
+            gap = lo - cand
+            if best < 0 or gap < best_gap:
+                best, best_gap = cand, gap
+        if hi > cand:
+            cand = hi if a == 1 else _align_up(hi, a)
+    return best if best >= 0 else cand
+
+
 def _place(
     order: Sequence[int],
     size: Sequence[int],
@@ -240,36 +358,144 @@ def _place(
     """Place ``order`` one by one among already placed neighbours (off >= 0); return the height reached.
 
     First fit puts each buffer at the lowest aligned offset >= ``base`` that is free over its lifetime; best
-    fit puts it into the smallest free gap that holds it (the top, if no gap does).
+    fit puts it into the smallest free gap that holds it (the top, if no gap does). Neighbours come from
+    precomputed adjacency lists: cost per buffer is its number of neighbours (sort + sweep).
     """
     height = base
     for b in order:
-        s = size[b]
-        a = align[b]
         obstacles = [(off[o], off[o] + size[o]) for o in adj[b] if off[o] >= 0]
         obstacles.sort()
-        cand = base if a == 1 else _align_up(base, a)
-        if not best_fit:
-            for lo, hi in obstacles:
-                if lo >= cand + s:
-                    break
-                if hi > cand:
-                    cand = hi if a == 1 else _align_up(hi, a)
-        else:
-            best = -1
-            best_gap = 0
-            for lo, hi in obstacles:
-                if lo >= cand + s:
-                    gap = lo - cand
-                    if best < 0 or gap < best_gap:
-                        best, best_gap = cand, gap
-                if hi > cand:
-                    cand = hi if a == 1 else _align_up(hi, a)
-            if best >= 0:
-                cand = best
+        cand = _lowest_fit(obstacles, size[b], align[b], base, best_fit)
         off[b] = cand
-        if cand + s > height:
-            height = cand + s
+        height = max(height, cand + size[b])
+    return height
+
+
+def _place_indexed(order: Sequence[int], arr: _Arrays, items: Sequence[int], off: list[int], base: int) -> int:
+    """First fit like :func:`_place`, finding placed neighbours with a :class:`_TimeIndex` (no pair lists)."""
+    index = _TimeIndex([arr.first[i] for i in items] + [arr.last[i] for i in items])
+    size = arr.size
+    for i in items:
+        if off[i] >= 0:
+            index.add(arr.first[i], arr.last[i], (off[i], off[i] + size[i]))
+    height = base
+    for b in order:
+        f, t = arr.first[b], arr.last[b]
+        obstacles = index.query(f, t)
+        obstacles.sort()
+        cand = _lowest_fit(obstacles, size[b], arr.align[b], base, False)
+        off[b] = cand
+        index.add(f, t, (cand, cand + size[b]))
+        height = max(height, cand + size[b])
+    return height
+
+
+class _Gaps:
+    """Free byte ranges between the buffers live at the current step, for a sweep over time.
+
+    Gaps are kept by length class (bit length) in offset order, so the lowest gap that fits a size is found
+    by looking at the first gap of each larger class and scanning only the size's own class.
+    """
+
+    def __init__(self, base: int) -> None:
+        self.base = base
+        self.starts: list[int] = []  # offsets of the live buffers, ascending (they are disjoint)
+        self.ends: dict[int, int] = {}  # offset -> end of each live buffer
+        self.gap: dict[int, int] = {}  # gap start -> gap end, for gaps below the top live buffer
+        self.classes: dict[int, list[int]] = {}  # bit length of a gap's size -> its starts, ascending
+        self.mask = 0  # bit c set when classes[c] is non-empty
+
+    def _add_gap(self, lo: int, hi: int) -> None:
+        """Record the free range [lo, hi) (ignored if empty)."""
+        if hi <= lo:
+            return
+        self.gap[lo] = hi
+        c = (hi - lo).bit_length()
+        lst = self.classes.setdefault(c, [])
+        lst.insert(bisect_left(lst, lo), lo)
+        self.mask |= 1 << c
+
+    def _drop_gap(self, lo: int) -> None:
+        """Forget the free range starting at ``lo`` (if recorded)."""
+        hi = self.gap.pop(lo, None)
+        if hi is None:
+            return
+        c = (hi - lo).bit_length()
+        lst = self.classes[c]
+        del lst[bisect_left(lst, lo)]
+        if not lst:
+            self.mask &= ~(1 << c)
+
+    def top(self) -> int:
+        """End of the highest live buffer (or the base): everything above is free."""
+        return self.ends[self.starts[-1]] if self.starts else self.base
+
+    def find(self, s: int, a: int) -> int:
+        """Lowest aligned offset where ``s`` bytes are free now."""
+        best = _align_up(self.top(), a)
+        cs = s.bit_length()
+        mask = self.mask >> cs
+        c = cs
+        gap = self.gap
+        while mask:
+            if mask & 1:
+                for g in self.classes[c]:
+                    if g >= best:
+                        break
+                    x = g if a == 1 else _align_up(g, a)
+                    if x + s <= gap[g]:
+                        best = x
+                        break
+            mask >>= 1
+            c += 1
+        return best
+
+    def occupy(self, x: int, s: int) -> None:
+        """Mark [x, x+s) (inside a free range) as taken by a live buffer."""
+        starts = self.starts
+        j = bisect_left(starts, x)
+        below = self.ends[starts[j - 1]] if j else self.base
+        if j < len(starts):
+            self._drop_gap(below)
+            self._add_gap(below, x)
+            self._add_gap(x + s, starts[j])
+        else:
+            self._add_gap(below, x)
+        starts.insert(j, x)
+        self.ends[x] = x + s
+
+    def release(self, x: int) -> None:
+        """Free the live buffer at offset ``x``."""
+        starts = self.starts
+        j = bisect_left(starts, x)
+        end = self.ends.pop(x)
+        below = self.ends[starts[j - 1]] if j else self.base
+        self._drop_gap(below)
+        if j + 1 < len(starts):
+            self._drop_gap(end)
+            self._add_gap(below, starts[j + 1])
+        del starts[j]
+
+
+def _sweep(order: Sequence[int], arr: _Arrays, off: list[int], base: int) -> int:
+    """First fit in time order (``order`` sorted by first step): each buffer among those live at its start.
+
+    Equivalent to :func:`_place` on a start-sorted order, in n log n-ish time without neighbour lists.
+    Needs no fixed-offset buffers among ``order``'s component.
+    """
+    gaps = _Gaps(base)
+    live: list[tuple[int, int]] = []  # heap of (last step, offset)
+    height = base
+    first, last, size, align = arr.first, arr.last, arr.size, arr.align
+    for b in order:
+        f = first[b]
+        while live and live[0][0] < f:
+            gaps.release(heapq.heappop(live)[1])
+        x = gaps.find(size[b], align[b])
+        gaps.occupy(x, size[b])
+        heapq.heappush(live, (last[b], x))
+        off[b] = x
+        height = max(height, x + size[b])
     return height
 
 
@@ -313,25 +539,35 @@ def _baseline_order(arr: _Arrays, items: Sequence[int]) -> list[int]:
     return sorted(items, key=lambda i: (-arr.size[i], arr.first[i], i))
 
 
+def _baseline(arr: _Arrays) -> list[int]:
+    """Offsets of the plain size-descending first-fit greedy (fixed offsets honoured, placed first)."""
+    n = len(arr.size)
+    off = list(arr.fixed)
+    for i in range(n):
+        if off[i] < 0 and arr.size[i] == 0:
+            off[i] = 0
+    positive = [i for i in range(n) if arr.size[i] > 0]
+    order = _baseline_order(arr, [i for i in positive if off[i] < 0])
+    if _count_pairs(positive, arr.first, arr.last) <= PAIR_LIMIT:
+        adj = _overlaps(positive, arr.first, arr.last)
+        _place(order, arr.size, arr.align, adj, off, 0, best_fit=False)
+    else:
+        _place_indexed(order, arr, positive, off, 0)
+    return off
+
+
 def greedy_best_fit(buffers: Sequence[Buffer]) -> Placement:
     """The plain baseline: size-descending (ties: earlier first step), each at the lowest offset that fits."""
     _validate(buffers)
     arr = _Arrays(buffers)
+    off = _baseline(arr)
     n = len(buffers)
-    off = list(arr.fixed)
-    movable = [i for i in range(n) if off[i] < 0 and arr.size[i] > 0]
-    for i in range(n):
-        if off[i] < 0 and arr.size[i] == 0:
-            off[i] = 0
-    adj = _overlaps([i for i in range(n) if arr.size[i] > 0], arr.first, arr.last)
-    _place(_baseline_order(arr, movable), arr.size, arr.align, adj, off, 0, best_fit=False)
-    arena = max((off[i] + arr.size[i] for i in range(n)), default=0)
     return Placement(
         offsets={arr.ids[i]: off[i] for i in range(n)},
-        arena=arena,
+        arena=max((off[i] + arr.size[i] for i in range(n)), default=0),
         lower_bound=lower_bound(buffers),
         strategy="greedy-size-first-fit",
-        components=1 if movable else 0,
+        components=1 if any(arr.size) else 0,
     )
 
 
@@ -364,34 +600,38 @@ def _time_components(items: Sequence[int], first: Sequence[int], last: Sequence[
 
 
 def _decompose(arr: _Arrays, items: list[int], off: list[int]) -> list[_Piece]:
-    """Split into independent leaf pieces, stacking whole-component buffers at each piece's bottom."""
+    """Split into independent leaf pieces, stacking whole-component buffers at each piece's bottom.
+
+    A buffer live over its whole component conflicts with every other one there, so some optimal packing has
+    it at the bottom (move it down, shift what was below it up by its size). With alignments that shift must
+    keep everyone aligned, so a buffer is stacked only if its size is a multiple of every alignment in the
+    component and the current bottom is aligned for it.
+    """
     pieces: list[_Piece] = []
     stack: list[tuple[list[int], int]] = [(g, 0) for g in _time_components(items, arr.first, arr.last)]
     while stack:
         group, base = stack.pop()
         if any(arr.fixed[i] >= 0 for i in group):
-            pieces.append(_Piece(group, base, True))
+            pieces.append(_Piece(sorted(group), base, True))
             continue
         lo = min(arr.first[i] for i in group)
         hi = max(arr.last[i] for i in group)
-        spanning = [i for i in group if arr.first[i] <= lo and arr.last[i] >= hi]
-        if len(spanning) == len(group) or not spanning:
-            if len(spanning) == len(group):
-                spanning.sort(key=lambda i: (-arr.align[i], -arr.size[i], i))
-                for i in spanning:
-                    off[i] = _align_up(base, arr.align[i])
-                    base = off[i] + arr.size[i]
-                continue
+        spanning = sorted(
+            (i for i in group if arr.first[i] <= lo and arr.last[i] >= hi),
+            key=lambda i: (-arr.align[i], -arr.size[i], i),
+        )
+        common = math.lcm(*(arr.align[i] for i in group))
+        taken: set[int] = set()
+        for i in spanning:
+            if base % arr.align[i] == 0 and arr.size[i] % common == 0:
+                off[i] = base
+                base += arr.size[i]
+                taken.add(i)
+        if not taken:
             pieces.append(_Piece(sorted(group), base, False))
             continue
-        spanning.sort(key=lambda i: (-arr.align[i], -arr.size[i], i))
-        for i in spanning:
-            off[i] = _align_up(base, arr.align[i])
-            base = off[i] + arr.size[i]
-        taken = set(spanning)
         rest = [i for i in group if i not in taken]
-        subgroups = _time_components(rest, arr.first, arr.last)
-        stack.extend((g, base) for g in reversed(subgroups))
+        stack.extend((g, base) for g in reversed(_time_components(rest, arr.first, arr.last)))
     pieces.sort(key=lambda p: p.items[0])
     return pieces
 
@@ -403,39 +643,82 @@ def _decompose(arr: _Arrays, items: list[int], off: list[int]) -> list[_Piece]:
 _Key = Callable[[int], tuple[int, ...]]
 
 
-def _portfolio(arr: _Arrays, piece: _Piece, adj: dict[int, list[int]]) -> tuple[int, list[int], str]:
-    """Run every greedy order on a piece; return (height, offsets of its items, strategy name) of the best."""
+def _portfolio(arr: _Arrays, piece: _Piece, target: int) -> tuple[int, list[int], str]:
+    """Run the greedy orders on a piece; return (height, offsets of its items, strategy name) of the best.
+
+    Up to :data:`PAIR_LIMIT` overlapping pairs, the orders run first fit and best fit over neighbour lists,
+    most useful first, while within :data:`PORTFOLIO_PAIR_VISITS`. Beyond that (huge, dense components) only
+    the size order over a time index and two n log n time sweeps run. Stops as soon as one reaches
+    ``target`` (the lower bound: nothing does better).
+    """
     size, first, last = arr.size, arr.first, arr.last
     fixed = [i for i in piece.items if arr.fixed[i] >= 0]
     movable = [i for i in piece.items if arr.fixed[i] < 0]
-    total = dict(zip(piece.items, _live_max(piece.items, first, last, size), strict=True))
 
     def length(i: int) -> int:
         return last[i] - first[i] + 1
 
-    orders: list[tuple[str, _Key]] = [
-        ("size", lambda i: (-size[i], first[i], i)),
-        ("area", lambda i: (-size[i] * length(i), -size[i], first[i], i)),
-        ("lifetime", lambda i: (-length(i), -size[i], first[i], i)),
-        ("start", lambda i: (first[i], -size[i], i)),
-        ("total", lambda i: (-total[i], -size[i], first[i], i)),
-        ("total-lifetime", lambda i: (-total[i], -length(i), -size[i], i)),
-        ("end", lambda i: (-last[i], -size[i], i)),
-    ]
     off = [-1] * len(size)
     best: tuple[int, list[int], str] | None = None
-    for name, key in orders:
-        order = sorted(movable, key=key)
-        for best_fit in (False, True):
-            for i in piece.items:
-                off[i] = -1
-            for i in fixed:
-                off[i] = arr.fixed[i]
-            height = _place(order, size, arr.align, adj, off, piece.base, best_fit)
-            height = max([height, *(off[i] + size[i] for i in fixed)])
-            if best is None or height < best[0]:
-                label = f"greedy-{name}-{'best' if best_fit else 'first'}-fit"
-                best = (height, [off[i] for i in piece.items], label)
+
+    def consider(label: str, height: int) -> None:
+        nonlocal best
+        height = max([height, *(off[i] + size[i] for i in fixed)])
+        if best is None or height < best[0]:
+            best = (height, [off[i] for i in piece.items], label)
+
+    def reset() -> None:
+        for i in piece.items:
+            off[i] = arr.fixed[i]
+
+    if _count_pairs(piece.items, first, last) <= PAIR_LIMIT:
+        total: dict[int, int] = {}
+
+        def live_max(i: int) -> int:
+            if not total:
+                total.update(zip(piece.items, _live_max(piece.items, first, last, size), strict=True))
+            return total[i]
+
+        keys: dict[str, _Key] = {
+            "size": lambda i: (-size[i], first[i], i),
+            "area": lambda i: (-size[i] * length(i), -size[i], first[i], i),
+            "lifetime": lambda i: (-length(i), -size[i], first[i], i),
+            "start": lambda i: (first[i], -size[i], i),
+            "total": lambda i: (-live_max(i), -size[i], first[i], i),
+            "total-lifetime": lambda i: (-live_max(i), -length(i), -size[i], i),
+            "end": lambda i: (-last[i], -size[i], i),
+        }
+        # most useful first: the portfolio is cut short on dense pieces (see PORTFOLIO_PAIR_VISITS)
+        runs = [
+            ("size", False), ("start", True), ("area", False), ("total", False), ("size", True),
+            ("lifetime", False), ("end", True), ("start", False), ("total-lifetime", False), ("area", True),
+            ("total", True), ("lifetime", True), ("end", False), ("total-lifetime", True),
+        ]  # fmt: skip
+        adj = _overlaps(piece.items, first, last)
+        pairs = sum(map(len, adj.values())) // 2
+        orders: dict[str, list[int]] = {}
+        for name, best_fit in runs[: max(1, PORTFOLIO_PAIR_VISITS // max(pairs, 1))]:
+            if name not in orders:
+                orders[name] = sorted(movable, key=keys[name])
+            reset()
+            height = _place(orders[name], size, arr.align, adj, off, piece.base, best_fit)
+            consider(f"greedy-{name}-{'best' if best_fit else 'first'}-fit", height)
+            if best is not None and best[0] <= target:
+                return best
+    else:
+        reset()
+        height = _place_indexed(
+            sorted(movable, key=lambda i: (-size[i], first[i], i)), arr, piece.items, off, piece.base
+        )
+        consider("greedy-size-first-fit", height)
+        if not fixed and height > target:
+            sweeps: list[tuple[str, _Key]] = [
+                ("start", lambda i: (first[i], -size[i], i)),
+                ("start-lifetime", lambda i: (first[i], -last[i], -size[i], i)),
+            ]
+            for name, key in sweeps:
+                reset()
+                consider(f"sweep-{name}-first-fit", _sweep(sorted(movable, key=key), arr, off, piece.base))
     assert best is not None
     return best
 
@@ -444,246 +727,294 @@ def _portfolio(arr: _Arrays, piece: _Piece, adj: dict[int, list[int]]) -> tuple[
 # Exact search (MiniMalloc-style branch and bound)
 # ----------------------------------------------------------------------------------------------------------
 
-_FOUND, _NOT_FOUND, _ABORTED = 0, 1, 2
+_FOUND, _NOT_FOUND = 0, 1
+
+#: Static orders tried side by side by the exact search (MiniMalloc's letters: T = largest section total,
+#: W = lifetime width, A = area; all descending, ties by input order).
+EXACT_HEURISTICS = ("TWA", "TAW", "WAT")
 
 
-class _Exact:
-    """Decide whether a fixed-free piece packs within ``capacity``; keep the offsets if it does."""
+class _Frame:
+    """The fixed structure of one piece for the exact search, with items renumbered 0..m-1."""
 
-    def __init__(self, arr: _Arrays, piece: _Piece, capacity: int) -> None:
+    def __init__(self, arr: _Arrays, piece: _Piece) -> None:
         self.items = piece.items
-        self.capacity = capacity
-        n = len(arr.size)
-        self.size = arr.size
-        self.align = arr.align
-        self.width = [arr.last[i] - arr.first[i] + 1 for i in range(n)]
-        self.off = [-1] * n
-        self.solution = [-1] * n
-        self.mo = [-1] * n  # lowest legal offset of each unplaced item
-        for i in piece.items:
-            self.mo[i] = _align_up(piece.base, arr.align[i])
-        adj = _overlaps(piece.items, arr.first, arr.last)
-        self.adj: list[list[int]] = [[] for _ in range(n)]
-        for i, lst in adj.items():
-            self.adj[i] = lst
-        self._sections(arr, piece.items)
-        self.floor = [piece.base] * len(self.members)
-        self.wit = [m[0] for m in self.members]  # an unplaced member of lowest ``mo`` (all equal at start)
-        self.watch: list[set[int]] = [set() for _ in range(n)]  # sections each item is the witness of
-        for k, w in enumerate(self.wit):
-            self.watch[w].add(k)
-        self.nodes = 0
-        self.limit = 0
-
-    def _sections(self, arr: _Arrays, items: Sequence[int]) -> None:
-        """Maximal cross-sections (cliques) of the interval graph and each item's section range."""
-        events: list[tuple[int, int, int]] = []
-        for i in items:
-            events.append((arr.first[i], 1, i))
-            events.append((arr.last[i] + 1, 0, i))
-        events.sort()
-        n = len(arr.size)
-        self.lo = [0] * n
-        self.hi = [0] * n
+        self.base = piece.base
+        self.size = [arr.size[g] for g in piece.items]
+        self.align = [arr.align[g] for g in piece.items]
+        first = [arr.first[g] for g in piece.items]
+        last = [arr.last[g] for g in piece.items]
+        self.width = [b - a + 1 for a, b in zip(first, last, strict=True)]
+        m = len(piece.items)
+        adj = _overlaps(range(m), first, last)
+        self.adj = [adj[k] for k in range(m)]
+        # maximal cross-sections (cliques of the interval graph); each item spans a contiguous range of them
+        events = sorted([(first[k], 1, k) for k in range(m)] + [(last[k] + 1, 0, k) for k in range(m)])
+        self.lo = [0] * m
+        self.hi = [0] * m
         members: list[list[int]] = []
         live: dict[int, None] = {}
         grew = False
-        for _, kind, i in events:
+        for _, kind, k in events:
             if kind == 1:
-                live[i] = None
-                self.lo[i] = len(members)
+                live[k] = None
+                self.lo[k] = len(members)
                 grew = True
             else:
                 if grew:
                     members.append(list(live))
                     grew = False
-                del live[i]
-                self.hi[i] = len(members)
+                del live[k]
+                self.hi[k] = len(members)
         self.members = members
-        self.total = [sum(arr.size[i] for i in m) for m in members]
-        self.cuts = [0] * max(len(members) - 1, 0)
-        for i in items:
-            for s in range(self.lo[i], self.hi[i] - 1):
-                self.cuts[s] += 1
+        self.total = [sum(self.size[k] for k in mem) for mem in members]
+        self.cuts = [0] * max(len(members) - 1, 0)  # items live across the border of sections s and s+1
+        for k in range(m):
+            for sec in range(self.lo[k], self.hi[k] - 1):
+                self.cuts[sec] += 1
 
-    def _preorder(self, items: Sequence[int], heuristic: str) -> list[tuple[int, int]]:
-        """(rank, item) pairs in the static order of a MiniMalloc heuristic ('WAT', 'TAW', 'TWA')."""
-        total = self.total
-        size, width = self.size, self.width
-        keys: dict[int, tuple[int, ...]] = {}
-        for i in items:
-            t = max(total[self.lo[i] : self.hi[i]])
-            w = width[i]
-            a = w * size[i]
-            by = {"W": -w, "A": -a, "T": -t}
-            keys[i] = (by[heuristic[0]], by[heuristic[1]], by[heuristic[2]], i)
-        ordered = sorted(items, key=keys.__getitem__)
-        return list(enumerate(ordered))
 
-    def run(self, heuristic: str, limit: int) -> int:
-        """Search with one heuristic until found, exhausted or ``limit`` nodes; return the status."""
-        self.limit = self.nodes + limit
-        lo = 0
-        hi = len(self.members)
-        if any(f + t > self.capacity for f, t in zip(self.floor, self.total, strict=True)):
-            return _NOT_FOUND
+class _Search:
+    """One depth-first search for a packing within ``capacity``, pausable so several can run side by side.
+
+    Buffers are placed in canonical order: non-decreasing (offset, rank), each at its lowest legal offset
+    ``mo`` given the buffers already placed. Pruning: section inference (every cross-section stacks its
+    remaining size above max(current offset, its floor)), the unallocated floor (some remaining member of
+    every section must be able to start low enough), a per-item check (mo + size within capacity) and
+    dominance (never place at or above a height some remaining buffer could already fill). When a placement
+    empties every cut between two sections, the two sides are solved independently.
+    """
+
+    def __init__(self, frame: _Frame, capacity: int, heuristic: str) -> None:
+        self.f = frame
+        self.capacity = capacity
         self.heuristic = heuristic
-        return self._subsolve(list(self.items), lo, hi)
+        m = len(frame.size)
+        self.total = list(frame.total)
+        self.cuts = list(frame.cuts)
+        self.off = [-1] * m
+        self.solution = [-1] * m
+        self.mo = [_align_up(frame.base, a) for a in frame.align]  # lowest legal offset of unplaced items
+        self.wit = [mem[0] for mem in frame.members]  # an unplaced member with mo <= capacity - total
+        self.watch: list[set[int]] = [set() for _ in range(m)]  # the sections each item is witness of
+        for sec, w in enumerate(self.wit):
+            self.watch[w].add(sec)
+        self.nodes = 0
+        self.work = 0
+        self.pause_at = 0
 
-    def _subsolve(self, items: list[int], lo: int, hi: int) -> int:
-        """Solve one independent partition (items live only in sections lo..hi-1)."""
-        return self._search(self._preorder(items, self.heuristic), lo, hi, 0, 0)
+    def solve(self) -> Generator[None, None, int]:
+        """Run to completion (pausing whenever ``work`` reaches ``pause_at``); return _FOUND or _NOT_FOUND."""
+        mo, wit = self.mo, self.wit
+        if any(mo[wit[sec]] + t > self.capacity for sec, t in enumerate(self.total)):
+            return _NOT_FOUND
+        if any(o + s > self.capacity for o, s in zip(mo, self.f.size, strict=True)):
+            return _NOT_FOUND
+        return (yield from self._subsolve(list(range(len(mo))), 0, len(self.total)))
 
-    def _search(self, order: list[tuple[int, int]], lo: int, hi: int, last_off: int, last_rank: int) -> int:
-        """Depth-first search over canonical placements of the unplaced items of ``order``."""
-        if self.nodes >= self.limit:
-            return _ABORTED
+    def _preorder(self, items: Sequence[int]) -> list[int]:
+        """Items in the static order named by the heuristic letters (T, W, A, Z size); index = rank."""
+        f = self.f
+        total = self.total
+        keys: dict[int, tuple[int, ...]] = {}
+        for k in items:
+            by = {
+                "T": -max(total[f.lo[k] : f.hi[k]]),
+                "W": -f.width[k],
+                "A": -f.width[k] * f.size[k],
+                "Z": -f.size[k],
+            }
+            keys[k] = (*(by[c] for c in self.heuristic), k)
+        return sorted(items, key=keys.__getitem__)
+
+    def _subsolve(self, items: list[int], lo: int, hi: int) -> Generator[None, None, int]:
+        """Solve one independent partition (its items live only in sections lo..hi-1)."""
+        self.work += 4 * len(items)
+        pre = self._preorder(items)
+        return (yield from self._search(pre, list(range(len(pre))), pre, lo, hi, 0))
+
+    def _search(
+        self, pre: list[int], ranks: list[int], items: list[int], lo: int, hi: int, start: int
+    ) -> Generator[None, None, int]:
+        """Try every canonical next placement among the unplaced ``items`` (ranks ``ranks`` in ``pre``).
+
+        Candidates are keyed ``mo * len(pre) + rank``; canonical order means keys never decrease along a
+        branch, so only keys >= ``start`` (the key of the previous placement) are tried.
+        """
+        if self.work >= self.pause_at:
+            yield
         self.nodes += 1
+        if not items:
+            return _FOUND
+        f = self.f
         off = self.off
         mo = self.mo
-        size = self.size
-        cand = [(mo[i], r, i) for r, i in order if off[i] < 0]
-        if not cand:
-            for _, i in order:
-                self.solution[i] = off[i]
-            return _FOUND
-        cand.sort()
-        min_height = min(o + size[i] for o, _, i in cand)
-        rest = [(r, i) for _, r, i in cand]
+        size = f.size
+        scale = len(pre)
+        mos = list(map(mo.__getitem__, items))
+        keys = sorted(map(add, map(mul, mos, repeat(scale)), ranks))
+        min_height = min(map(add, mos, map(size.__getitem__, items)))
+        work = 20 + len(items)
         capacity = self.capacity
         total = self.total
-        floor = self.floor
-        align = self.align
-        members = self.members
+        align = f.align
+        members = f.members
+        adj = f.adj
+        sec_lo, sec_hi = f.lo, f.hi
         wit = self.wit
         watch = self.watch
-        adj = self.adj
-        sec_lo, sec_hi = self.lo, self.hi
-        for o, r, b in cand:
-            if o < last_off or (o == last_off and r < last_rank):
-                continue
-            if o >= min_height:
+        # section inference with a monotone floor: after placing any item at offset o, every section of the
+        # partition still has to stack its remaining size above max(o, its floor); for the placed item's own
+        # sections that is o + (total before placement), elsewhere o + total, so o <= capacity - max total.
+        max_offset = capacity - max(total[lo:hi])
+        for key in keys[bisect_left(keys, start) :]:
+            o, r = divmod(key, scale)
+            if o > max_offset or o >= min_height:
                 break
+            b = pre[r]
             s = size[b]
             blo, bhi = sec_lo[b], sec_hi[b]
-            # cheap inference first: every section stacks its remaining items above max(o, its floor)
-            if o + max(total[blo:bhi]) > capacity:
-                continue
-            rest_max = max(total[lo:blo], default=0)
-            if bhi < hi:
-                rest_max = max(rest_max, max(total[bhi:hi]))
-            if o + rest_max > capacity:
-                continue
             h = o + s
             off[b] = o
+            neighbours = adj[b]
+            work += 10 + len(neighbours) + bhi - blo
             # raise the lowest legal offset of unplaced neighbours
             changed: list[tuple[int, int]] = []
-            for x in adj[b]:
+            ok = True
+            for x in neighbours:
                 if off[x] < 0 and mo[x] < h:
                     changed.append((x, mo[x]))
                     a = align[x]
-                    mo[x] = h if a == 1 else _align_up(h, a)
-            # sections of b: floor becomes h, remaining total drops
-            old_floor = floor[blo:bhi]
-            floor[blo:bhi] = [h] * (bhi - blo)
-            for k in range(blo, bhi):
-                total[k] -= s
-            # unallocated floor: a section's floor is at least the lowest offset any unplaced item there can
-            # take. Each section watches one unplaced member of lowest ``mo``; offsets only grow while
-            # descending, so only sections whose watched member moved (or was placed) can change.
-            ok = True
-            trail: list[tuple[int, int, int, int]] = []
-            for x in [b] + [x for x, _ in changed]:
+                    m = h if a == 1 else _align_up(h, a)
+                    mo[x] = m
+                    if m + size[x] > capacity:
+                        ok = False
+                        break
+            for sec in range(blo, bhi):
+                total[sec] -= s
+            # unallocated floor: every section's remaining items stack above the lowest offset any of them
+            # can take, so some unplaced member must have mo <= capacity - total. Each section watches one
+            # such member; offsets only grow while descending, so only sections whose watched member moved
+            # past that threshold (or was placed) need a new one.
+            trail: list[tuple[int, int, int]] = []
+            for x in [b] + [x for x, _ in changed] if ok else ():
                 watched = watch[x]
                 if not watched:
                     continue
-                for k in list(watched):
-                    best = -1
-                    m = 0
-                    for y in members[k]:
-                        if off[y] < 0 and (best < 0 or mo[y] < m):
-                            best, m = y, mo[y]
-                    trail.append((k, floor[k], x, best))
-                    watched.discard(k)
-                    wit[k] = best
-                    if best >= 0:
-                        watch[best].add(k)
-                        if m > floor[k]:
-                            floor[k] = m
-                            if m + total[k] > capacity:
-                                ok = False
+                mx = mo[x]
+                for sec in list(watched):
+                    limit = capacity - total[sec]
+                    if x != b and mx <= limit:
+                        continue
+                    found = -1
+                    pending = False
+                    group = members[sec]
+                    work += len(group)
+                    for y in group:
+                        if off[y] < 0:
+                            if mo[y] <= limit:
+                                found = y
                                 break
+                            pending = True
+                    if found < 0 and pending:
+                        ok = False
+                        break
+                    trail.append((sec, x, found))
+                    watched.discard(sec)
+                    wit[sec] = found
+                    if found >= 0:
+                        watch[found].add(sec)
                 if not ok:
                     break
             status = _NOT_FOUND
             if ok:
-                status = self._decompose(rest, lo, hi, o, r, b)
-            for k, v, w, nw in reversed(trail):
-                floor[k] = v
-                wit[k] = w
+                self.work += work
+                work = 0
+                j = bisect_left(ranks, r)
+                status = yield from self._place_next(
+                    pre, ranks[:j] + ranks[j + 1 :], items[:j] + items[j + 1 :], lo, hi, key, b
+                )
+            for sec, w, nw in reversed(trail):
+                wit[sec] = w
                 if nw >= 0:
-                    watch[nw].discard(k)
-                watch[w].add(k)
-            for k in range(blo, bhi):
-                total[k] += s
-            floor[blo:bhi] = old_floor
+                    watch[nw].discard(sec)
+                watch[w].add(sec)
+            for sec in range(blo, bhi):
+                total[sec] += s
             for x, v in reversed(changed):
                 mo[x] = v
             off[b] = -1
-            if status != _NOT_FOUND:
+            if status == _FOUND:
                 return status
+        self.work += work
         return _NOT_FOUND
 
-    def _decompose(self, order: list[tuple[int, int]], lo: int, hi: int, o: int, r: int, b: int) -> int:
-        """After placing ``b``: split at cuts it emptied and solve the parts independently, else go deeper."""
-        self.solution[b] = o
+    def _place_next(
+        self, pre: list[int], ranks: list[int], items: list[int], lo: int, hi: int, key: int, b: int
+    ) -> Generator[None, None, int]:
+        """After placing ``b``: split at the cuts it emptied and solve the parts independently, else go on."""
+        self.solution[b] = self.off[b]
+        f = self.f
         cuts = self.cuts
         points = [lo]
-        for k in range(self.lo[b], self.hi[b] - 1):
-            cuts[k] -= 1
-            if cuts[k] == 0:
-                points.append(k + 1)
+        for sec in range(f.lo[b], f.hi[b] - 1):
+            cuts[sec] -= 1
+            if cuts[sec] == 0:
+                points.append(sec + 1)
         status = _FOUND
         if len(points) == 1:
-            status = self._search(order, lo, hi, o, r)
+            status = yield from self._search(pre, ranks, items, lo, hi, key)
         else:
             points.append(hi)
-            off = self.off
-            unplaced = [i for _, i in order if off[i] < 0]
-            for a, z in zip(points, points[1:], strict=False):
-                part = [i for i in unplaced if self.lo[i] < z and a < self.hi[i]]
-                if not part:
-                    continue
-                status = self._subsolve(part, a, z)
-                if status != _FOUND:
-                    break
-        for k in range(self.lo[b], self.hi[b] - 1):
-            cuts[k] += 1
+            for a, z in itertools.pairwise(points):
+                part = [i for i in items if f.lo[i] < z and a < f.hi[i]]
+                if part:
+                    status = yield from self._subsolve(part, a, z)
+                    if status != _FOUND:
+                        break
+        for sec in range(f.lo[b], f.hi[b] - 1):
+            cuts[sec] += 1
         return status
 
 
-def _exact(arr: _Arrays, piece: _Piece, capacity: int, budget: int) -> tuple[list[int] | None, int]:
-    """Search a packing of ``piece`` within ``capacity`` using at most ``budget`` nodes; (offsets, nodes)."""
-    search = _Exact(arr, piece, capacity)
-    heuristics = ("WAT", "TAW", "TWA")
-    limit = len(piece.items)
+@dataclass
+class _ExactResult:
+    """Outcome of the exact search on one piece."""
+
+    offsets: list[int] | None  # per item of the piece, or None if no packing was found
+    proven_infeasible: bool
+    nodes: int
+    work: int
+
+
+def _exact(frame: _Frame, capacity: int, budget: int, quantum: int = 500_000) -> _ExactResult:
+    """Run the heuristics' searches side by side, ``quantum`` work units each in turn, within ``budget``."""
+    searches = [_Search(frame, capacity, h) for h in EXACT_HEURISTICS]
+    runs = [s.solve() for s in searches]
+    spent = 0
     old_limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old_limit, 4 * len(piece.items) + 1000))
+    sys.setrecursionlimit(max(old_limit, 8 * len(frame.size) + 1000))
     try:
-        while search.nodes < budget:
-            limit *= 2
-            for h in heuristics:
-                step = min(limit, budget - search.nodes)
-                if step <= 0:
+        while spent < budget:
+            for search, run in zip(searches, runs, strict=True):
+                before = search.work
+                search.pause_at = before + min(quantum, budget - spent)
+                try:
+                    next(run)
+                except StopIteration as stop:
+                    spent += search.work - before
+                    nodes = sum(x.nodes for x in searches)
+                    if stop.value == _FOUND:
+                        return _ExactResult(list(search.solution), False, nodes, spent)
+                    return _ExactResult(None, True, nodes, spent)
+                spent += search.work - before
+                if spent >= budget:
                     break
-                status = search.run(h, step)
-                if status == _FOUND:
-                    return [search.solution[i] for i in piece.items], search.nodes
-                if status == _NOT_FOUND:
-                    return None, search.nodes
     finally:
         sys.setrecursionlimit(old_limit)
-    return None, search.nodes
+        for run in runs:
+            run.close()
+    return _ExactResult(None, False, sum(x.nodes for x in searches), spent)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -694,18 +1025,18 @@ def _exact(arr: _Arrays, piece: _Piece, capacity: int, budget: int) -> tuple[lis
 def plan(
     buffers: Sequence[Buffer],
     *,
-    exact_budget_s: float = 5.0,
-    exact_nodes: int | None = None,
-    exact_max_buffers: int = 2000,
+    exact_budget_s: float = 6.0,
+    exact_work: int | None = None,
+    exact_max_buffers: int = 3000,
 ) -> Placement:
     """Assign offsets aiming at the lower bound: decomposition, greedy portfolio, then bounded exact search.
 
-    ``exact_budget_s`` is a nominal budget for the exact search, turned into a node count with
-    :data:`NODES_PER_SECOND` (so results never depend on the machine); ``exact_nodes`` sets the node count
+    ``exact_budget_s`` is a nominal budget for the exact search, turned into work units with
+    :data:`WORK_PER_SECOND` (so results never depend on the machine); ``exact_work`` sets the work units
     directly. Components with more than ``exact_max_buffers`` buffers get the greedy portfolio only.
     """
     _validate(buffers)
-    budget = exact_nodes if exact_nodes is not None else int(exact_budget_s * NODES_PER_SECOND)
+    budget = exact_work if exact_work is not None else int(exact_budget_s * WORK_PER_SECOND)
     arr = _Arrays(buffers)
     n = len(buffers)
     lb = lower_bound(buffers)
@@ -715,39 +1046,62 @@ def plan(
             off[i] = arr.fixed[i] if arr.fixed[i] >= 0 else 0
     positive = [i for i in range(n) if arr.size[i] > 0]
     pieces = _decompose(arr, positive, off)
-    results: list[tuple[int, list[int], str]] = []
-    for piece in pieces:
-        adj = _overlaps(piece.items, arr.first, arr.last)
-        results.append(_portfolio(arr, piece, adj))
-    stacked_top = max((off[i] + arr.size[i] for i in positive if off[i] >= 0), default=0)
-    exact_components = 0
-    nodes_used = 0
-    attempted: set[int] = set()
-    while True:
-        worst = max(range(len(pieces)), key=lambda k: (results[k][0], -k), default=-1)
-        if worst < 0 or results[worst][0] <= max(lb, stacked_top) or worst in attempted:
-            break
-        attempted.add(worst)
-        piece = pieces[worst]
-        if piece.has_fixed or len(piece.items) > exact_max_buffers or nodes_used >= budget:
-            break
-        found, used = _exact(arr, piece, max(lb, stacked_top), budget - nodes_used)
-        nodes_used += used
-        if found is None:
-            break
-        exact_components += 1
-        results[worst] = (max(o + arr.size[i] for o, i in zip(found, piece.items, strict=True)), found, "exact")
+    results = [_portfolio(arr, piece, lb) for piece in pieces]
+    frames: dict[int, _Frame] = {}
+    nodes = work = 0
+
+    def improve(capacity: int, allowance: int, label: str) -> bool:
+        """Exact-search every piece above ``capacity`` (highest first) within ``allowance``; all succeeded?"""
+        nonlocal nodes, work
+        spent = 0
+        for k in sorted(range(len(pieces)), key=lambda k: (-results[k][0], k)):
+            if results[k][0] <= capacity:
+                break
+            piece = pieces[k]
+            if piece.has_fixed or len(piece.items) > exact_max_buffers or spent >= allowance:
+                return False
+            if k not in frames:
+                frames[k] = _Frame(arr, piece)
+            outcome = _exact(frames[k], capacity, allowance - spent)
+            nodes += outcome.nodes
+            work += outcome.work
+            spent += outcome.work
+            if outcome.offsets is None:
+                return False
+            height = max(o + arr.size[i] for o, i in zip(outcome.offsets, piece.items, strict=True))
+            results[k] = (height, outcome.offsets, label)
+        return True
+
+    # Phase 1: the lower bound itself (most of the budget). Phase 2, if that fails: bisect the arena between
+    # the lower bound and the best height found, keeping every packing found on the way.
+    if not improve(lb, budget * 2 // 3, "exact"):
+        low = lb
+        while budget > work:
+            high = max((r[0] for r in results), default=0)
+            if high - low <= max(1, high // 1000):
+                break
+            mid = low + (high - low) // 2
+            if not improve(mid, (budget - work) // 3 + 1, "exact-refined"):
+                low = mid
     for piece, (_, offsets, _) in zip(pieces, results, strict=True):
         for i, o in zip(piece.items, offsets, strict=True):
             off[i] = o
     arena = max((off[i] + arr.size[i] for i in range(n)), default=0)
     strategies = tuple(r[2] for r in results)
+    exact_components = sum(1 for r in strategies if r.startswith("exact"))
     if not strategies:
         strategy = "stack" if positive else "empty"
-    elif "exact" in strategies:
+    elif exact_components:
         strategy = "portfolio+exact"
     else:
         strategy = "portfolio"
+    # Safety net: greedy results per piece need not compose better than the plain baseline on the whole
+    # input, so never return worse than it (skipped for huge inputs, where the baseline alone is costly).
+    if arena > lb and _count_pairs(positive, arr.first, arr.last) <= PAIR_LIMIT:
+        baseline = _baseline(arr)
+        baseline_arena = max((baseline[i] + arr.size[i] for i in range(n)), default=0)
+        if baseline_arena < arena:
+            off, arena, strategy = baseline, baseline_arena, "greedy-size-first-fit"
     return Placement(
         offsets={arr.ids[i]: off[i] for i in range(n)},
         arena=arena,
@@ -755,7 +1109,8 @@ def plan(
         strategy=strategy,
         components=len(pieces),
         exact_components=exact_components,
-        exact_nodes=nodes_used,
+        exact_nodes=nodes,
+        exact_work=work,
         component_strategies=strategies,
     )
 

@@ -1,0 +1,295 @@
+"""The offset planner packs validly, never loses to the greedy baseline, and reaches the lower bound where it can.
+
+Covers hand-made cases (reuse, stacking, fixed offsets, alignment, empty input), random instances against
+the baseline and a brute-force optimum, the CSV reader's error messages, and every shared benchmark instance
+with the arena it reaches (equality with the lower bound where that is reached: a regression guard).
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rulepass.compiler.memory import planner
+from rulepass.compiler.memory.planner import (
+    Buffer,
+    check_placement,
+    greedy_best_fit,
+    lower_bound,
+    plan,
+    read_csv,
+)
+
+DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "memplan"
+
+
+def _arena(buffers: list[Buffer], offsets: dict[str, int]) -> int:
+    return max((offsets[b.id] + b.size for b in buffers), default=0)
+
+
+# ---- hand-made cases ---------------------------------------------------------------------------------------
+
+
+def test_empty_input() -> None:
+    p = plan([])
+    assert (p.offsets, p.arena, p.lower_bound) == ({}, 0, 0)
+    assert greedy_best_fit([]).arena == 0
+
+
+def test_disjoint_lifetimes_reuse_offset_zero() -> None:
+    bufs = [Buffer("a", 0, 1, 100), Buffer("b", 2, 3, 80), Buffer("c", 4, 9, 120)]
+    p = plan(bufs)
+    assert p.offsets == {"a": 0, "b": 0, "c": 0}
+    assert p.arena == p.lower_bound == 120
+
+
+def test_overlapping_lifetimes_stack() -> None:
+    bufs = [Buffer("a", 0, 5, 100), Buffer("b", 3, 8, 50), Buffer("c", 5, 6, 30)]
+    p = plan(bufs)
+    assert check_placement(bufs, p.offsets) == []
+    assert p.arena == p.lower_bound == 180  # all three live at step 5
+
+
+def test_interval_ends_are_inclusive() -> None:
+    bufs = [Buffer("a", 0, 3, 64), Buffer("b", 3, 4, 64)]
+    assert plan(bufs).arena == 128
+    assert check_placement(bufs, {"a": 0, "b": 0}) != []
+
+
+def test_fixed_offsets_are_honoured() -> None:
+    bufs = [
+        Buffer("pinned", 0, 10, 64, offset=256),
+        Buffer("x", 0, 10, 128),
+        Buffer("y", 0, 10, 128),
+        Buffer("z", 4, 6, 64),
+    ]
+    for placement in (plan(bufs), greedy_best_fit(bufs)):
+        assert placement.offsets["pinned"] == 256
+        assert check_placement(bufs, placement.offsets) == []
+    assert plan(bufs).arena == 384  # x and y below the pinned buffer, z on top of it: no gap
+
+
+def test_alignment_is_honoured() -> None:
+    bufs = [Buffer("a", 0, 4, 3), Buffer("b", 0, 4, 5, alignment=64), Buffer("c", 2, 3, 7, alignment=32)]
+    p = plan(bufs)
+    assert check_placement(bufs, p.offsets) == []
+    assert p.offsets["b"] % 64 == 0 and p.offsets["c"] % 32 == 0
+    assert p.arena >= p.lower_bound == 15
+
+
+def test_zero_size_buffers_take_no_room() -> None:
+    bufs = [Buffer("a", 0, 4, 10), Buffer("empty", 0, 4, 0), Buffer("b", 0, 4, 10)]
+    p = plan(bufs)
+    assert p.offsets["empty"] == 0 and p.arena == 20
+
+
+def test_buffers_spanning_a_component_are_stacked_at_its_bottom() -> None:
+    # w lives over the whole timeline: it goes to the bottom and the rest splits into [0, 4] and [5, 9];
+    # b spans [5, 9] and is stacked on w, e on b; only a and c are left for the greedy portfolio
+    bufs = [
+        Buffer("w", 0, 9, 7),
+        Buffer("a", 0, 3, 10),
+        Buffer("c", 2, 4, 5),
+        Buffer("b", 5, 9, 12),
+        Buffer("e", 6, 7, 3),
+    ]
+    p = plan(bufs)
+    assert (p.offsets["w"], p.offsets["b"], p.offsets["e"]) == (0, 7, 19)
+    assert p.arena == p.lower_bound == 22
+    assert p.components == 1
+
+
+def test_exact_search_beats_every_greedy_order_on_a_crafted_instance() -> None:
+    # the classic trap: a size-first greedy leaves a hole no later buffer fits; the exact search closes it
+    bufs = read_csv(DATA / "minimalloc_C.1048576.csv")
+    greedy_only = plan(bufs, exact_work=0)
+    exact = plan(bufs)
+    assert greedy_only.arena > exact.arena == exact.lower_bound
+    assert exact.strategy == "portfolio+exact" and exact.exact_components == 1
+
+
+def test_invalid_buffers_are_rejected() -> None:
+    with pytest.raises(ValueError, match="duplicate buffer id 'a'"):
+        plan([Buffer("a", 0, 1, 4), Buffer("a", 2, 3, 4)])
+    with pytest.raises(ValueError, match="buffer 'a': negative size -4"):
+        plan([Buffer("a", 0, 1, -4)])
+    with pytest.raises(ValueError, match="buffer 'a': last step 0 before first step 1"):
+        plan([Buffer("a", 1, 0, 4)])
+    with pytest.raises(ValueError, match="fixed offset 10 is not a multiple of alignment 8"):
+        greedy_best_fit([Buffer("a", 0, 1, 4, alignment=8, offset=10)])
+
+
+def test_check_placement_reports_each_kind_of_problem() -> None:
+    bufs = [Buffer("a", 0, 5, 10), Buffer("b", 5, 9, 10, alignment=4), Buffer("p", 0, 9, 4, offset=40)]
+    assert check_placement(bufs, {"a": 0, "b": 12, "p": 40}) == []
+    assert check_placement(bufs, {"a": 0, "b": 8, "p": 40}) == ["buffers 'a' and 'b' overlap: bytes [8, 10) at step 5"]
+    assert check_placement(bufs, {"a": 0, "b": 12, "p": 41}) == ["buffer 'p': fixed offset 40 moved to 41"]
+    assert check_placement(bufs, {"a": 0, "b": 13, "p": 40}) == [
+        "buffer 'b': offset 13 is not a multiple of alignment 4"
+    ]
+    assert check_placement(bufs, {"a": 0, "p": 40}) == ["buffer 'b': no offset"]
+    assert check_placement(bufs, {"a": -1, "b": 12, "p": 40}) == ["buffer 'a': negative offset -1"]
+
+
+# ---- random instances ----------------------------------------------------------------------------------------
+
+
+@st.composite
+def instances(draw: st.DrawFn, max_size: int = 40, fixed: bool = True) -> list[Buffer]:
+    """Random buffers; fixed offsets, when drawn, sit in disjoint bands so that a packing exists."""
+    n = draw(st.integers(0, max_size))
+    out = []
+    for i in range(n):
+        first = draw(st.integers(0, 30))
+        last = first + draw(st.integers(0, 12))
+        size = draw(st.sampled_from([0, 1, 3, 8, 16, 24, 40, 64, 100]))
+        alignment = draw(st.sampled_from([1, 1, 1, 2, 8, 16]))
+        offset = None
+        if fixed and draw(st.integers(0, 9)) == 0:
+            offset = 10_000 * (i + 1) * alignment
+        out.append(Buffer(f"b{i}", first, last, size, alignment, offset))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(instances())
+def test_property_plan_is_valid_bounded_and_never_worse_than_the_baseline(bufs: list[Buffer]) -> None:
+    p = plan(bufs, exact_work=200_000)
+    base = greedy_best_fit(bufs)
+    assert check_placement(bufs, p.offsets) == []
+    assert check_placement(bufs, base.offsets) == []
+    assert p.arena == _arena(bufs, p.offsets) >= p.lower_bound == lower_bound(bufs)
+    assert p.arena <= base.arena
+    assert plan(bufs, exact_work=200_000) == p  # deterministic
+
+
+def _optimum(bufs: list[Buffer]) -> int:
+    """Brute force: the best first-fit over every order (some order's first fit is an optimal packing)."""
+    best = None
+    for order in itertools.permutations(bufs):
+        offsets: dict[str, int] = {}
+        for b in order:
+            x = 0
+            for o in sorted(
+                (offsets[c.id], offsets[c.id] + c.size)
+                for c in order
+                if c.id in offsets and c.first <= b.last and b.first <= c.last
+            ):
+                if o[0] >= x + b.size:
+                    break
+                x = max(x, -(-o[1] // b.alignment) * b.alignment)
+            offsets[b.id] = x
+        arena = _arena(bufs, offsets)
+        best = arena if best is None else min(best, arena)
+    return best or 0
+
+
+@settings(max_examples=120, deadline=None)
+@given(instances(max_size=6, fixed=False))
+def test_property_small_instances_reach_the_optimum_when_it_is_the_lower_bound(bufs: list[Buffer]) -> None:
+    p = plan(bufs)
+    optimum = _optimum(bufs)
+    assert p.arena >= optimum
+    if optimum == p.lower_bound:
+        assert p.arena == optimum
+
+
+@settings(max_examples=60, deadline=None)
+@given(instances(max_size=60))
+def test_property_fast_paths_match_the_neighbour_list_greedy(bufs: list[Buffer]) -> None:
+    # the time sweep and the time index used for huge inputs place exactly like the plain greedy does
+    arr = planner._Arrays(bufs)
+    items = [i for i in range(len(bufs)) if arr.size[i] > 0]
+    movable = [i for i in items if arr.fixed[i] < 0]
+    adj = planner._overlaps(items, arr.first, arr.last)
+    by_size = sorted(movable, key=lambda i: (-arr.size[i], arr.first[i], i))
+    plain, indexed = list(arr.fixed), list(arr.fixed)
+    planner._place(by_size, arr.size, arr.align, adj, plain, 0, best_fit=False)
+    planner._place_indexed(by_size, arr, items, indexed, 0)
+    assert plain == indexed
+    if len(movable) == len(items):
+        by_start = sorted(items, key=lambda i: (arr.first[i], -arr.size[i], i))
+        plain, swept = [-1] * len(bufs), [-1] * len(bufs)
+        planner._place(by_start, arr.size, arr.align, adj, plain, 0, best_fit=False)
+        planner._sweep(by_start, arr, swept, 0)
+        assert plain == swept
+    assert planner._count_pairs(items, arr.first, arr.last) == sum(map(len, adj.values())) // 2
+
+
+@settings(max_examples=40, deadline=None)
+@given(instances(max_size=60))
+def test_property_huge_component_path_is_valid(bufs: list[Buffer]) -> None:
+    limit = planner.PAIR_LIMIT
+    planner.PAIR_LIMIT = 0  # every component counts as huge: time index and sweeps only
+    try:
+        p = plan(bufs, exact_work=50_000)
+    finally:
+        planner.PAIR_LIMIT = limit
+    assert check_placement(bufs, p.offsets) == []
+    assert p.arena >= p.lower_bound
+
+
+# ---- CSV reader ----------------------------------------------------------------------------------------------
+
+MALFORMED = [
+    ("", "line 1: missing header 'id,lower,upper,size' (empty file)"),
+    ("x,y\n1,2\n", "line 1: missing header 'id,lower,upper,size' (got 'x,y')"),
+    ("id,lower,upper,size\na,0,1\n", "line 2: expected 4 columns (id,lower,upper,size), got 3"),
+    ("id,lower,upper,size\na,0,1,2,3\n", "line 2: expected 4 columns (id,lower,upper,size), got 5"),
+    ("id,lower,upper,size\na,0,x,5\n", "line 2, column 'upper': expected an integer, got 'x'"),
+    ("id,lower,upper,size\na,0,2,1.5\n", "line 2, column 'size': expected an integer, got '1.5'"),
+    ("id,lower,upper,size\na,0,2,-5\n", "line 2, column 'size': size must be >= 0, got -5"),
+    ("id,lower,upper,size\na,3,3,5\n", "line 2, column 'upper': upper (3) must be greater than lower (3)"),
+    ("id,lower,upper,size\n,0,1,5\n", "line 2, column 'id': empty id"),
+    ("id,lower,upper,size\na,0,1,5\n\nb,0,1,5\na,2,3,5\n", "line 5, column 'id': duplicate id 'a' (first on line 2)"),
+    ('id,lower,upper,size\na,"0,1,2\n', "line 2: malformed CSV (unexpected end of data)"),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), MALFORMED)
+def test_read_csv_names_file_line_and_field(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "bad.csv"
+    path.write_text(text)
+    with pytest.raises(ValueError) as info:
+        read_csv(path)
+    assert str(info.value) == f"{path}: {message}"
+
+
+def test_read_csv_converts_half_open_intervals(tmp_path: Path) -> None:
+    path = tmp_path / "ok.csv"
+    path.write_text("id,lower,upper,size\nt0,0,3,64\n\n t1 , 3 , 4 , 0 \n")
+    assert read_csv(path) == [Buffer("t0", 0, 2, 64), Buffer("t1", 3, 3, 0)]
+
+
+# ---- shared instances ------------------------------------------------------------------------------------------
+
+# arena reached with the default budget; the lower bound itself on every instance where a packing at it exists
+REACHED = {
+    "minimalloc_A.1048576.csv": "lb",
+    "minimalloc_B.1048576.csv": "lb",
+    "minimalloc_C.1048576.csv": "lb",
+    "minimalloc_D.1048576.csv": 1_049_600,  # lower bound 986,112 is out of reach; the suite's packing: 1 MiB
+    "minimalloc_E.1048576.csv": "lb",
+    "minimalloc_F.1048576.csv": "lb",
+    "minimalloc_G.1048576.csv": "lb",
+    "minimalloc_H.1048576.csv": "lb",
+    "minimalloc_I.1048576.csv": "lb",
+    "minimalloc_J.1048576.csv": 1_043_456,  # lower bound 989,184 is out of reach; below the suite's 1 MiB
+    "minimalloc_K.1048576.csv": "lb",
+    "somas_resnet50.csv": "lb",
+    "iopddl_G_1.csv": "lb",
+}
+
+
+@pytest.mark.parametrize("name", sorted(REACHED))
+def test_shared_instance(name: str) -> None:
+    bufs = read_csv(DATA / name)
+    p = plan(bufs)
+    base = greedy_best_fit(bufs)
+    assert check_placement(bufs, p.offsets) == []
+    assert p.arena == _arena(bufs, p.offsets) <= base.arena
+    want = REACHED[name]
+    assert p.arena == (p.lower_bound if want == "lb" else want)
