@@ -130,8 +130,14 @@ def run_fixture(rule_file: Path, fixture: Path, rule_sets: dict[Path, RuleSet] |
         if pass_name:
             d = found.get(pass_name)
         elif len(found) > 1:
-            results.append(CaseResult(name, key, False, f"'{node}' is decided by {', '.join(sorted(found))}: write "
-                                      f"the expectation as '{node}@<pass>'"))
+            results.append(
+                CaseResult(
+                    name,
+                    key,
+                    False,
+                    f"'{node}' is decided by {', '.join(sorted(found))}: write the expectation as '{node}@<pass>'",
+                )
+            )
             covered.update((node, p) for p in found)
             continue
         else:
