@@ -24,11 +24,19 @@ CASES = [
 ]
 
 
+def _loadable(path: Path) -> bool:
+    try:
+        load_file(path)
+    except RulepassError:
+        return False  # broken YAML/JSON: the schema is never consulted
+    return True
+
+
+CASES = [c for c in CASES if _loadable(c[0])]
+
+
 @pytest.mark.parametrize(("path", "package", "schema"), CASES, ids=[str(c[0].relative_to(ROOT)) for c in CASES])
 def test_fast_and_full_schema_checks_agree(path: Path, package: str, schema: str) -> None:
-    try:
-        data = load_file(path).data
-    except RulepassError:
-        pytest.skip("not loadable as YAML/JSON: the schema is never consulted")
+    data = load_file(path).data
     full = Draft202012Validator(load_schema(package, schema)).is_valid(data)
     assert is_valid(data, package, schema) == full
