@@ -54,5 +54,5 @@ def build_model(graph: ComputeGraph, plan: MemoryPlan, streams: StreamPlan, task
 
 
 def dump_model(model: dict[str, Any]) -> str:
-    """Deterministic JSON text of a model."""
-    return json.dumps(model, indent=1, sort_keys=False) + "\n"
+    """Deterministic JSON text of a model (compact: the C encoder; `python -m json.tool` pretty-prints it)."""
+    return json.dumps(model, separators=(",", ":"), sort_keys=False) + "\n"

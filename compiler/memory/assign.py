@@ -29,6 +29,7 @@ from ...dsl.diagnostics import error
 from .. import formats
 from ..facts import attr_bool, attr_int, attr_ints, is_memory_type_special, is_subgraph_input, ref_input_index
 from ..ir import ATTR_PARENT_NODE_INDEX, ComputeGraph, Node, OutAnchor
+from ..streams import READY_BEFORE_RUN
 from .planner import Buffer, Placement, greedy_best_fit, plan
 
 MEM_ALIGN_SIZE = 512
@@ -100,7 +101,10 @@ class Schedule:
 def _frontiers(
     nodes: list[Node], step: dict[int, int], stream: dict[int, int], events: Sequence[tuple[Node, Node]]
 ) -> list[int]:
-    streams = sorted(set(stream.values()))
+    # Graph inputs, weights and variables run nothing: they are on no stream's queue, so they neither order nor
+    # delay anything (else a weight placed late in topological order would keep every feature map alive).
+    runs = [not (node.op.type in READY_BEFORE_RUN and node.graph.is_root) for node in nodes]
+    streams = sorted({stream[id(node)] for node, r in zip(nodes, runs, strict=True) if r})
     n = len(nodes)
     if len(streams) <= 1:
         return [i + 1 for i in range(n)]
@@ -109,9 +113,10 @@ def _frontiers(
     last_on: dict[int, int] = {}
     for i, node in enumerate(nodes):
         s = stream[id(node)]
-        if s in last_on:
-            succ[last_on[s]].append(i)
-        last_on[s] = i
+        if runs[i]:
+            if s in last_on:
+                succ[last_on[s]].append(i)
+            last_on[s] = i
         for peers in node.out_peers:
             succ[i].extend(step[id(a.node)] for a in peers if id(a.node) in step)
         succ[i].extend(step[id(c)] for c in node.control_out if id(c) in step)
@@ -121,7 +126,8 @@ def _frontiers(
         succ[step[id(a)]].append(step[id(b)])
     order_on: dict[int, list[int]] = {s: [] for s in streams}
     for i, node in enumerate(nodes):
-        order_on[stream[id(node)]].append(i)
+        if runs[i]:
+            order_on[stream[id(node)]].append(i)
     pos_on = {i: k for s in streams for k, i in enumerate(order_on[s])}
     inf = n
     # first[i][s]: position (on stream s) of the first node of s reachable from i (itself included).
@@ -129,7 +135,8 @@ def _frontiers(
     sidx = {s: k for k, s in enumerate(streams)}
     for i in range(n - 1, -1, -1):
         row = first[i]
-        row[sidx[stream[id(nodes[i])]]] = pos_on[i]
+        if runs[i]:
+            row[sidx[stream[id(nodes[i])]]] = pos_on[i]
         for j in succ[i]:
             if j > i:
                 rj = first[j]
@@ -139,6 +146,9 @@ def _frontiers(
     out = []
     for i in range(n):
         t = i + 1
+        if not runs[i]:
+            out.append(t)
+            continue
         for s, k in sidx.items():
             p = first[i][k]
             # every node of stream s before position p is not ordered after i

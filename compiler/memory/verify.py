@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .. import formats
 from ..facts import attr_bool, attr_int, is_subgraph_input, ref_input_index
 from ..ir import ATTR_PARENT_NODE_INDEX, ComputeGraph, Node, OutAnchor
+from ..streams import READY_BEFORE_RUN
 from .assign import MemoryPlan
 
 STRIDE = 512
@@ -172,21 +173,37 @@ def _contracts(graph: ComputeGraph, nodes: list[Node], plan: MemoryPlan, out: li
                         )
 
 
-def _happens_before(nodes: list[Node], events: Sequence[tuple[Node, Node]]) -> list[int] | None:
-    """Reachability bitsets (node i reaches j) when the graph has several streams; None for one stream."""
-    streams = {max(n.op.stream_id, 0) for n in nodes}
+def _happens_before(nodes: list[Node], events: Sequence[tuple[Node, Node]]) -> Callable[[int, int], bool] | None:
+    """`before(u, p)`: whether step u happens before step p (None for a single stream: then step order does).
+
+    Per node, the earliest position reachable on each stream (streams run their nodes in order, so reaching a
+    node reaches every later one on its stream): O(nodes x streams), not a bitset per node. Graph inputs,
+    weights and variables run nothing and sit on no stream.
+    """
+    index = {id(n): i for i, n in enumerate(nodes)}
+    runs = [not (n.op.type in READY_BEFORE_RUN and n.graph.is_root) for n in nodes]
+
+    def stream_of(n: Node) -> int:
+        if n.op.stream_id < 0 and n.graph.parent_node is not None:
+            return max(n.graph.parent_node.op.stream_id, 0)
+        return max(n.op.stream_id, 0)
+
+    streams = sorted({stream_of(n) for n, r in zip(nodes, runs, strict=True) if r})
     if len(streams) <= 1:
         return None
-    index = {id(n): i for i, n in enumerate(nodes)}
+    col = {s: k for k, s in enumerate(streams)}
     succ: list[set[int]] = [set() for _ in nodes]
     last: dict[int, int] = {}
+    position = [-1] * len(nodes)
+    count = dict.fromkeys(streams, 0)
     for i, n in enumerate(nodes):
-        s = max(n.op.stream_id, 0)
-        if n.op.stream_id < 0 and n.graph.parent_node is not None and id(n.graph.parent_node) in index:
-            s = max(n.graph.parent_node.op.stream_id, 0)
-        if s in last:
-            succ[last[s]].add(i)
-        last[s] = i
+        if runs[i]:
+            s = stream_of(n)
+            if s in last:
+                succ[last[s]].add(i)
+            last[s] = i
+            position[i] = count[s]
+            count[s] += 1
         for peers in n.out_peers:
             succ[i].update(index[id(a.node)] for a in peers if id(a.node) in index)
         succ[i].update(index[id(c)] for c in n.control_out if id(c) in index)
@@ -194,13 +211,24 @@ def _happens_before(nodes: list[Node], events: Sequence[tuple[Node, Node]]) -> l
             succ[i].update(index[id(m)] for m in sub.nodes_in_insertion_order() if id(m) in index)
     for a, b in events:
         succ[index[id(a)]].add(index[id(b)])
-    reach = [0] * len(nodes)
+    never = len(nodes)
+    earliest = [[never] * len(streams) for _ in nodes]
     for i in range(len(nodes) - 1, -1, -1):
-        r = 1 << i
+        row = earliest[i]
+        if runs[i]:
+            row[col[stream_of(nodes[i])]] = position[i]
         for j in succ[i]:
-            r |= reach[j]
-        reach[i] = r
-    return reach
+            other = earliest[j]
+            for k, v in enumerate(other):
+                if v < row[k]:
+                    row[k] = v
+
+    def before(u: int, p: int) -> bool:
+        if not runs[p]:
+            return True  # its value exists before the run
+        return u == p or earliest[u][col[stream_of(nodes[p])]] <= position[p]
+
+    return before
 
 
 def verify_plan(graph: ComputeGraph, plan: MemoryPlan, *, events: Sequence[tuple[Node, Node]] = ()) -> list[Violation]:
@@ -256,7 +284,7 @@ def verify_plan(graph: ComputeGraph, plan: MemoryPlan, *, events: Sequence[tuple
                     )
             active.append((lo, hi, tid))
     # 3. no overlap between groups that may be live together
-    reach = _happens_before(nodes, events)
+    before = _happens_before(nodes, events)
     last_step = len(nodes) - 1
     group_span: dict[str, list[int]] = {}  # root -> [first step, last step]
     group_uses: dict[str, set[int]] = {}
@@ -306,8 +334,8 @@ def verify_plan(graph: ComputeGraph, plan: MemoryPlan, *, events: Sequence[tuple
                     continue
                 a, b = group_span[og], group_span[g]
                 clash = a[1] >= b[0] and b[1] >= a[0]
-                if not clash and reach is not None:
-                    clash = not all(reach[u] >> pstep & 1 for u in group_uses[og] for pstep in group_prods[g])
+                if not clash and before is not None:
+                    clash = not all(before(u, pstep) for u in group_uses[og] for pstep in group_prods[g])
                 if clash:
                     out.append(
                         Violation(
