@@ -16,7 +16,7 @@ from typing import Any
 
 from . import ast
 from .check import Resolution
-from .rules import Binding, Check, Expr, GraphSkip, Rule
+from .rules import Binding, Check, GraphSkip, Rule
 
 DEFAULT_STEP_LIMIT = 1_000_000
 
@@ -421,8 +421,3 @@ def compile_rule(rule: Rule, res: Resolution, *, step_limit: int = DEFAULT_STEP_
     checks = comp_checks(rule.checks)
     actions = [c.action(a.node) for a in rule.actions]
     return CompiledRule(rule, res, skips, checks, actions, tuple(b.name for b in rule.lets), c.fns, step_limit)
-
-
-def expr_text(e: Expr, n: ast.Node) -> str:
-    """The source text of sub-expression `n` of `e`."""
-    return e.text[n.start : n.end]
