@@ -192,7 +192,7 @@ class CompileResult:
         return dict(sorted(out.items()))
 
 
-def _compile_graph(
+def compile_graph(
     graph: ComputeGraph,
     rules: RuleSet | None = None,
     *,
@@ -204,7 +204,32 @@ def _compile_graph(
     verify: bool = True,
     progress: Callable[[str], None] | None = None,
 ) -> CompileResult:
-    """The stages of compile_graph, in order (see there)."""
+    """Passes, streams, memory, tasks and the model, each stage timed; raises on bad input or an unsafe plan.
+
+    The cyclic garbage collector is paused meanwhile: a compile creates millions of long-lived objects and
+    frees almost none, so full collections would only walk the heap again and again (25-40% of the time on
+    100k-node graphs).
+    """
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _stages(graph, rules, level, disabled, threads, single_stream, options, verify, progress)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _stages(
+    graph: ComputeGraph,
+    rules: RuleSet | None,
+    level: str,
+    disabled: Iterable[str],
+    threads: int | None,
+    single_stream: bool,
+    options: dict[str, str] | None,
+    verify: bool,
+    progress: Callable[[str], None] | None,
+) -> CompileResult:
     seconds: dict[str, float] = {}
     say = progress or (lambda _stage: None)
 
@@ -230,43 +255,6 @@ def _compile_graph(
     tasks = timed("tasks", lambda: generate_tasks(graph, plan, streams, threads=threads, options=options))
     model = timed("model", lambda: build_model(graph, plan, streams, tasks))
     return CompileResult(graph, opt, memory, streams, tasks, model, seconds)
-
-
-def compile_graph(
-    graph: ComputeGraph,
-    rules: RuleSet | None = None,
-    *,
-    level: str = DEFAULT_LEVEL,
-    disabled: Iterable[str] = (),
-    threads: int | None = None,
-    single_stream: bool = False,
-    options: dict[str, str] | None = None,
-    verify: bool = True,
-    progress: Callable[[str], None] | None = None,
-) -> CompileResult:
-    """Passes, streams, memory, tasks and the model, each stage timed; raises on bad input or an unsafe plan.
-
-    The cyclic garbage collector is paused meanwhile: a compile creates millions of long-lived objects and
-    frees almost none, so full collections would only walk the heap again and again (25-40% of the time on
-    100k-node graphs).
-    """
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        return _compile_graph(
-            graph,
-            rules,
-            level=level,
-            disabled=disabled,
-            threads=threads,
-            single_stream=single_stream,
-            options=options,
-            verify=verify,
-            progress=progress,
-        )
-    finally:
-        if paused:
-            gc.enable()
 
 
 def _with_baseline(
