@@ -180,6 +180,8 @@ class Node:
 
     def subgraphs(self) -> list[ComputeGraph]:
         """The subgraphs this node owns, in instance-name order."""
+        if not self.op.subgraph_names:
+            return []
         root = self.graph.root
         return [root.subgraphs[n] for n in self.op.subgraph_names if n in root.subgraphs]
 
@@ -375,6 +377,8 @@ class ComputeGraph:
     def all_subgraphs(self) -> list[ComputeGraph]:
         """Every subgraph below this graph, parents before children, in owner topological order."""
         out: list[ComputeGraph] = []
+        if not self.root.subgraphs:
+            return out
         for node in self.topological_order():
             for sub in node.subgraphs():
                 out.append(sub)

@@ -8,7 +8,7 @@ recurses over the tree.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .diagnostics import Span
 from .yaml_source import YamlDoc
@@ -22,12 +22,19 @@ class ExprSource:
     doc: YamlDoc | None = None
     path: tuple[str | int, ...] = ()
     file: str = "<expr>"
+    offset: int = 0  # where the expression starts inside its YAML string (a part of a longer value)
+    _spans: dict[tuple[int, int], Span] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def span(self, start: int, end: int) -> Span:
-        """The file span of characters [start, end) of the expression."""
-        if self.doc is not None:
-            return self.doc.span_in_scalar(self.path, start, max(end - start, 1))
-        return Span(self.file, 1, start + 1, 1, max(end, start + 1))
+        """The file span of characters [start, end) of the expression (computed once per range)."""
+        got = self._spans.get((start, end))
+        if got is None:
+            if self.doc is not None:
+                got = self.doc.span_in_scalar(self.path, start + self.offset, max(end - start, 1))
+            else:
+                got = Span(self.file, 1, start + 1, 1, max(end, start + 1))
+            self._spans[(start, end)] = got
+        return got
 
 
 @dataclass(frozen=True, eq=False)

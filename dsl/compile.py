@@ -2,10 +2,14 @@
 
 Each AST node becomes one Python closure over an :class:`Env`; field reads and helper calls are bound to the
 catalogue's implementations at compile time, so evaluation does no name lookups. Evaluation is side-effect
-free until actions run, and bounded: every quantifier iteration and helper call costs a step, and a candidate
-that exceeds the step limit fails with a clear error. A runtime fault (a field of null, an index out of
-range, a helper that cannot answer) is an :class:`EvalError`: the check fails, as GE's failed asserts do.
-The closure of every node is kept, so the engine's explainer can re-evaluate any sub-expression.
+free until actions run, and bounded: every loop (quantifier, `for_each` group, `for` action) charges its
+collection's length to a step budget when it starts, and a candidate that exceeds the budget fails with a clear
+error. (The language has no recursion and helpers are total, so the work is at most the expression's size times
+the steps charged.) :mod:`.codegen` compiles the same AST into one generated function with exactly this
+accounting; the closures stay the reference, used by the explainer and for what the generated code declines.
+A runtime fault (a field of null, an index out of range, a helper that cannot answer) is an :class:`EvalError`:
+the check fails, as GE's failed asserts do. The closure of every node is kept, so the engine's explainer can
+re-evaluate any sub-expression.
 """
 
 from __future__ import annotations
@@ -40,11 +44,16 @@ class Env:
         self.steps = 0
         self.limit = limit
 
-    def tick(self) -> None:
-        """Spend one step of the budget."""
-        self.steps += 1
+    def charge(self, n: int) -> None:
+        """Spend `n` steps of the budget (a loop over `n` elements charges them when it starts)."""
+        self.steps += n
         if self.steps > self.limit:
-            raise EvalError(f"evaluation exceeded its budget of {self.limit} steps")
+            raise budget_error(self.limit)
+
+
+def budget_error(limit: int) -> EvalError:
+    """The error of an evaluation that exceeded its step budget."""
+    return EvalError(f"evaluation exceeded its budget of {limit} steps")
 
 
 Fn = Callable[[Env], Any]
@@ -100,6 +109,7 @@ class CompiledRule:
     lets: tuple[str, ...]
     fns: dict[int, Fn]
     step_limit: int = DEFAULT_STEP_LIMIT
+    fast: Any = None  # the generated decision function (codegen.FastRule), or None: closures only
 
     @property
     def name(self) -> str:
@@ -167,7 +177,6 @@ class _Compiler:
             fn, hname = helper.fn, helper.name
 
             def call(env: Env) -> Any:
-                env.tick()
                 vals = [a(env) for a in args]
                 try:
                     return fn(*vals)
@@ -307,12 +316,12 @@ class _Compiler:
             c = coll(env)
             if c is None:
                 raise EvalError(f"{kind}() over null", n)
+            env.charge(len(c))
             return c  # type: ignore[no-any-return]
 
         def each(env: Env) -> Any:
             vs = env.vars
             for x in items(env):
-                env.tick()
                 vs[var] = x
                 if where is not None and not where(env):
                     continue
@@ -364,10 +373,10 @@ class _Compiler:
                 c = coll(env)
                 if c is None:
                     raise EvalError("'for' over null", n)
+                env.charge(len(c))
                 prev = saved(env.vars, var)
                 try:
                     for x in c:
-                        env.tick()
                         env.vars[var] = x
                         if where is None or where(env):
                             body(env, out)
@@ -388,8 +397,10 @@ class _Compiler:
         return set_
 
 
-def compile_rule(rule: Rule, res: Resolution, *, step_limit: int = DEFAULT_STEP_LIMIT) -> CompiledRule:
-    """Compile a checked rule into closures."""
+def compile_rule(
+    rule: Rule, res: Resolution, *, step_limit: int = DEFAULT_STEP_LIMIT, generate: bool = True
+) -> CompiledRule:
+    """Compile a checked rule into closures and, unless `generate` is false, its generated decision function."""
     c = _Compiler(res)
 
     def comp_checks(checks: Sequence[Check]) -> list[CompiledCheck]:
@@ -420,4 +431,9 @@ def compile_rule(rule: Rule, res: Resolution, *, step_limit: int = DEFAULT_STEP_
     skips = [(s, c.expr(s.when.node)) for s in rule.skip_graph]
     checks = comp_checks(rule.checks)
     actions = [c.action(a.node) for a in rule.actions]
-    return CompiledRule(rule, res, skips, checks, actions, tuple(b.name for b in rule.lets), c.fns, step_limit)
+    out = CompiledRule(rule, res, skips, checks, actions, tuple(b.name for b in rule.lets), c.fns, step_limit)
+    if generate:
+        from .codegen import generate_rule  # codegen builds on this module's compiled checks
+
+        out.fast = generate_rule(out)
+    return out

@@ -113,7 +113,7 @@ class _Reader:
         self, path: list[str | int], *, action: bool = False, text: str | None = None, offset: int = 0
     ) -> Expr | None:
         raw = text if text is not None else self.doc.value_at(path)
-        src = _OffsetSource(raw, self.doc, tuple(path), self.doc.source.name, offset)
+        src = ast.ExprSource(raw, self.doc, tuple(path), self.doc.source.name, offset)
         try:
             node = parse_action(raw, src) if action else parse_expr(raw, src)
         except RulepassError as exc:
@@ -207,18 +207,6 @@ class _Reader:
             checks=tuple(c for c in checks if c is not None),
             actions=tuple(a for a in actions if a is not None),
         )
-
-
-@dataclass(frozen=True)
-class _OffsetSource(ast.ExprSource):
-    """An expression that is a part of a YAML string, starting `offset` characters in."""
-
-    offset: int = 0
-
-    def span(self, start: int, end: int) -> Span:
-        if self.doc is not None:
-            return self.doc.span_in_scalar(self.path, start + self.offset, max(end - start, 1))
-        return super().span(start, end)
 
 
 def read_rule_doc(doc: YamlDoc) -> tuple[RuleFile | None, list[Diagnostic]]:

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..dsl.catalogue import Catalogue
-from ..dsl.compile import CompiledCheck, CompiledRule, Effect, Env, EvalError, restore, saved
+from ..dsl.codegen import FAULT, OVER_BUDGET, FastRule
+from ..dsl.compile import CompiledCheck, CompiledRule, Effect, Env, EvalError, budget_error, restore, saved
 from .decisions import Decision, Reason, RuleStats, TraceEntry
 from .explain import Explainer
 
@@ -178,10 +179,18 @@ class Engine:
         env = Env(dict(self.access.bindings(graph, node)), rule.step_limit)
         entries: list[TraceEntry] | None = [] if trace else None
         miss: _Miss | None = None
-        for cc in rule.checks:
-            miss = self._check(rule, cc, env, (), (), entries)
-            if miss is not None:
-                break
+        fast: FastRule | None = rule.fast
+        if fast is not None and entries is None:
+            got = fast.fn(env.vars, 0)
+            if got.__class__ is int:
+                env.steps = got  # type: ignore[assignment]
+            else:
+                miss = self._fast_miss(rule, fast, got, env.vars)  # type: ignore[arg-type]
+        else:
+            for cc in rule.checks:
+                miss = self._check(rule, cc, env, (), (), entries)
+                if miss is not None:
+                    break
         gname, nname, otype = self.access.graph_name(graph), self.access.node_name(node), self.access.op_type(node)
         if miss is not None:
             return self._miss_decision(rule, miss, gname, nname, otype, dry_run, entries)
@@ -210,6 +219,39 @@ class Engine:
             for setter, target, attr, value in effects:
                 setter(target, attr, value)
         return Decision(rule.name, gname, nname, otype, True, dry_run=dry_run, trace=tuple(entries or ()))
+
+    def _fast_miss(
+        self, rule: CompiledRule, fast: FastRule, got: tuple[int, int, int, tuple[Any, ...]], roots: dict[str, Any]
+    ) -> _Miss:
+        """The miss the generated function located, as `_check` would have recorded it."""
+        k, how, steps, values = got
+        site = fast.sites[k]
+        ex = self.explainer(rule)
+        vs = dict(roots)
+        elements = []
+        for g, v in zip(site.groups, values, strict=True):
+            var = g.check.var
+            assert var is not None and g.check.coll is not None
+            vs[var] = v
+            elements.append(ex.describe_element(var, v, self._elem_type(rule, g)))
+        if how == OVER_BUDGET:
+            return _Miss(site.check, site.path, tuple(elements), vs, budget_error(rule.step_limit))
+        if how != FAULT:
+            return _Miss(site.check, site.path, tuple(elements), vs)
+        # a fault: the closures re-run this one check to give the exact error (with no budget left to exceed,
+        # since the generated code stayed within it)
+        env = Env(vs, 1 << 62)
+        env.steps = steps
+        miss = self._check(rule, site.check, env, site.path[:-1], tuple(elements), None)
+        if miss is None or miss.error is None:  # pragma: no cover - the two compilations disagree
+            raise AssertionError(f"{rule.name}: generated code and closures disagree at {'/'.join(site.path)}")
+        return miss
+
+    @staticmethod
+    def _elem_type(rule: CompiledRule, cc: CompiledCheck) -> Any:
+        assert cc.check.coll is not None
+        t = rule.res.type_of(cc.check.coll.node)
+        return t.elem if t.is_list and t.elem is not None else t
 
     def _check(
         self,
@@ -256,15 +298,14 @@ class Engine:
             items = cc.coll(env)
             if items is None:
                 raise EvalError(f"for_each over null (`{c.coll.text}`)")
+            env.charge(len(items))
         except EvalError as exc:
             return _Miss(cc, here, elements, dict(vs), exc)
-        elem_t = rule.res.type_of(c.coll.node)
-        elem_t = elem_t.elem if elem_t.is_list and elem_t.elem is not None else elem_t
+        elem_t = self._elem_type(rule, cc)
         ex = self.explainer(rule)
         prev = saved(vs, c.var)
         try:
             for x in items:
-                env.tick()
                 vs[c.var] = x
                 if cc.where is not None:
                     try:

@@ -8,14 +8,19 @@ language's semantics independently of the GE domain.
 from __future__ import annotations
 
 import builtins
+import io
 import json
+import keyword
+import re
+import tokenize
 from typing import Any
 
 import pytest
-from rulepass.dsl import ast
+from rulepass.dsl import ast, codegen
 from rulepass.dsl.builtins import builtin_catalogue
 from rulepass.dsl.catalogue import Catalogue
 from rulepass.dsl.check import check_rule
+from rulepass.dsl.codegen import generate_expr
 from rulepass.dsl.compile import CompiledRule, Env, EvalError, compile_rule
 from rulepass.dsl.diagnostics import Diagnostic, RulepassError
 from rulepass.dsl.parse import parse_action, parse_expr
@@ -102,11 +107,26 @@ def errors_of(value: str, lets: dict[str, str] | None = None) -> list[str]:
 
 
 def ev(value: str, lets: dict[str, str] | None = None, limit: int = LIMIT, **vars: Any) -> Any:
-    """Check, compile and evaluate `value`; checker errors fail the test."""
+    """Check, compile and evaluate `value`; checker errors fail the test.
+
+    Evaluates with the closures and with the generated code (dsl/codegen.py) and insists they agree: the same
+    value, or a fault in the generated code exactly where the closures raise an EvalError.
+    """
     rule, compiled, diags = checked(rule_text(value, lets))
     assert compiled is not None, [d.headline() for d in diags]
-    fn = compiled.fns[id(rule.lets[-1].expr.node)]
-    return fn(Env({**ROOTS, **vars}, limit))
+    node = rule.lets[-1].expr.node
+    fn = compiled.fns[id(node)]
+    gen = generate_expr(node, compiled.res, limit)
+    assert gen is not None
+    try:
+        want = fn(Env({**ROOTS, **vars}, limit))
+    except EvalError:
+        with pytest.raises(Exception):  # noqa: B017 - the generated code reports where, not what
+            gen({**ROOTS, **vars}, 0)
+        raise
+    got = gen({**ROOTS, **vars}, 0)
+    assert got == want and type(got) is type(want), (value, got, want)
+    return want
 
 
 # ---- parsing -------------------------------------------------------------------------------------------------
@@ -291,16 +311,16 @@ def test_quantifier_variable_does_not_leak() -> None:
 def test_lazy_let_is_evaluated_at_most_once() -> None:
     CALLS.clear()
     assert ev("p + p + p", {"p": "probe(n)"}) == 15
-    assert CALLS == [5]
+    assert CALLS == [5, 5]  # once by the closures, once by the generated code
     CALLS.clear()
     assert ev("false and p > 0", {"p": "probe(n)"}) is False
     assert CALLS == []
     CALLS.clear()
     assert ev("all(x in xs: p > 0)", {"p": "probe(n)"}) is True
-    assert CALLS == [5]
+    assert CALLS == [5, 5]
     CALLS.clear()
     assert ev("q * 2", {"p": "probe(n)", "q": "p + p"}) == 20
-    assert CALLS == [5]
+    assert CALLS == [5, 5]
 
 
 # ---- runtime faults ----------------------------------------------------------------------------------------
@@ -415,12 +435,48 @@ def test_no_user_text_reaches_eval_or_exec(monkeypatch: pytest.MonkeyPatch) -> N
     def forbidden(*args: object, **kwargs: object) -> None:
         raise AssertionError("eval/exec called")
 
+    sources: list[str] = []
+    real_compile = builtins.compile
+
+    def recorded(source: str, *args: Any, **kwargs: Any) -> Any:
+        sources.append(source)
+        return real_compile(source, *args, **kwargs)
+
     monkeypatch.setattr(builtins, "eval", forbidden)
-    monkeypatch.setattr(builtins, "exec", forbidden)
+    monkeypatch.setattr(builtins, "compile", recorded)
     assert ev('\'__import__("os").system("true")\'') == '__import__("os").system("true")'
     assert ev("count(x in xs where x > 2: 'exec' in s) + len(s)") == 16
+    # the generated code (the one use of compile/exec) holds none of the rule's text: no string literal, no
+    # name but the templates' own
+    assert len(sources) == 4  # per evaluation: the rule and the expression
+    for src in sources:
+        assert_template_only(src)
     assert errors_of("__import__('os').system('true')") == ["unknown helper '__import__'", "unknown helper 'system'"]
     assert errors_of("eval('1')") == ["unknown helper 'eval'"]
+
+
+TEMPLATE_NAMES = {"_factory", "fast", "K", "R", "s", "_F", "_B", "_U", *codegen._BUILTINS}
+
+
+def assert_template_only(src: str) -> None:
+    """Every token of generated source is the templates' own: generated names, indices, keywords, operators."""
+    for tok in tokenize.generate_tokens(io.StringIO(src).readline):
+        if tok.type == tokenize.NAME:
+            ok = keyword.iskeyword(tok.string) or tok.string in TEMPLATE_NAMES
+            assert ok or re.fullmatch(r"[tkmvrh]\d+", tok.string), tok
+        elif tok.type == tokenize.NUMBER:
+            assert tok.string.isdigit(), tok
+        else:
+            assert tok.type not in (tokenize.STRING, tokenize.ERRORTOKEN), tok
+
+
+def test_generated_code_of_the_bundled_rules_is_template_only() -> None:
+    from rulepass.api import load_rules
+
+    rules = load_rules().rules
+    assert all(r.fast is not None for r in rules)
+    for r in rules:
+        assert_template_only(r.fast.source)
 
 
 def test_let_quantifier_reusing_an_enclosing_variable_name() -> None:

@@ -1,0 +1,418 @@
+"""Checked rules -> one generated Python function per rule that decides a candidate (the engine's fast path).
+
+The closures of :mod:`.compile` call one Python function per AST node and keep every variable in a dict; that
+costs ten times what the same checks cost written by hand. This module compiles the same typed AST into the
+source of one plain function per rule (statements, local variables, `for` loops with `break` for the
+quantifiers, short-circuits as `if` blocks), compiles it with Python's `compile` and keeps it beside the
+closures. The closures stay the reference: the explainer uses them, and the engine falls back to them to
+reproduce an error exactly.
+
+**No user text is executed.** The generated source is assembled from fixed templates only: every variable is
+a generated identifier (`v3`, `m7`, `t12`), and every value that came from the rule file (literals, field
+readers, helpers, root names) reaches the function as an element of a constant tuple, never as source text.
+The source namespace holds only the handful of builtins the templates use.
+
+**Same semantics as the closures**, decision for decision: the same evaluation order and short circuits, `let`
+bindings evaluated lazily on first use and memoised for the same scope (rule lets for the candidate, a check's
+lets for one evaluation of that check, a group's lets per element), the same step budget (every loop charges
+its collection's length when it starts). A runtime fault (a field of null, an index out of range, a helper
+that raises) is not formatted here: the function reports *where* the candidate stopped, and the engine re-runs
+that one check with the closures to obtain the exact :class:`~.compile.EvalError`.
+
+The generated function takes the root bindings (a dict) and the steps already spent, and returns the steps
+spent when every check passes, or a :data:`Miss` tuple `(site, how, steps, group_values)`: `site` indexes
+:attr:`FastRule.sites`, `how` is :data:`FAILED`, :data:`FAULT` or :data:`OVER_BUDGET`, `group_values` are the
+elements bound by the enclosing `for_each` groups, outermost first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from . import ast
+from .check import Resolution
+from .compile import CompiledCheck, CompiledRule, _hashable
+from .rules import Binding
+
+# the generated code of one rule may not exceed this many lines (lazy `let`s are inlined at every use); a rule
+# over it runs on the closures alone
+MAX_LINES = 20_000
+
+# how a candidate stopped at a site
+FAILED = 0  # the check's condition did not hold
+FAULT = 1  # evaluating it raised (the closures give the exact error)
+OVER_BUDGET = 2  # a loop would have exceeded the step budget
+
+Miss = tuple[int, int, int, tuple[Any, ...]]
+FastFn = Callable[[dict[str, Any], int], "int | Miss"]
+
+
+class _Fault(Exception):
+    """Raised by generated code where the closures raise an EvalError (the engine re-runs them for the text)."""
+
+
+class _Budget(Exception):
+    """Raised by generated code when a loop would exceed the step budget."""
+
+
+class _Declined(Exception):
+    """The rule is too large to generate; it runs on the closures."""
+
+
+@dataclass(frozen=True)
+class Site:
+    """A place where a candidate can stop: a check, its check path, and the groups whose elements are bound."""
+
+    check: CompiledCheck
+    path: tuple[str, ...]
+    groups: tuple[CompiledCheck, ...]
+
+
+@dataclass(frozen=True)
+class FastRule:
+    """A rule's generated decision function and the sites its misses refer to."""
+
+    fn: FastFn
+    sites: tuple[Site, ...]
+    source: str
+
+
+def _add(x: Any, y: Any) -> Any:
+    return list(x) + list(y) if isinstance(x, (list, tuple)) else x + y
+
+
+def _slice(o: Any, a: Any, b: Any) -> Any:
+    if o is None:
+        raise _Fault
+    a = 0 if a is None else a
+    b = len(o) if b is None else b
+    if a < 0 or b < 0:
+        raise _Fault
+    return list(o[a:b]) if not isinstance(o, str) else o[a:b]
+
+
+def _distinct_add(hashed: set[Any], seen: list[Any], v: Any) -> None:
+    k = _hashable(v)
+    try:
+        hashed.add(k)
+    except TypeError:
+        if k not in seen:
+            seen.append(k)
+
+
+_UNSET: Any = object()
+_BUILTINS: dict[str, Any] = {
+    "len": len,
+    "bool": bool,
+    "isinstance": isinstance,
+    "int": int,
+    "set": set,
+    "Exception": Exception,
+}
+_NUMERIC = ("int", "float", "bool")
+_ARITH = {"-": "-", "*": "*", "/": "/", "//": "//", "%": "%"}
+_ORDER = ("<", "<=", ">", ">=")
+
+
+class _Gen:
+    """Emits the statements of one function; `expr` returns the name holding a node's value."""
+
+    def __init__(self, res: Resolution, step_limit: int) -> None:
+        self.res = res
+        self.limit = step_limit
+        self.consts: list[Any] = []
+        self.const_ids: dict[int, str] = {}
+        self.lines: list[str] = []
+        self.depth = 1
+        self.counter = 0
+        self.vars: dict[str, str] = {}  # names in scope (roots, loop variables) -> their local
+        self.roots: dict[str, str] = {}  # root names read -> their local
+        self.memo: dict[int, str] = {}  # id(let binding) -> its memo local
+        self.sites: list[Site] = []
+
+    # ---- emission ------------------------------------------------------------------------------------------
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.depth + line)
+        if len(self.lines) > MAX_LINES:
+            raise _Declined
+
+    def fresh(self, prefix: str = "t") -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def const(self, value: Any) -> str:
+        """The local bound to `value` (a literal from the rule, a field reader, a helper, ...)."""
+        if value is None or isinstance(value, bool):
+            return repr(value)  # None / True / False: the template's own words, not the rule's
+        key = id(value)
+        name = self.const_ids.get(key)
+        if name is None:
+            name = self.const_ids[key] = f"k{len(self.consts)}"
+            self.consts.append(value)
+        return name
+
+    def indent(self) -> _Indent:
+        return _Indent(self)
+
+    # ---- names ---------------------------------------------------------------------------------------------
+    def bind_var(self, name: str) -> tuple[str, str | None]:
+        """A fresh local for loop variable `name`; returns it and the binding it hides (restored by `unbind`)."""
+        local = self.fresh("v")
+        prev = self.vars.get(name)
+        self.vars[name] = local
+        return local, prev
+
+    def unbind(self, name: str, prev: str | None) -> None:
+        if prev is None:
+            self.vars.pop(name, None)
+        else:
+            self.vars[name] = prev
+
+    def reset_lets(self, lets: Sequence[Binding]) -> None:
+        """Start a new scope for `lets`: each is computed again on its first use."""
+        for b in lets:
+            self.emit(f"{self.let_local(b)} = _U")
+
+    def let_local(self, b: Binding) -> str:
+        name = self.memo.get(id(b))
+        if name is None:
+            name = self.memo[id(b)] = self.fresh("m")
+        return name
+
+    # ---- expressions ---------------------------------------------------------------------------------------
+    def expr(self, n: ast.Node) -> str:
+        """Emit the statements computing `n`; the returned local (or constant) holds its value."""
+        if isinstance(n, ast.Lit):
+            return self.const(n.value)
+        if isinstance(n, ast.Name):
+            binding = self.res.let_refs.get(id(n))
+            if binding is not None:
+                m = self.let_local(binding)
+                self.emit(f"if {m} is _U:")
+                with self.indent():
+                    v = self.expr(binding.expr.node)
+                    self.emit(f"{m} = {v}")
+                return m
+            local = self.vars.get(n.id)
+            if local is None:
+                local = self.roots.get(n.id)
+                if local is None:
+                    local = self.roots[n.id] = self.fresh("r")
+            return local
+        t = self.fresh()
+        if isinstance(n, ast.Attr):
+            o = self.expr(n.obj)
+            self.emit(f"if {o} is None: raise _F")
+            self.emit(f"{t} = {self.const(self.res.fields[id(n)].get)}({o})")
+        elif isinstance(n, ast.Call):
+            args = [self.expr(a) for a in ((n.receiver,) if n.receiver is not None else ()) + n.args]
+            self.emit(f"{t} = {self.const(self.res.helpers[id(n)].fn)}({', '.join(args)})")
+        elif isinstance(n, ast.Unary):
+            o = self.expr(n.operand)
+            self.emit(f"{t} = not {o}" if n.op == "not" else f"{t} = -{o}")
+        elif isinstance(n, ast.BoolOp):
+            self.boolop(n, t)
+        elif isinstance(n, ast.Compare):
+            self.compare(n, t)
+        elif isinstance(n, ast.Arith):
+            a, b = self.expr(n.left), self.expr(n.right)
+            self.emit(f"if {a} is None or {b} is None: raise _F")
+            if n.op != "+":
+                self.emit(f"{t} = {a} {_ARITH[n.op]} {b}")
+            elif self.res.type_of(n.left).name in _NUMERIC:
+                self.emit(f"{t} = {a} + {b}")
+            else:
+                self.emit(f"{t} = {self.const(_add)}({a}, {b})")
+        elif isinstance(n, ast.IfElse):
+            c = self.expr(n.cond)
+            self.emit(f"if {c}:")
+            with self.indent():
+                self.emit(f"{t} = {self.expr(n.then)}")
+            self.emit("else:")
+            with self.indent():
+                self.emit(f"{t} = {self.expr(n.else_)}")
+        elif isinstance(n, ast.Quant):
+            self.quant(n, t)
+        elif isinstance(n, ast.ListLit):
+            self.emit(f"{t} = [{', '.join(self.expr(i) for i in n.items)}]")
+        elif isinstance(n, ast.Index):
+            o, i = self.expr(n.obj), self.expr(n.index)
+            self.emit(f"if {o} is None or not isinstance({i}, int) or not 0 <= {i} < len({o}): raise _F")
+            self.emit(f"{t} = {o}[{i}]")
+        elif isinstance(n, ast.Slice):
+            o = self.expr(n.obj)
+            lo = self.expr(n.lo) if n.lo is not None else "None"
+            hi = self.expr(n.hi) if n.hi is not None else "None"
+            self.emit(f"{t} = {self.const(_slice)}({o}, {lo}, {hi})")
+        else:  # pragma: no cover - the parser makes no other node
+            raise AssertionError(f"unexpected node {type(n).__name__}")
+        return t
+
+    def boolop(self, n: ast.BoolOp, t: str) -> None:
+        first, *rest = n.operands
+        self.emit(f"{t} = bool({self.expr(first)})")
+        opened = 0
+        for op in rest:
+            self.emit(f"if {t}:" if n.op == "and" else f"if not {t}:")
+            self.depth += 1
+            opened += 1
+            self.emit(f"{t} = bool({self.expr(op)})")
+        self.depth -= opened
+
+    def compare(self, n: ast.Compare, t: str) -> None:
+        a, b = self.expr(n.left), self.expr(n.right)
+        if n.op in ("==", "!="):
+            self.emit(f"{t} = {a} {n.op} {b}")
+        elif n.op in ("in", "not in"):
+            self.emit(f"if {b} is None: raise _F")
+            self.emit(f"{t} = {a} {n.op} {b}")
+        else:
+            assert n.op in _ORDER
+            self.emit(f"{t} = bool({a} {n.op} {b})")
+
+    def loop_head(self, coll: str, var_local: str) -> None:
+        """`for` over `coll`, null refused and its length charged to the budget."""
+        self.emit(f"if {coll} is None: raise _F")
+        self.emit(f"s += len({coll})")
+        self.emit(f"if s > {self.const(self.limit)}: raise _B")
+        self.emit(f"for {var_local} in {coll}:")
+
+    def quant(self, n: ast.Quant, t: str) -> None:
+        c = self.expr(n.coll)
+        start = {"all": "True", "any": "False", "none": "True", "count": "0"}.get(n.kind)
+        if start is None:  # distinct
+            hashed, seen = self.fresh("h"), self.fresh("h")
+            self.emit(f"{hashed} = set()")
+            self.emit(f"{seen} = []")
+        else:
+            self.emit(f"{t} = {start}")
+        local, prev = self.bind_var(n.var)
+        self.loop_head(c, local)
+        with self.indent():
+            if n.where is not None:
+                self.emit(f"if not {self.expr(n.where)}: continue")
+            b = self.expr(n.body)
+            if n.kind == "all":
+                self.emit(f"if not {b}:")
+                with self.indent():
+                    self.emit(f"{t} = False")
+                    self.emit("break")
+            elif n.kind in ("any", "none"):
+                self.emit(f"if {b}:")
+                with self.indent():
+                    self.emit(f"{t} = {n.kind == 'any'}")
+                    self.emit("break")
+            elif n.kind == "count":
+                self.emit(f"if {b}: {t} += 1")
+            else:
+                self.emit(f"{self.const(_distinct_add)}({hashed}, {seen}, {b})")
+        self.unbind(n.var, prev)
+        if start is None:
+            self.emit(f"{t} = len({hashed}) + len({seen})")
+
+    def catch(self, k: int, vals: str) -> None:
+        """The handlers closing a `try:` around site `k`'s evaluation."""
+        if self.lines[-1].strip() == "try:":  # nothing to evaluate (a literal, a variable already bound)
+            with self.indent():
+                self.emit("pass")
+        self.emit("except _B:")
+        with self.indent():
+            self.emit(f"return ({k}, {OVER_BUDGET}, s, {vals})")
+        self.emit("except Exception:")
+        with self.indent():
+            self.emit(f"return ({k}, {FAULT}, s, {vals})")
+
+    # ---- checks --------------------------------------------------------------------------------------------
+    def site(self, cc: CompiledCheck, path: tuple[str, ...], groups: tuple[CompiledCheck, ...]) -> int:
+        self.sites.append(Site(cc, path, groups))
+        return len(self.sites) - 1
+
+    def checks(self, ccs: Sequence[CompiledCheck], path: tuple[str, ...], groups: tuple[CompiledCheck, ...]) -> None:
+        vals = "(" + "".join(f"{self.vars[g.check.var or '_']}, " for g in groups) + ")"
+        for cc in ccs:
+            c = cc.check
+            here = (*path, c.name)
+            k = self.site(cc, here, groups)
+            self.reset_lets(c.lets)
+            if cc.fn is not None:
+                assert c.expr is not None
+                self.emit("try:")
+                with self.indent():
+                    v = self.expr(c.expr.node)
+                self.catch(k, vals)
+                self.emit(f"if {'not ' if c.kind == 'require' else ''}{v}:")
+                with self.indent():
+                    self.emit(f"return ({k}, {FAILED}, s, {vals})")
+                continue
+            assert c.coll is not None and c.var is not None
+            self.emit("try:")
+            with self.indent():
+                items = self.expr(c.coll.node)
+                self.emit(f"if {items} is None: raise _F")
+                self.emit(f"s += len({items})")
+                self.emit(f"if s > {self.const(self.limit)}: raise _B")
+            self.catch(k, vals)
+            local, prev = self.bind_var(c.var)
+            self.emit(f"for {local} in {items}:")
+            with self.indent():
+                self.reset_lets(c.lets)
+                if c.where is not None:
+                    self.emit("try:")
+                    with self.indent():
+                        w = self.expr(c.where.node)
+                    self.catch(k, vals)
+                    self.emit(f"if not {w}: continue")
+                self.checks(cc.subs, here, (*groups, cc))
+            self.unbind(c.var, prev)
+
+
+class _Indent:
+    def __init__(self, gen: _Gen) -> None:
+        self.gen = gen
+
+    def __enter__(self) -> None:
+        self.gen.depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        self.gen.depth -= 1
+
+
+def _build(gen: _Gen, returns: str, init_lets: bool = False) -> tuple[Callable[..., Any], str]:
+    """Wrap the body in a factory binding the constants, compile it and return the function and its source."""
+    load = [f"        {local} = R[{gen.const(name)}]" for name, local in gen.roots.items()]
+    if init_lets:
+        load += [f"        {m} = _U" for m in gen.memo.values()]
+    head = ["def _factory(K):", *(f"    k{i} = K[{i}]" for i in range(len(gen.consts))), "    def fast(R, s):"]
+    body = ["    " + line for line in gen.lines]
+    src = "\n".join([*head, *load, *body, f"        return {returns}", "    return fast", ""])
+    namespace: dict[str, Any] = {"__builtins__": dict(_BUILTINS), "_F": _Fault, "_B": _Budget, "_U": _UNSET}
+    exec(compile(src, "<rulepass generated rule>", "exec"), namespace)  # generated from templates only (see above)
+    return namespace["_factory"](tuple(gen.consts)), src
+
+
+def generate_rule(rule: CompiledRule) -> FastRule | None:
+    """The rule's generated decision function, or None when the rule is too large to generate."""
+    gen = _Gen(rule.res, rule.step_limit)
+    try:
+        gen.reset_lets(rule.rule.lets)
+        gen.checks(rule.checks, (), ())
+    except _Declined:
+        return None
+    fn, src = _build(gen, "s")
+    return FastRule(fn, tuple(gen.sites), src)
+
+
+def generate_expr(node: ast.Node, res: Resolution, step_limit: int) -> Callable[[dict[str, Any], int], Any] | None:
+    """One expression as a generated function of (bindings, steps) returning its value (for tests and tools).
+
+    A fault raises :class:`_Fault`; the closures of :mod:`.compile` give the error its text.
+    """
+    gen = _Gen(res, step_limit)
+    try:
+        v = gen.expr(node)
+    except _Declined:
+        return None
+    fn, _ = _build(gen, v, init_lets=True)
+    return fn
