@@ -59,8 +59,16 @@ _PUBLIC_FORMATS = frozenset(
 )
 
 
+_UNKNOWN: Any = object()
+
+
 # ---- typed attribute reads (GE's AttrUtils: absent or wrongly typed -> the default) --------------------------
 def _attrs(holder: Any) -> dict[str, AttrValue]:
+    cls = holder.__class__
+    if cls is Node:  # the common cases first, without isinstance
+        return holder.op.attrs  # type: ignore[no-any-return]
+    if cls is TensorDesc or cls is ComputeGraph:
+        return holder.attrs  # type: ignore[no-any-return]
     if isinstance(holder, Node):
         return holder.op.attrs
     if isinstance(holder, (TensorDesc, ComputeGraph)):
@@ -71,7 +79,7 @@ def _attrs(holder: Any) -> dict[str, AttrValue]:
 def attr_bool(holder: Any, name: str, default: bool = False) -> bool:
     """GE's AttrUtils::GetBool with a default."""
     v = _attrs(holder).get(name)
-    return v if isinstance(v, bool) else default
+    return v if v.__class__ is bool else default  # type: ignore[return-value]
 
 
 def attr_int(holder: Any, name: str, default: int = 0) -> int:
@@ -125,21 +133,28 @@ def ref_input_index(out: OutAnchor) -> int:
     """GE's GraphUtils::IsRefFromInput: the input an output reuses, or -1 (spec §2.5)."""
     node = out.node
     op = node.op
-    if op.type in _PASS_THROUGH_TYPES or is_subgraph_input(node):
-        return out.index
-    if op.type in ("Merge", "Reshape") and out.index == 0:
+    attrs = op.attrs
+    index = out.index
+    if op.type in _PASS_THROUGH_TYPES or (
+        node.graph.parent_node is not None and ATTR_PARENT_NODE_INDEX in attrs and is_subgraph_input(node)
+    ):
+        return index
+    if index == 0 and op.type in ("Merge", "Reshape"):
         return 0
-    if attr_bool(node, "reference"):
-        out_name = op.output_names[out.index] if out.index < len(op.output_names) else ""
+    if attrs and attrs.get("reference") is True:
+        out_name = op.output_names[index] if index < len(op.output_names) else ""
         for k, in_name in enumerate(op.input_names):
             if in_name == out_name:
                 return k
-    desc = out.desc
-    if attr_bool(desc, DESC_REUSE_INPUT):
-        return attr_int(desc, DESC_REUSE_INPUT_INDEX, 0)
+    dattrs = op.output_descs[index].attrs
+    if dattrs and dattrs.get(DESC_REUSE_INPUT) is True:
+        v = dattrs.get(DESC_REUSE_INPUT_INDEX, 0)
+        return v if isinstance(v, int) and not isinstance(v, bool) else 0
     if (
-        attr_bool(node, "_no_padding_continuous_input") or attr_bool(node, "_no_padding_continuous_output")
-    ) and attr_bool(node, "_output_reuse_input"):
+        attrs
+        and attrs.get("_output_reuse_input") is True
+        and (attrs.get("_no_padding_continuous_input") is True or attrs.get("_no_padding_continuous_output") is True)
+    ):
         return 0
     return -1
 
@@ -191,15 +206,28 @@ def reshape_mask(desc: TensorDesc) -> int:
     return attr_int(desc, "_reshape_type_mask", 0)
 
 
+# GetAlignedShape and TransferDims depend on the origin shape through its rank only: one entry per
+# (origin format, format, rank, dtype, mask), as GE's tables are
+_ALIGNED: dict[tuple[str, str, int, str, int], tuple[int, ...] | None] = {}
+_AXIS_MAPS: dict[tuple[str, str, int, int], formats.AxisMap | None] = {}
+
+
 def aligned_shape(desc: TensorDesc) -> list[int] | None:
     """GetAlignedShape for a desc (origin format -> format, origin shape, dtype, mask); null where GE fails."""
-    a = formats.get_aligned_shape(desc.origin_format, desc.format, desc.origin_shape, desc.dtype, reshape_mask(desc))
+    key = (desc.origin_format, desc.format, len(desc.origin_shape), desc.dtype, reshape_mask(desc))
+    a = _ALIGNED.get(key, _UNKNOWN)
+    if a is _UNKNOWN:
+        a = _ALIGNED[key] = formats.get_aligned_shape(key[0], key[1], (1,) * key[2], key[3], key[4])
     return list(a) if a is not None else None
 
 
 def axis_map(desc: TensorDesc) -> formats.AxisMap | None:
     """TransferDims for a desc; null where GE fails."""
-    return formats.transfer_dims(desc.origin_format, desc.format, desc.origin_shape, reshape_mask(desc))
+    key = (desc.origin_format, desc.format, len(desc.origin_shape), reshape_mask(desc))
+    m = _AXIS_MAPS.get(key, _UNKNOWN)
+    if m is _UNKNOWN:
+        m = _AXIS_MAPS[key] = formats.transfer_dims(key[0], key[1], (1,) * key[2], key[3])
+    return m  # type: ignore[no-any-return]
 
 
 # ---- describing values in decision records -----------------------------------------------------------------
@@ -235,15 +263,15 @@ def ge_catalogue() -> Catalogue:
         "Graph",
         "A ComputeGraph: the root graph or a subgraph.",
         [
-            ("name", "str", "The graph's name.", lambda g: g.name),
-            ("is_root", "bool", "True for the root graph.", lambda g: g.is_root),
+            ("name", "str", "The graph's name.", "name"),
+            ("is_root", "bool", "True for the root graph.", "is_root"),
             (
                 "unknown_shape",
                 "bool",
                 "GE's graph unknown-shape flag (GetGraphUnknownFlag).",
                 lambda g: g.unknown_shape,
             ),
-            ("parent_node", "Node?", "The node owning this subgraph; null for the root.", lambda g: g.parent_node),
+            ("parent_node", "Node?", "The node owning this subgraph; null for the root.", "parent_node"),
             (
                 "is_single_op_scene",
                 "bool",
@@ -260,11 +288,11 @@ def ge_catalogue() -> Catalogue:
         "Node",
         "A node of a graph with its op desc (GE's Node + OpDesc).",
         [
-            ("name", "str", "The node's name.", lambda n: n.op.name),
-            ("type", "str", "The op type, e.g. ConcatD.", lambda n: n.op.type),
-            ("graph", "Graph", "The owner graph.", lambda n: n.graph),
-            ("inputs", "list[InputAnchor]", "All in-data anchors, connected or not, by index.", lambda n: n.in_anchors),
-            ("outputs", "list[OutputAnchor]", "All out-data anchors, by index.", lambda n: n.out_anchors),
+            ("name", "str", "The node's name.", "op.name"),
+            ("type", "str", "The op type, e.g. ConcatD.", "op.type"),
+            ("graph", "Graph", "The owner graph.", "graph"),
+            ("inputs", "list[InputAnchor]", "All in-data anchors, connected or not, by index.", "in_anchors"),
+            ("outputs", "list[OutputAnchor]", "All out-data anchors, by index.", "out_anchors"),
             ("input_count", "int", "Number of in-data anchors.", lambda n: len(n.in_peers)),
             ("output_count", "int", "Number of out-data anchors.", lambda n: len(n.out_peers)),
             (
@@ -287,9 +315,9 @@ def ge_catalogue() -> Catalogue:
                 "Names of the subgraphs the node owns (GetSubgraphInstanceNames).",
                 lambda n: _seq(n.op.subgraph_names),
             ),
-            ("engine", "str", "GE's OpEngineName.", lambda n: n.op.engine),
-            ("kernel_lib", "str", "GE's OpKernelLibName.", lambda n: n.op.kernel_lib),
-            ("stream_id", "int", "The stream id (-1 until assigned).", lambda n: n.op.stream_id),
+            ("engine", "str", "GE's OpEngineName.", "op.engine"),
+            ("kernel_lib", "str", "GE's OpKernelLibName.", "op.kernel_lib"),
+            ("stream_id", "int", "The stream id (-1 until assigned).", "op.stream_id"),
         ],
         parents=("AttrHolder",),
         describe=lambda n: f"{n.name} ({n.type})",
@@ -299,11 +327,11 @@ def ge_catalogue() -> Catalogue:
         "InputAnchor",
         "An in-data anchor `node:index`.",
         [
-            ("index", "int", "The anchor's index.", lambda a: a.index),
-            ("node", "Node", "The node the anchor belongs to.", lambda a: a.node),
-            ("desc", "TensorDesc", "The node's own input desc at this index.", lambda a: a.desc),
-            ("peer", "OutputAnchor?", "The producer's output anchor; null when unconnected.", lambda a: a.peer),
-            ("connected", "bool", "Whether a producer feeds this anchor.", lambda a: a.peer is not None),
+            ("index", "int", "The anchor's index.", "index"),
+            ("node", "Node", "The node the anchor belongs to.", "node"),
+            ("desc", "TensorDesc", "The node's own input desc at this index.", "desc"),
+            ("peer", "OutputAnchor?", "The producer's output anchor; null when unconnected.", "peer"),
+            ("connected", "bool", "Whether a producer feeds this anchor.", "connected"),
         ],
         describe=_in_text,
     )
@@ -311,10 +339,10 @@ def ge_catalogue() -> Catalogue:
         "OutputAnchor",
         "An out-data anchor `node:index`.",
         [
-            ("index", "int", "The anchor's index.", lambda a: a.index),
-            ("node", "Node", "The producer node.", lambda a: a.node),
-            ("desc", "TensorDesc", "The producer's output desc at this index.", lambda a: a.desc),
-            ("consumers", "list[InputAnchor]", "The in-anchors this output feeds.", lambda a: a.consumers),
+            ("index", "int", "The anchor's index.", "index"),
+            ("node", "Node", "The producer node.", "node"),
+            ("desc", "TensorDesc", "The producer's output desc at this index.", "desc"),
+            ("consumers", "list[InputAnchor]", "The in-anchors this output feeds.", "consumers"),
             (
                 "name",
                 "str",
@@ -330,9 +358,9 @@ def ge_catalogue() -> Catalogue:
         [
             ("shape", "list[int]", "The storage shape (GetShape).", lambda d: list(d.shape)),
             ("origin_shape", "list[int]", "The origin shape (GetOriginShape).", lambda d: list(d.origin_shape)),
-            ("dtype", "str", "The data type, e.g. float16.", lambda d: d.dtype),
-            ("format", "str", "The storage format, e.g. NC1HWC0.", lambda d: d.format),
-            ("origin_format", "str", "The origin format, e.g. NCHW.", lambda d: d.origin_format),
+            ("dtype", "str", "The data type, e.g. float16.", "dtype"),
+            ("format", "str", "The storage format, e.g. NC1HWC0.", "format"),
+            ("origin_format", "str", "The origin format, e.g. NCHW.", "origin_format"),
             ("rank", "int", "Storage rank (GetShape().GetDimNum()).", lambda d: len(d.shape)),
             ("origin_rank", "int", "Origin rank (GetOriginShape().GetDimNum()).", lambda d: len(d.origin_shape)),
             (
@@ -465,6 +493,7 @@ def ge_catalogue() -> Catalogue:
         "null when the chain leaves the graph or exceeds GE's depth limit of 100.",
         ref_source,
         group=g,
+        memo=True,
     )
     c.add_helper(
         "memory_type",
@@ -474,6 +503,7 @@ def ge_catalogue() -> Catalogue:
         "special, else RT_MEMORY_HBM (2).",
         memory_type,
         group=g,
+        memo=True,
     )
     c.add_helper(
         "is_memory_type_special",

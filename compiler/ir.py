@@ -107,6 +107,11 @@ class InAnchor:
         """The producer's output anchor, or None when unconnected."""
         return self.node.in_peers[self.index]
 
+    @property
+    def connected(self) -> bool:
+        """Whether a producer feeds this anchor."""
+        return self.node.in_peers[self.index] is not None
+
     def __str__(self) -> str:
         return f"{self.node.name}:in{self.index}"
 

@@ -9,6 +9,8 @@ it, so the three cannot drift apart.
 
 from __future__ import annotations
 
+import keyword
+import operator
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -102,6 +104,8 @@ class FieldSpec:
     doc: str
     get: Callable[[Any], Any]
     settable: bool = False  # an action may `set` it (through the entity's setter), with a value of its type
+    # the field is this attribute path of the object (`op.type`); generated code reads it directly
+    path: str | None = None
 
 
 @dataclass(frozen=True)
@@ -117,6 +121,7 @@ class EntitySpec:
 
 
 _NO_DEFAULT: Any = object()
+_ATTR_NAME = re.compile(r"[a-z][a-z0-9_]*")  # a public attribute name (no dunders, nothing to import)
 
 
 @dataclass(frozen=True)
@@ -143,6 +148,9 @@ class HelperSpec:
     doc: str
     fn: Callable[..., Any]
     group: str = "builtin"
+    # pure and costly: while deciding one candidate (the graph does not change), the engine may reuse its
+    # result for equal (hashable) arguments
+    memo: bool = False
 
     def signature(self) -> str:
         """`name(a: T, b: U = d) -> R`."""
@@ -162,18 +170,26 @@ class Catalogue:
         self,
         name: str,
         doc: str,
-        fields: Iterable[tuple[str, str, str, Callable[[Any], Any]]],
+        fields: Iterable[tuple[str, str, str, Callable[[Any], Any] | str]],
         *,
         parents: tuple[str, ...] = (),
         set_attr: Callable[[Any, str, Any], None] | None = None,
         describe: Callable[[Any], str] = str,
         settable: Iterable[str] = (),
     ) -> None:
-        """Register an entity type; fields are (name, type, doc, getter); `settable` fields may be set by actions."""
+        """Register an entity type; fields are (name, type, doc, getter), the getter a function of the object or
+        an attribute path (`"op.type"`); `settable` fields may be set by actions."""
         if name in self.entities or name in PRIMITIVES or name == "list":
             raise ValueError(f"entity '{name}' registered twice or shadows a builtin type")
         writable = set(settable)
-        specs = {f: FieldSpec(f, parse_type(t), d, g, f in writable) for f, t, d, g in fields}
+        specs = {}
+        for f, t, d, g in fields:
+            if isinstance(g, str):
+                if not all(_ATTR_NAME.fullmatch(part) and not keyword.iskeyword(part) for part in g.split(".")):
+                    raise ValueError(f"field '{name}.{f}': '{g}' is not an attribute path")
+                specs[f] = FieldSpec(f, parse_type(t), d, operator.attrgetter(g), f in writable, g)
+            else:
+                specs[f] = FieldSpec(f, parse_type(t), d, g, f in writable)
         self.entities[name] = EntitySpec(name, doc, specs, parents, set_attr, describe)
 
     def add_helper(
@@ -186,8 +202,9 @@ class Catalogue:
         *,
         group: str = "builtin",
         defaults: Mapping[str, Any] | None = None,
+        memo: bool = False,
     ) -> None:
-        """Register a helper; `params` reads like `x: int, ys: list[int]`."""
+        """Register a helper; `params` reads like `x: int, ys: list[int]`; `memo`: see HelperSpec.memo."""
         if name in self.helpers:
             raise ValueError(f"helper '{name}' registered twice")
         ps: list[ParamSpec] = []
@@ -196,7 +213,7 @@ class Catalogue:
             pname = pname.strip()
             default = (defaults or {}).get(pname, _NO_DEFAULT)
             ps.append(ParamSpec(pname, parse_type(ptype.strip()), default))
-        self.helpers[name] = HelperSpec(name, tuple(ps), parse_type(returns), doc, fn, group)
+        self.helpers[name] = HelperSpec(name, tuple(ps), parse_type(returns), doc, fn, group, memo)
 
     def add_root(self, name: str, type_: str, doc: str) -> None:
         """Declare a variable bound for every candidate (e.g. `node`)."""

@@ -10,6 +10,8 @@ reproduce an error exactly.
 **No user text is executed.** The generated source is assembled from fixed templates only: every variable is
 a generated identifier (`v3`, `m7`, `t12`), and every value that came from the rule file (literals, field
 readers, helpers, root names) reaches the function as an element of a constant tuple, never as source text.
+The one other kind of word in it is a field's attribute path that the *catalogue* declares (`o.op.type`,
+checked to be plain attribute names when registered): domain code, never the rule's text.
 The source namespace holds only the handful of builtins the templates use.
 
 **Same semantics as the closures**, decision for decision: the same evaluation order and short circuits, `let`
@@ -32,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import ast
+from .builtins import _len
 from .check import Resolution
 from .compile import CompiledCheck, CompiledRule, _hashable
 from .rules import Binding
@@ -109,6 +112,7 @@ _BUILTINS: dict[str, Any] = {
     "isinstance": isinstance,
     "int": int,
     "set": set,
+    "id": id,
     "Exception": Exception,
 }
 _NUMERIC = ("int", "float", "bool")
@@ -131,6 +135,19 @@ class _Gen:
         self.roots: dict[str, str] = {}  # root names read -> their local
         self.memo: dict[int, str] = {}  # id(let binding) -> its memo local
         self.sites: list[Site] = []
+        # common sub-expressions: a loop-free sub-expression is a function of the variables it reads, so one
+        # that occurs more than once is computed once per scope where those are bound (the candidate, or one
+        # element of a for_each group), on first use, like an implicit `let`
+        self.levels: dict[str, tuple[int | None, object]] = {}  # variable name -> (scope level, identity)
+        self.let_levels: dict[int, int | None] = {}  # id(let binding) -> its scope level (None: a check's)
+        self.keys: dict[int, tuple[object, int] | None] = {}  # id(node) -> (structural key, level)
+        self.counts: dict[object, int] = {}
+        self.hot: set[object] | None = None  # the keys to memoise (None: this pass only counts)
+        self.cse: dict[object, str] = {}  # key -> its memo local
+        self.scopes: list[str] = []  # per level, the marker of the scope being generated
+        self.resets: dict[str, list[str]] = {}  # marker -> the memo locals to reset there
+        self.uses_memo = False
+        self.quant_depth = 0  # quantifier loops around the code being generated
 
     # ---- emission ------------------------------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -157,23 +174,77 @@ class _Gen:
         return _Indent(self)
 
     # ---- names ---------------------------------------------------------------------------------------------
-    def bind_var(self, name: str) -> tuple[str, str | None]:
-        """A fresh local for loop variable `name`; returns it and the binding it hides (restored by `unbind`)."""
+    def bind_var(self, name: str, level: int | None = None, ident: object = None) -> tuple[str, str | None]:
+        """A fresh local for loop variable `name` (of a group at scope `level`, or of a quantifier: None);
+        returns it and the binding it hides (restored by `unbind`)."""
         local = self.fresh("v")
         prev = self.vars.get(name)
         self.vars[name] = local
+        self.levels[name] = (level, ident)
+        if level is None:
+            self.quant_depth += 1
         return local, prev
 
     def unbind(self, name: str, prev: str | None) -> None:
+        if self.levels[name][0] is None:
+            self.quant_depth -= 1
         if prev is None:
             self.vars.pop(name, None)
+            self.levels.pop(name, None)
         else:
             self.vars[name] = prev
 
-    def reset_lets(self, lets: Sequence[Binding]) -> None:
+    def reset_lets(self, lets: Sequence[Binding], level: int | None) -> None:
         """Start a new scope for `lets`: each is computed again on its first use."""
         for b in lets:
+            self.let_levels[id(b)] = level
             self.emit(f"{self.let_local(b)} = _U")
+
+    def open_scope(self, level: int) -> None:
+        """A scope at `level` starts here: its memoised sub-expressions are reset at this point."""
+        marker = f"\0{len(self.resets)}"
+        self.resets[marker] = []
+        del self.scopes[level:]
+        self.scopes.append(marker)
+        self.emit(marker)
+
+    def key(self, n: ast.Node) -> tuple[object, int] | None:
+        """(structural key, scope level) of a loop-free sub-expression; None when it reads a loop variable of a
+        quantifier or a check's `let`, or contains a loop."""
+        if id(n) in self.keys:
+            return self.keys[id(n)]
+        out: tuple[object, int] | None = None
+        if isinstance(n, ast.Lit):
+            out = (("lit", type(n.value).__name__, repr(n.value)), 0)
+        elif isinstance(n, ast.Name):
+            binding = self.res.let_refs.get(id(n))
+            if binding is not None:
+                level = self.let_levels.get(id(binding))
+                out = None if level is None else (("let", id(binding)), level)
+            elif n.id in self.levels:
+                lv, ident = self.levels[n.id]
+                out = None if lv is None else (("var", ident), lv)
+            else:
+                out = (("root", n.id), 0)
+        elif not isinstance(n, ast.Quant):
+            parts: list[object] = [type(n).__name__, getattr(n, "op", None)]
+            if isinstance(n, ast.Attr):
+                parts.append(id(self.res.fields[id(n)].get))
+            elif isinstance(n, ast.Call):
+                parts.append(id(self.res.helpers[id(n)].fn))
+            elif isinstance(n, ast.Slice):
+                parts.append((n.lo is not None, n.hi is not None))
+            level = 0
+            for c in ast.children(n):
+                k = self.key(c)
+                if k is None:
+                    break
+                parts.append(k[0])
+                level = max(level, k[1])
+            else:
+                out = (tuple(parts), level)
+        self.keys[id(n)] = out
+        return out
 
     def let_local(self, b: Binding) -> str:
         name = self.memo.get(id(b))
@@ -184,6 +255,32 @@ class _Gen:
     # ---- expressions ---------------------------------------------------------------------------------------
     def expr(self, n: ast.Node) -> str:
         """Emit the statements computing `n`; the returned local (or constant) holds its value."""
+        if isinstance(n, (ast.Lit, ast.Name)) or (
+            isinstance(n, ast.ListLit) and all(isinstance(i, ast.Lit) for i in n.items)
+        ):
+            return self._expr(n)
+        k = self.key(n)
+        if k is None:
+            return self._expr(n)
+        key, level = k
+        if self.hot is None:
+            # inside a loop whose variable it does not read, one occurrence already repeats
+            invariant = self.quant_depth > 0 or level < len(self.scopes) - 1
+            self.counts[key] = self.counts.get(key, 0) + (2 if invariant else 1)
+            return self._expr(n)
+        if key not in self.hot:
+            return self._expr(n)
+        local = self.cse.get(key)
+        if local is None:
+            local = self.cse[key] = self.fresh("c")
+            self.resets[self.scopes[level]].append(local)
+        self.emit(f"if {local} is _U:")
+        with self.indent():
+            v = self._expr(n)
+            self.emit(f"{local} = {v}")
+        return local
+
+    def _expr(self, n: ast.Node) -> str:
         if isinstance(n, ast.Lit):
             return self.const(n.value)
         if isinstance(n, ast.Name):
@@ -204,11 +301,34 @@ class _Gen:
         t = self.fresh()
         if isinstance(n, ast.Attr):
             o = self.expr(n.obj)
-            self.emit(f"if {o} is None: raise _F")
-            self.emit(f"{t} = {self.const(self.res.fields[id(n)].get)}({o})")
+            spec = self.res.fields[id(n)]
+            if spec.path is not None:  # a catalogue-declared attribute path (null raises AttributeError: a fault)
+                self.emit(f"{t} = {o}.{spec.path}")
+            else:
+                self.emit(f"if {o} is None: raise _F")
+                self.emit(f"{t} = {self.const(spec.get)}({o})")
         elif isinstance(n, ast.Call):
             args = [self.expr(a) for a in ((n.receiver,) if n.receiver is not None else ()) + n.args]
-            self.emit(f"{t} = {self.const(self.res.helpers[id(n)].fn)}({', '.join(args)})")
+            helper = self.res.helpers[id(n)]
+            fn = self.const(helper.fn)
+            arg_t = self.res.type_of(n.args[0]) if len(n.args) == 1 else None
+            if helper.fn is _len and arg_t is not None and arg_t.name in ("list", "str") and not arg_t.nullable:
+                self.emit(f"{t} = len({args[0]})")  # what _len does for the list or string the checker saw
+            elif helper.memo:  # reused for the same argument objects while deciding this candidate
+                self.uses_memo = True
+                # keyed by identity (cheap); the entry keeps the arguments alive, so no id is reused meanwhile
+                key = f"({fn}, {''.join(f'id({a}), ' for a in args)})"
+                e = self.fresh("e")
+                self.emit(f"{e} = M.get({key})")
+                self.emit(f"if {e} is not None and {' and '.join(f'{e}[{i}] is {a}' for i, a in enumerate(args))}:")
+                with self.indent():
+                    self.emit(f"{t} = {e}[{len(args)}]")
+                self.emit("else:")
+                with self.indent():
+                    self.emit(f"{t} = {fn}({', '.join(args)})")
+                    self.emit(f"M[{key}] = ({''.join(f'{a}, ' for a in args)}{t})")
+            else:
+                self.emit(f"{t} = {fn}({', '.join(args)})")
         elif isinstance(n, ast.Unary):
             o = self.expr(n.operand)
             self.emit(f"{t} = not {o}" if n.op == "not" else f"{t} = -{o}")
@@ -236,6 +356,8 @@ class _Gen:
         elif isinstance(n, ast.Quant):
             self.quant(n, t)
         elif isinstance(n, ast.ListLit):
+            if all(isinstance(i, ast.Lit) for i in n.items):  # built once; no helper mutates its arguments
+                return self.const([i.value for i in n.items])  # type: ignore[attr-defined]
             self.emit(f"{t} = [{', '.join(self.expr(i) for i in n.items)}]")
         elif isinstance(n, ast.Index):
             o, i = self.expr(n.obj), self.expr(n.index)
@@ -250,15 +372,22 @@ class _Gen:
             raise AssertionError(f"unexpected node {type(n).__name__}")
         return t
 
+    def truth(self, n: ast.Node) -> str:
+        """`n` as a Python bool (no conversion when its static type is a non-null bool, which Python's own
+        comparisons, `not`, `in` and the catalogue's bool fields and helpers produce)."""
+        v = self.expr(n)
+        t = self.res.type_of(n)
+        return v if t.name == "bool" and not t.nullable else f"bool({v})"
+
     def boolop(self, n: ast.BoolOp, t: str) -> None:
         first, *rest = n.operands
-        self.emit(f"{t} = bool({self.expr(first)})")
+        self.emit(f"{t} = {self.truth(first)}")
         opened = 0
         for op in rest:
             self.emit(f"if {t}:" if n.op == "and" else f"if not {t}:")
             self.depth += 1
             opened += 1
-            self.emit(f"{t} = bool({self.expr(op)})")
+            self.emit(f"{t} = {self.truth(op)}")
         self.depth -= opened
 
     def compare(self, n: ast.Compare, t: str) -> None:
@@ -270,7 +399,8 @@ class _Gen:
             self.emit(f"{t} = {a} {n.op} {b}")
         else:
             assert n.op in _ORDER
-            self.emit(f"{t} = bool({a} {n.op} {b})")
+            plain = all(self.res.type_of(x).name in (*_NUMERIC, "str") for x in (n.left, n.right))
+            self.emit(f"{t} = {a} {n.op} {b}" if plain else f"{t} = bool({a} {n.op} {b})")
 
     def loop_head(self, coll: str, var_local: str) -> None:
         """`for` over `coll`, null refused and its length charged to the budget."""
@@ -335,8 +465,8 @@ class _Gen:
             c = cc.check
             here = (*path, c.name)
             k = self.site(cc, here, groups)
-            self.reset_lets(c.lets)
             if cc.fn is not None:
+                self.reset_lets(c.lets, None)
                 assert c.expr is not None
                 self.emit("try:")
                 with self.indent():
@@ -354,10 +484,12 @@ class _Gen:
                 self.emit(f"s += len({items})")
                 self.emit(f"if s > {self.const(self.limit)}: raise _B")
             self.catch(k, vals)
-            local, prev = self.bind_var(c.var)
+            level = len(groups) + 1
+            local, prev = self.bind_var(c.var, level, id(cc))
             self.emit(f"for {local} in {items}:")
             with self.indent():
-                self.reset_lets(c.lets)
+                self.open_scope(level)
+                self.reset_lets(c.lets, level)
                 if c.where is not None:
                     self.emit("try:")
                     with self.indent():
@@ -365,6 +497,7 @@ class _Gen:
                     self.catch(k, vals)
                     self.emit(f"if not {w}: continue")
                 self.checks(cc.subs, here, (*groups, cc))
+            del self.scopes[level:]
             self.unbind(c.var, prev)
 
 
@@ -384,8 +517,17 @@ def _build(gen: _Gen, returns: str, init_lets: bool = False) -> tuple[Callable[.
     load = [f"        {local} = R[{gen.const(name)}]" for name, local in gen.roots.items()]
     if init_lets:
         load += [f"        {m} = _U" for m in gen.memo.values()]
+    if gen.uses_memo:
+        load.append("        M = {}")
     head = ["def _factory(K):", *(f"    k{i} = K[{i}]" for i in range(len(gen.consts))), "    def fast(R, s):"]
-    body = ["    " + line for line in gen.lines]
+    body = []
+    for line in gen.lines:
+        text = line.lstrip(" ")
+        if text.startswith("\0"):  # a scope marker: the resets of the sub-expressions memoised in it
+            pad = line[: len(line) - len(text)]
+            body += [f"    {pad}{local} = _U" for local in gen.resets[text]]
+        else:
+            body.append("    " + line)
     src = "\n".join([*head, *load, *body, f"        return {returns}", "    return fast", ""])
     namespace: dict[str, Any] = {"__builtins__": dict(_BUILTINS), "_F": _Fault, "_B": _Budget, "_U": _UNSET}
     exec(compile(src, "<rulepass generated rule>", "exec"), namespace)  # generated from templates only (see above)
@@ -394,12 +536,17 @@ def _build(gen: _Gen, returns: str, init_lets: bool = False) -> tuple[Callable[.
 
 def generate_rule(rule: CompiledRule) -> FastRule | None:
     """The rule's generated decision function, or None when the rule is too large to generate."""
-    gen = _Gen(rule.res, rule.step_limit)
-    try:
-        gen.reset_lets(rule.rule.lets)
-        gen.checks(rule.checks, (), ())
-    except _Declined:
-        return None
+    hot: set[object] | None = None
+    for _ in range(2):  # the first pass counts the sub-expressions, the second memoises those seen twice
+        gen = _Gen(rule.res, rule.step_limit)
+        gen.hot = hot
+        try:
+            gen.open_scope(0)
+            gen.reset_lets(rule.rule.lets, 0)
+            gen.checks(rule.checks, (), ())
+        except _Declined:
+            return None
+        hot = {k for k, c in gen.counts.items() if c > 1}
     fn, src = _build(gen, "s")
     return FastRule(fn, tuple(gen.sites), src)
 
@@ -409,10 +556,15 @@ def generate_expr(node: ast.Node, res: Resolution, step_limit: int) -> Callable[
 
     A fault raises :class:`_Fault`; the closures of :mod:`.compile` give the error its text.
     """
-    gen = _Gen(res, step_limit)
-    try:
-        v = gen.expr(node)
-    except _Declined:
-        return None
+    hot: set[object] | None = None
+    for _ in range(2):
+        gen = _Gen(res, step_limit)
+        gen.hot = hot
+        try:
+            gen.open_scope(0)
+            v = gen.expr(node)
+        except _Declined:
+            return None
+        hot = {k for k, c in gen.counts.items() if c > 1}
     fn, _ = _build(gen, v, init_lets=True)
     return fn

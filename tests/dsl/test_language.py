@@ -455,19 +455,43 @@ def test_no_user_text_reaches_eval_or_exec(monkeypatch: pytest.MonkeyPatch) -> N
     assert errors_of("eval('1')") == ["unknown helper 'eval'"]
 
 
-TEMPLATE_NAMES = {"_factory", "fast", "K", "R", "s", "_F", "_B", "_U", *codegen._BUILTINS}
+TEMPLATE_NAMES = {"_factory", "fast", "K", "R", "M", "s", "_F", "_B", "_U", *codegen._BUILTINS}
+
+
+def catalogue_paths() -> set[str]:
+    """The attribute names of the fields the catalogues declare as paths (domain code, not rule text)."""
+    from rulepass.compiler.facts import ge_catalogue
+
+    return {
+        part
+        for cat in (CAT, ge_catalogue())
+        for e in cat.entities.values()
+        for f in e.fields.values()
+        if f.path
+        for part in f.path.split(".")
+    }
 
 
 def assert_template_only(src: str) -> None:
-    """Every token of generated source is the templates' own: generated names, indices, keywords, operators."""
+    """Every token of generated source is the templates' own: generated names, indices, keywords, operators, and
+    after a `.` an attribute path the catalogue declares."""
+    paths = catalogue_paths()
+    prev = None
+    prev_name = ""
     for tok in tokenize.generate_tokens(io.StringIO(src).readline):
         if tok.type == tokenize.NAME:
-            ok = keyword.iskeyword(tok.string) or tok.string in TEMPLATE_NAMES
-            assert ok or re.fullmatch(r"[tkmvrh]\d+", tok.string), tok
+            if prev is not None and prev.type == tokenize.OP and prev.string == ".":
+                assert tok.string in paths or (tok.string == "get" and prev_name == "M"), tok
+            else:
+                ok = keyword.iskeyword(tok.string) or tok.string in TEMPLATE_NAMES
+                assert ok or re.fullmatch(r"[tkmvrhce]\d+", tok.string), tok
         elif tok.type == tokenize.NUMBER:
             assert tok.string.isdigit(), tok
         else:
             assert tok.type not in (tokenize.STRING, tokenize.ERRORTOKEN), tok
+        if tok.type == tokenize.NAME:
+            prev_name = tok.string
+        prev = tok
 
 
 def test_generated_code_of_the_bundled_rules_is_template_only() -> None:
