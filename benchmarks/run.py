@@ -218,7 +218,10 @@ def bench_engine(quick: bool, log: Callable[[str], None]) -> dict[str, Any]:
     reps = 5 if quick else 9
     rows = []
 
-    def engine_run(graphs: list[ComputeGraph]) -> list[Any]:
+    def engine_run(graphs: list[ComputeGraph]) -> list[Any]:  # as compile runs the passes
+        return [d for g in graphs for r in pm.run(g, explain=False) for d in r.decisions if d.rule == CONCAT]
+
+    def explained_run(graphs: list[ComputeGraph]) -> list[Any]:  # as optimize runs them
         return [d for g in graphs for r in pm.run(g) for d in r.decisions if d.rule == CONCAT]
 
     def api_run(graphs: list[ComputeGraph]) -> list[Any]:
@@ -229,6 +232,7 @@ def bench_engine(quick: bool, log: Callable[[str], None]) -> dict[str, Any]:
 
     contenders: dict[str, Callable[[list[ComputeGraph]], list[Any]]] = {
         "engine": engine_run,
+        "explained": explained_run,
         "api": api_run,
         "hand": hand_run,
     }
@@ -239,7 +243,7 @@ def bench_engine(quick: bool, log: Callable[[str], None]) -> dict[str, Any]:
             copies = [warm(g.copy()) for g in graphs]
             decisions = fn(copies)
             results[name] = ([hand.decision_key(d) for d in decisions], graph_state(copies))
-        identical = results["engine"] == results["hand"] == results["api"]
+        identical = results["engine"] == results["hand"] == results["api"] == results["explained"]
         keys = results["engine"][0]
         # batch size: enough copies per sample for ~5 ms of hand-written CPU time (the CPU clock has ns resolution)
         first = [warm(g.copy()) for g in graphs]
@@ -268,9 +272,11 @@ def bench_engine(quick: bool, log: Callable[[str], None]) -> dict[str, Any]:
             "concats": len(keys),
             "fired": sum(1 for k in keys if k[3]),
             "engine_s": med["engine"],
+            "explained_s": med["explained"],
             "api_s": med["api"],
             "hand_s": med["hand"],
             "ratio": med["engine"] / med["hand"],
+            "explained_ratio": med["explained"] / med["hand"],
             "api_ratio": med["api"] / med["hand"],
             "identical": identical,
             "batch": batch,
@@ -293,9 +299,11 @@ def render_engine(data: dict[str, Any]) -> str:
             r["nodes"],
             f"{r['fired']}/{r['concats']}",
             fmt_ms(r["engine_s"]),
+            fmt_ms(r.get("explained_s", r["engine_s"])),
             fmt_ms(r["api_s"]),
             fmt_ms(r["hand_s"]),
             f"**{r['ratio']:.2f}**",
+            f"{r.get('explained_ratio', r['ratio']):.2f}",
             f"{r['api_ratio']:.2f}",
             "yes" if r["identical"] else "**NO**",
         ]
@@ -307,21 +315,25 @@ def render_engine(data: dict[str, Any]) -> str:
             "nodes",
             "concats fired",
             "engine CPU ms",
+            "engine + explanations CPU ms",
             "api.optimize CPU ms",
             "hand-written CPU ms",
             "engine / hand",
+            "explained / hand",
             "api / hand",
             "identical",
         ],
         body,
-        "lrrrrrrrl",
+        "lrrrrrrrrrl",
     )
     with_concats = [r["ratio"] for r in rows if r["concats"]]
     all_r = [r["ratio"] for r in rows]
+    explained = [r.get("explained_ratio", r["ratio"]) for r in rows]
     summary = (
         f"Engine / hand-written: geometric mean **{geomean(all_r):.2f}** over all {len(all_r)} graphs, "
         f"{geomean(with_concats):.2f} over the {len(with_concats)} with concats (min {min(all_r):.2f}, "
-        f"max {max(all_r):.2f}). Goal: at most 1.2 (aim 1.0): "
+        f"max {max(all_r):.2f}); with an explanation built for every miss, {geomean(explained):.2f}. "
+        f"Goal: at most 1.2 (aim 1.0): "
         f"**{'met' if max(all_r) <= 1.2 else 'not met'}**. Decisions identical on every graph: "
         f"**{'yes' if all(r['identical'] for r in rows) else 'NO'}**."
     )
@@ -915,14 +927,18 @@ What it measures: `rules/concat_notask.yaml` run by the rule engine against
 transfer tables cached per format pair). Both run on fresh copies (`graph.copy()`) of the same graph, with the
 topological order computed beforehand (both need it and it is cached on the graph, so it is not part of the
 comparison); the other rule passes are disabled. *engine* drives the pass manager (`build_pass_manager`, built
-once) as `optimize` does; *api.optimize* is the library call itself, which also builds the pass manager on
-every call. Repetitions are interleaved (engine, api, hand; then reversed), each sample runs a batch of copies
+once) as `compile` does: every candidate gets its decision record (fired, or the failing check, its path, the
+elements and any error), without the explanation; *engine + explanations* also builds the explanation
+(`reason`: the failing sub-expression, its span and values) of every miss, as `optimize` and `explain` do;
+*api.optimize* is that library call itself, which also builds the pass manager on every call. The engine runs
+each rule's generated decision function (`dsl/codegen.py`); the closures are the reference it falls back to.
+Repetitions are interleaved (engine, explained, api, hand; then reversed), each sample runs a batch of copies
 (≥ 5 ms of hand-written work) with the cyclic GC off (as `timeit` does) and is timed in process CPU time (the
 machine is shared); the table shows the median of the samples, per graph (all files together for the fixtures).
 How to read it: *engine / hand* is the figure (goal ≤ 1.2); *identical* says that both produced the same
 decision for every candidate (fired, or the same failing check and check path, in the same order) and left
-the same attributes on every node and output desc. The engine also builds an explanation (`reason`,
-`elements`) for every miss, which the hand-written pass does not: that is part of what the ratio measures.
+the same attributes on every node and output desc. The hand-written pass records the failing check only, so
+*engine / hand* compares like with like; *explained / hand* shows what the explanations cost on top.
 """
 
 SCALE_TEXT = """## 2. Scale: synthetic workloads at 10k, 100k and 1M nodes

@@ -181,11 +181,22 @@ def is_single_op_scene(graph: ComputeGraph) -> bool:
     v = graph.attrs.get(ATTR_SINGLE_OP_SCENE)
     if isinstance(v, bool):
         return v
-    for node in graph.all_nodes():
-        nv = node.op.attrs.get(ATTR_SINGLE_OP_SCENE)
+    return _first_single_op_attr(graph) is True
+
+
+def _first_single_op_attr(graph: ComputeGraph) -> bool | None:
+    """The first `_single_op_scene` bool in GetAllNodes order (each owner, then its subgraphs' nodes)."""
+    for node in graph.topological_order():
+        op = node.op
+        nv = op.attrs.get(ATTR_SINGLE_OP_SCENE)
         if isinstance(nv, bool):
             return nv
-    return False
+        if op.subgraph_names:
+            for sub in node.subgraphs():
+                found = _first_single_op_attr(sub)
+                if found is not None:
+                    return found
+    return None
 
 
 def is_memory_type_special(mem_type: int) -> bool:

@@ -37,6 +37,7 @@ class PassContext:
     engine: Engine
     dry_run: bool = False
     trace_node: str | None = None
+    explain: bool = True  # build the explanation (Reason) of every miss
 
 
 @dataclass
@@ -122,6 +123,7 @@ class RulePass:
             dry_run=ctx.dry_run,
             index=CandidateIndex(ctx.engine.access, graph),
             trace_node=ctx.trace_node,
+            explain=ctx.explain,
         )
         report.decisions.extend(run.decisions)
         if report.stats is None:
@@ -224,9 +226,11 @@ class PassManager:
             return f"not registered at level {self.level} (levels: {', '.join(p.levels)})"
         return ""
 
-    def run(self, graph: ComputeGraph, *, dry_run: bool = False, trace_node: str | None = None) -> list[PassReport]:
-        """Run every pass in order over `graph` and its subgraphs."""
-        ctx = PassContext(self.engine, dry_run, trace_node)
+    def run(
+        self, graph: ComputeGraph, *, dry_run: bool = False, trace_node: str | None = None, explain: bool = True
+    ) -> list[PassReport]:
+        """Run every pass in order over `graph` and its subgraphs (explain=False: misses carry no Reason)."""
+        ctx = PassContext(self.engine, dry_run, trace_node, explain)
         reports = []
         for p in self.passes:
             why = self.gate(p)

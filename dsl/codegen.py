@@ -36,7 +36,7 @@ from typing import Any
 from . import ast
 from .builtins import _len
 from .check import Resolution
-from .compile import CompiledCheck, CompiledRule, _hashable
+from .compile import CompiledCheck, CompiledRule, _attr_value, _hashable
 from .rules import Binding
 
 # the generated code of one rule may not exceed this many lines (lazy `let`s are inlined at every use); a rule
@@ -75,11 +75,16 @@ class Site:
 
 @dataclass(frozen=True)
 class FastRule:
-    """A rule's generated decision function and the sites its misses refer to."""
+    """A rule's generated decision function, the sites its misses refer to, and its generated actions.
+
+    `actions(bindings, steps, effects)` appends the effects the closures' actions would, in the same order, and
+    returns the steps spent; on any fault it raises, and the engine runs the closures' actions instead.
+    """
 
     fn: FastFn
     sites: tuple[Site, ...]
     source: str
+    actions: Callable[[dict[str, Any], int, list[Any]], int] | None = None
 
 
 def _add(x: Any, y: Any) -> Any:
@@ -500,6 +505,25 @@ class _Gen:
             del self.scopes[level:]
             self.unbind(c.var, prev)
 
+    # ---- actions -------------------------------------------------------------------------------------------
+    def action(self, n: ast.Node) -> None:
+        if isinstance(n, ast.ForAction):
+            c = self.expr(n.coll)
+            local, prev = self.bind_var(n.var)
+            self.loop_head(c, local)
+            with self.indent():
+                if n.where is not None:
+                    self.emit(f"if not {self.expr(n.where)}: continue")
+                self.action(n.body)
+            self.unbind(n.var, prev)
+            return
+        assert isinstance(n, ast.SetAction)
+        target = self.expr(n.target)
+        self.emit(f"if {target} is None: raise _F")
+        value = self.expr(n.value)
+        setter = self.const(self.res.setters[id(n)])
+        self.emit(f"E.append(({setter}, {target}, {self.const(n.attr)}, {self.const(_attr_value)}({value})))")
+
 
 class _Indent:
     def __init__(self, gen: _Gen) -> None:
@@ -512,14 +536,14 @@ class _Indent:
         self.gen.depth -= 1
 
 
-def _build(gen: _Gen, returns: str, init_lets: bool = False) -> tuple[Callable[..., Any], str]:
+def _build(gen: _Gen, returns: str, init_lets: bool = False, params: str = "R, s") -> tuple[Callable[..., Any], str]:
     """Wrap the body in a factory binding the constants, compile it and return the function and its source."""
     load = [f"        {local} = R[{gen.const(name)}]" for name, local in gen.roots.items()]
     if init_lets:
         load += [f"        {m} = _U" for m in gen.memo.values()]
     if gen.uses_memo:
         load.append("        M = {}")
-    head = ["def _factory(K):", *(f"    k{i} = K[{i}]" for i in range(len(gen.consts))), "    def fast(R, s):"]
+    head = ["def _factory(K):", *(f"    k{i} = K[{i}]" for i in range(len(gen.consts))), f"    def fast({params}):"]
     body = []
     for line in gen.lines:
         text = line.lstrip(" ")
@@ -548,7 +572,26 @@ def generate_rule(rule: CompiledRule) -> FastRule | None:
             return None
         hot = {k for k, c in gen.counts.items() if c > 1}
     fn, src = _build(gen, "s")
-    return FastRule(fn, tuple(gen.sites), src)
+    return FastRule(fn, tuple(gen.sites), src, _generate_actions(rule))
+
+
+def _generate_actions(rule: CompiledRule) -> Callable[[dict[str, Any], int, list[Any]], int] | None:
+    if not rule.rule.actions:
+        return None
+    hot: set[object] | None = None
+    for _ in range(2):
+        gen = _Gen(rule.res, rule.step_limit)
+        gen.hot = hot
+        try:
+            gen.open_scope(0)
+            gen.reset_lets(rule.rule.lets, 0)
+            for a in rule.rule.actions:
+                gen.action(a.node)
+        except _Declined:
+            return None
+        hot = {k for k, c in gen.counts.items() if c > 1}
+    fn, _ = _build(gen, "s", params="R, s, E")
+    return fn
 
 
 def generate_expr(node: ast.Node, res: Resolution, step_limit: int) -> Callable[[dict[str, Any], int], Any] | None:

@@ -63,22 +63,33 @@ class RuleRun:
 
 
 class CandidateIndex:
-    """A graph's nodes by op type, each list in topological order (built once per graph)."""
+    """A graph's nodes by op type, each list in topological order (built on first use, once per graph)."""
 
     def __init__(self, access: GraphAccess, graph: Any) -> None:
-        self.by_type: dict[str, list[tuple[int, Any]]] = {}
+        self.access = access
         self.all: list[Any] = list(access.nodes(graph))
-        for pos, node in enumerate(self.all):
-            self.by_type.setdefault(access.op_type(node), []).append((pos, node))
+        self._by_type: dict[str, list[Any]] | None = None
 
     def candidates(self, op_types: Sequence[str]) -> list[Any]:
         """Nodes of any of `op_types` (`*`: every node), in topological order."""
         if "*" in op_types:
             return list(self.all)
-        lists = [self.by_type.get(t, []) for t in dict.fromkeys(op_types)]
-        if len(lists) == 1:
-            return [n for _, n in lists[0]]
-        return [n for _, n in sorted((p for lst in lists for p in lst), key=lambda pn: pn[0])]
+        if self._by_type is None:
+            by_type: dict[str, list[Any]] = {}
+            op_type = self.access.op_type
+            for node in self.all:
+                t = op_type(node)
+                lst = by_type.get(t)
+                if lst is None:
+                    by_type[t] = [node]
+                else:
+                    lst.append(node)
+            self._by_type = by_type
+        wanted = set(op_types)
+        if len(wanted) == 1:
+            return list(self._by_type.get(op_types[0], ()))
+        op_type = self.access.op_type
+        return [n for n in self.all if op_type(n) in wanted]
 
 
 class Engine:
@@ -105,8 +116,12 @@ class Engine:
         dry_run: bool = False,
         index: CandidateIndex | None = None,
         trace_node: str | None = None,
+        explain: bool = True,
     ) -> RuleRun:
-        """Decide every candidate of `rule` in `graph` (the graph's own nodes, not its subgraphs')."""
+        """Decide every candidate of `rule` in `graph` (the graph's own nodes, not its subgraphs').
+
+        With `explain` false, a miss records its check, path, elements and error but no :class:`Reason` (what
+        a compile needs; `explain` and `optimize` build reasons, and a traced node always gets one)."""
         run = RuleRun(rule.name, stats=RuleStats(rule.name))
         t0 = time.perf_counter()
         candidates = (index or CandidateIndex(self.access, graph)).candidates(rule.rule.match)
@@ -138,7 +153,7 @@ class Engine:
             return run
         for node in candidates:
             tracing = trace_node is not None and self.access.node_name(node) == trace_node
-            d = self.decide(rule, graph, node, dry_run=dry_run, trace=tracing)
+            d = self.decide(rule, graph, node, dry_run=dry_run, trace=tracing, explain=explain or tracing)
             run.decisions.append(d)
             run.stats.add(d)
         run.stats.seconds += time.perf_counter() - t0
@@ -173,7 +188,14 @@ class Engine:
         return None
 
     def decide(
-        self, rule: CompiledRule, graph: Any, node: Any, *, dry_run: bool = False, trace: bool = False
+        self,
+        rule: CompiledRule,
+        graph: Any,
+        node: Any,
+        *,
+        dry_run: bool = False,
+        trace: bool = False,
+        explain: bool = True,
     ) -> Decision:
         """Run `rule`'s checks on one candidate; apply its actions when all pass (unless dry_run)."""
         env = Env(dict(self.access.bindings(graph, node)), rule.step_limit)
@@ -193,11 +215,19 @@ class Engine:
                     break
         gname, nname, otype = self.access.graph_name(graph), self.access.node_name(node), self.access.op_type(node)
         if miss is not None:
-            return self._miss_decision(rule, miss, gname, nname, otype, dry_run, entries)
+            return self._miss_decision(rule, miss, gname, nname, otype, dry_run, entries, explain)
         effects: list[Effect] = []
         try:
-            for act in rule.actions:
-                act(env, effects)
+            if fast is not None and fast.actions is not None and entries is None:
+                try:
+                    env.steps = fast.actions(env.vars, env.steps, effects)
+                except Exception:  # a fault: the closures give the exact error (or raise what they raise)
+                    effects.clear()
+                    for act in rule.actions:
+                        act(env, effects)
+            else:
+                for act in rule.actions:
+                    act(env, effects)
         except EvalError as exc:
             return Decision(
                 rule.name,
@@ -340,6 +370,7 @@ class Engine:
         otype: str,
         dry_run: bool,
         entries: list[TraceEntry] | None,
+        explain: bool = True,
     ) -> Decision:
         c = miss.check.check
         reason: Reason | None = None
@@ -348,9 +379,9 @@ class Engine:
             error = f"evaluation error: {miss.error.message}"
             node = miss.error.node
             expr = c.expr or c.coll
-            if node is not None and expr is not None:
+            if node is not None and expr is not None and explain:
                 reason = Reason(expr.text[node.start : node.end], expr.src.span(node.start, node.end), error)
-        elif c.expr is not None:
+        elif c.expr is not None and explain:
             env = Env(dict(miss.env_vars), rule.step_limit)
             reason = self.explainer(rule).why(c.expr, c.expr.node, env, c.kind == "require")
         return Decision(

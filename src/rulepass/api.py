@@ -96,10 +96,14 @@ def optimize(
     disabled: Iterable[str] = (),
     dry_run: bool = False,
     trace_node: str | None = None,
+    explain: bool = True,
 ) -> OptimizeResult:
-    """Run the rule passes over `graph` (in place unless dry_run) and return the decisions."""
+    """Run the rule passes over `graph` (in place unless dry_run) and return the decisions.
+
+    Every miss carries its explanation (`Decision.reason`) unless `explain` is false; the check, path,
+    elements and error are always there."""
     pm = build_pass_manager(rules or load_rules(), level=level, disabled=disabled)
-    return OptimizeResult(graph, pm.run(graph, dry_run=dry_run, trace_node=trace_node))
+    return OptimizeResult(graph, pm.run(graph, dry_run=dry_run, trace_node=trace_node, explain=explain))
 
 
 def explain(
@@ -163,7 +167,9 @@ def plan_memory(
 
 @dataclass
 class CompileResult:
-    """Every stage's output and report: decisions, streams, memory (with the no-task savings), tasks, model."""
+    """Every stage's output and report: decisions, streams, memory (with the no-task savings), tasks, model.
+
+    The decisions carry no explanations (`reason` is None): call `explain` for a node, or `optimize`."""
 
     graph: ComputeGraph
     optimize: OptimizeResult
@@ -242,7 +248,8 @@ def _stages(
 
     rules = rules or load_rules()
     baseline_graph = copy_graph(graph)
-    opt = timed("passes", lambda: optimize(graph, rules, level=level, disabled=disabled))
+    # a compile reports counts per check, not explanations: misses carry no Reason (use optimize or explain)
+    opt = timed("passes", lambda: optimize(graph, rules, level=level, disabled=disabled, explain=False))
     streams = timed("streams", lambda: assign_streams(graph, single_stream=single_stream))
     plan = timed("memory", lambda: assign_memory(graph, events=streams.event_pairs()))
     violations = timed("verify", lambda: verify_plan(graph, plan, events=streams.event_pairs())) if verify else []
@@ -269,7 +276,7 @@ def _with_baseline(
 ) -> MemoryResult:
     """Plan `baseline_graph` (a copy taken before the passes) with the no-task passes off, and count the savings."""
     no_task_passes = [r.name for r in rules.rules if NO_TASK_TAG in r.rule.tags]
-    optimize(baseline_graph, rules, level=level, disabled=sorted(set(disabled) | set(no_task_passes)))
+    optimize(baseline_graph, rules, level=level, disabled=sorted(set(disabled) | set(no_task_passes)), explain=False)
     base_streams = assign_streams(baseline_graph, single_stream=single_stream)
     baseline = assign_memory(baseline_graph, events=base_streams.event_pairs())
     virtual = [n for n in graph.all_nodes() if attr_bool(n, "_no_task")]
