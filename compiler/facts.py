@@ -10,7 +10,6 @@ None of it is specific to Concat: Pack and Split rules use the same facts.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
@@ -254,10 +253,6 @@ def _in_text(a: InAnchor) -> str:
     return f"input {a.index} of {a.node.name}" + (f" (from {peer})" if peer is not None else " (unconnected)")
 
 
-def _seq(xs: Sequence[Any]) -> list[Any]:
-    return list(xs)
-
-
 def _consumers(n: Node) -> list[InAnchor]:
     return [a for peers in n.out_peers for a in peers]
 
@@ -310,9 +305,9 @@ def ge_catalogue() -> Catalogue:
                 "input_descs",
                 "list[TensorDesc]",
                 "The op's input descs (GetAllInputsDescPtr).",
-                lambda n: _seq(n.op.input_descs),
+                "op.input_descs",
             ),
-            ("output_descs", "list[TensorDesc]", "The op's output descs.", lambda n: _seq(n.op.output_descs)),
+            ("output_descs", "list[TensorDesc]", "The op's output descs.", "op.output_descs"),
             ("consumers", "list[InputAnchor]", "Every peer in-anchor of every output, output by output.", _consumers),
             (
                 "out_data_nodes",
@@ -324,7 +319,7 @@ def ge_catalogue() -> Catalogue:
                 "subgraph_names",
                 "list[str]",
                 "Names of the subgraphs the node owns (GetSubgraphInstanceNames).",
-                lambda n: _seq(n.op.subgraph_names),
+                "op.subgraph_names",
             ),
             ("engine", "str", "GE's OpEngineName.", "op.engine"),
             ("kernel_lib", "str", "GE's OpKernelLibName.", "op.kernel_lib"),

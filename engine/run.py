@@ -68,28 +68,27 @@ class CandidateIndex:
     def __init__(self, access: GraphAccess, graph: Any) -> None:
         self.access = access
         self.all: list[Any] = list(access.nodes(graph))
-        self._by_type: dict[str, list[Any]] | None = None
+        self._by_type: dict[str, list[tuple[int, Any]]] | None = None
 
     def candidates(self, op_types: Sequence[str]) -> list[Any]:
         """Nodes of any of `op_types` (`*`: every node), in topological order."""
         if "*" in op_types:
             return list(self.all)
-        if self._by_type is None:
-            by_type: dict[str, list[Any]] = {}
+        by_type = self._by_type
+        if by_type is None:
+            by_type = self._by_type = {}
             op_type = self.access.op_type
-            for node in self.all:
+            for pos, node in enumerate(self.all):
                 t = op_type(node)
                 lst = by_type.get(t)
                 if lst is None:
-                    by_type[t] = [node]
+                    by_type[t] = [(pos, node)]
                 else:
-                    lst.append(node)
-            self._by_type = by_type
-        wanted = set(op_types)
-        if len(wanted) == 1:
-            return list(self._by_type.get(op_types[0], ()))
-        op_type = self.access.op_type
-        return [n for n in self.all if op_type(n) in wanted]
+                    lst.append((pos, node))
+        lists = [by_type[t] for t in dict.fromkeys(op_types) if t in by_type]
+        if len(lists) == 1:
+            return [n for _, n in lists[0]]
+        return [n for _, n in sorted((p for lst in lists for p in lst), key=lambda pn: pn[0])]
 
 
 class Engine:
