@@ -112,8 +112,23 @@ _K0_BY_DTYPE: dict[str, int] = {"int8": 32, "uint8": 32, "int4": 64, "int2": 128
 _DEFAULT_MKN = 16
 
 
+def _dtype_spellings() -> dict[str, str]:
+    # the spellings graphs use (canonical, alias, GE's DT_*), so canonical_dtype is one lookup for them
+    out: dict[str, str] = {}
+    for key, canon in [*((k, k) for k in _DTYPE_SIZES), *_DTYPE_ALIASES.items()]:
+        for spelling in (key, key.upper(), f"dt_{key}", f"DT_{key.upper()}"):
+            out[spelling] = canon
+    return out
+
+
+_DTYPE_SPELLINGS = _dtype_spellings()
+
+
 def canonical_dtype(name: str) -> str | None:
     """Return the canonical dtype name for `name` (alias or GE `DT_*` spelling, any case), or None."""
+    canon = _DTYPE_SPELLINGS.get(name)
+    if canon is not None:
+        return canon
     key = name.strip().lower()
     if key.startswith("dt_"):
         key = key[3:]
@@ -203,7 +218,11 @@ def align_up(value: int, align: int) -> int:
 
 def tensor_mem_size(shape: Sequence[int], dtype: str) -> int:
     """GE's allocation size (spec §5.1): align_up(raw, 32) + 32, 32 for a zero result, -1 when raw < 0."""
-    raw = tensor_raw_size(shape, dtype)
+    return mem_size_of_raw(tensor_raw_size(shape, dtype))
+
+
+def mem_size_of_raw(raw: int) -> int:
+    """The allocation size of a tensor of `raw` bytes (see tensor_mem_size); -1 when raw < 0."""
     if raw < 0:
         return -1
     size = align_up(raw, _TENSOR_ALIGN) + _TENSOR_ALIGN
@@ -281,11 +300,16 @@ for _name, _c0 in _NZ_C0_VARIANTS.items():
 FORMATS: tuple[str, ...] = tuple(_FORMAT_VALUES)
 
 _FORMAT_BY_KEY: dict[str, str] = {name.upper(): name for name in FORMATS}
+# the spellings graphs use (canonical, FORMAT_*), so canonical_format is one lookup for them
+_FORMAT_SPELLINGS: dict[str, str] = {**{name: name for name in FORMATS}, **{f"FORMAT_{name}": name for name in FORMATS}}
 _FORMAT_BY_VALUE: dict[int, str] = {value: name for name, value in _FORMAT_VALUES.items() if value <= 0xFF}
 
 
 def canonical_format(name: str) -> str | None:
     """Return the canonical Format name for `name` (any case, optional `FORMAT_` prefix), or None."""
+    canon = _FORMAT_SPELLINGS.get(name)
+    if canon is not None:
+        return canon
     key = name.strip().upper()
     if key.startswith("FORMAT_"):
         key = key[len("FORMAT_") :]

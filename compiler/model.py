@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .graph_file import graph_to_data
+from .graph_file import gc_paused, graph_to_data
 from .ir import ComputeGraph
 from .memory.assign import MemoryPlan
 from .streams import StreamPlan
@@ -55,4 +55,5 @@ def build_model(graph: ComputeGraph, plan: MemoryPlan, streams: StreamPlan, task
 
 def dump_model(model: dict[str, Any]) -> str:
     """Deterministic JSON text of a model (compact: the C encoder; `python -m json.tool` pretty-prints it)."""
-    return json.dumps(model, separators=(",", ":"), sort_keys=False) + "\n"
+    with gc_paused():  # the encoder allocates a string per value: collections would walk the whole heap for nothing
+        return json.dumps(model, separators=(",", ":"), sort_keys=False) + "\n"

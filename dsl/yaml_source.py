@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,7 @@ _FALSE = {"false", "False", "FALSE"}
 _INF = {".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF"}
 _NINF = {"-.inf", "-.Inf", "-.INF"}
 _NAN = {".nan", ".NaN", ".NAN"}
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def plain_scalar(text: str) -> object:
@@ -92,15 +93,68 @@ def _tagged_scalar(tag: str, text: str, span: Span) -> object:
     return float(value) if kind == "float" else value  # type: ignore[arg-type]
 
 
-@dataclass
-class YamlDoc:
-    """A loaded document: plain data plus the source range of every value and mapping key."""
+Range = tuple[int, int, int, int]
 
-    source: Source
-    data: Any
-    ranges: dict[PathKey, tuple[int, int, int, int]] = field(default_factory=dict)
-    key_ranges: dict[PathKey, tuple[int, int, int, int]] = field(default_factory=dict)
-    styles: dict[PathKey, str | None] = field(default_factory=dict)
+
+class YamlDoc:
+    """A loaded document: plain data plus the source range of every value and mapping key.
+
+    The ranges may be found lazily: `locate` (when given) re-reads the text with positions the first time a
+    range is asked for, so a document that never reports an error never pays for them.
+    """
+
+    def __init__(
+        self,
+        source: Source,
+        data: Any,
+        *,
+        locate: Callable[[], YamlDoc | None] | None = None,
+    ) -> None:
+        self.source = source
+        self.data = data
+        self._locate = locate
+        self._ranges: dict[PathKey, Range] = {}
+        self._key_ranges: dict[PathKey, Range] = {}
+        self._styles: dict[PathKey, str | None] = {}
+
+    def _located(self) -> YamlDoc:
+        if self._locate is not None:
+            locate, self._locate = self._locate, None
+            found = locate()
+            if found is not None:
+                self._ranges, self._key_ranges, self._styles = found._ranges, found._key_ranges, found._styles
+        return self
+
+    @property
+    def ranges(self) -> dict[PathKey, Range]:
+        """The source range of every value, by path."""
+        return self._located()._ranges
+
+    @property
+    def key_ranges(self) -> dict[PathKey, Range]:
+        """The source range of every mapping key, by the path of its value."""
+        return self._located()._key_ranges
+
+    @property
+    def styles(self) -> dict[PathKey, str | None]:
+        """The scalar style of every value, by path (None for plain scalars and collections)."""
+        return self._located()._styles
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, YamlDoc):
+            return NotImplemented
+        return (self.source, self.data, self.ranges, self.key_ranges, self.styles) == (
+            other.source,
+            other.data,
+            other.ranges,
+            other.key_ranges,
+            other.styles,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"YamlDoc(source={self.source!r}, data={self.data!r})"
 
     def span(self, path: Sequence[str | int], *, key: bool = False) -> Span:
         """The span of the value (or, with key=True, of the key) at `path`, or of its nearest recorded parent."""
@@ -161,9 +215,9 @@ class YamlDoc:
         p = tuple(path)
         n = len(p)
         out = YamlDoc(self.source, self.value_at(p))
-        out.ranges = {k[n:]: v for k, v in self.ranges.items() if k[:n] == p}
-        out.key_ranges = {k[n:]: v for k, v in self.key_ranges.items() if k[:n] == p}
-        out.styles = {k[n:]: v for k, v in self.styles.items() if k[:n] == p}
+        out._ranges = {k[n:]: v for k, v in self.ranges.items() if k[:n] == p}
+        out._key_ranges = {k[n:]: v for k, v in self.key_ranges.items() if k[:n] == p}
+        out._styles = {k[n:]: v for k, v in self.styles.items() if k[:n] == p}
         return out
 
     def value_at(self, path: Sequence[str | int]) -> Any:
@@ -206,18 +260,28 @@ def _mark_range(start: Any, end: Any) -> tuple[int, int, int, int]:
     return start.line + 1, start.column + 1, end_line, end_col
 
 
-def _strict_json(text: str, name: str) -> Any:
+def _strict_json(text: str, name: str, max_depth: int) -> tuple[Any, bool] | None:
     """JSON's own rules for a .json file (YAML would accept trailing commas, comments, 'Infinity' as a string).
 
-    None when the text is nested too deeply for Python's parser: the YAML pass then reports that with a position.
+    (data, plain): `plain` when the YAML reader would object to nothing JSON allows (a duplicate key, nesting
+    deeper than `max_depth`, a lone surrogate), so that the data stands without it. None when the text is nested
+    too deeply for Python's parser: the YAML pass then reports that with a position.
     """
     source = Source(name, text)
+    duplicates = False
 
     def constant(word: str) -> Any:
         raise ValueError(f"{word} is not a JSON value")
 
+    def mapping(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal duplicates
+        out = dict(pairs)
+        if len(out) != len(pairs):
+            duplicates = True
+        return out
+
     try:
-        return json.loads(text, parse_constant=constant)
+        data = json.loads(text, parse_constant=constant, object_pairs_hook=mapping)
     except json.JSONDecodeError as exc:
         raise error(
             "json-syntax",
@@ -228,29 +292,70 @@ def _strict_json(text: str, name: str) -> Any:
         return None
     except ValueError as exc:
         raise error("json-syntax", f"invalid JSON: {exc}", Span(name, 1, 1, 1, 1, source)) from None
+    plain = not duplicates and _nested_within(data, max_depth) and (text.isascii() or not _SURROGATE.search(text))
+    return data, plain
+
+
+def _nested_within(data: Any, max_depth: int) -> bool:
+    """Whether no list or mapping of `data` is nested deeper than `max_depth` levels (the root being level 1)."""
+    todo: list[tuple[Any, int]] = [(data, 1)] if isinstance(data, (dict, list)) else []
+    while todo:
+        value, depth = todo.pop()
+        if depth > max_depth:
+            return False
+        for child in value.values() if isinstance(value, dict) else value:
+            if isinstance(child, (dict, list)):
+                todo.append((child, depth + 1))
+    return True
 
 
 def load_text(
-    text: str, name: str, *, max_depth: int = MAX_DEPTH, max_alias_expansion: int = MAX_ALIAS_EXPANSION
+    text: str,
+    name: str,
+    *,
+    max_depth: int = MAX_DEPTH,
+    max_alias_expansion: int = MAX_ALIAS_EXPANSION,
+    lazy_positions: bool = False,
 ) -> YamlDoc:
     """Parse YAML or JSON text into a :class:`YamlDoc`; every problem is a RulepassError with a span.
 
-    A name ending in `.json` is held to JSON's rules first; the YAML pass then adds positions (and catches
-    duplicate keys). Valid JSON that libyaml cannot read (surrogate-pair escapes) loads without positions.
+    A name ending in `.json` is held to JSON's rules and read by the json module; the YAML reader adds the
+    positions only when a span is first asked for (to report an error), or at once when it would object to
+    what JSON allows (duplicate keys, deep nesting, lone surrogates) to report that. Valid JSON that libyaml
+    cannot read (surrogate-pair escapes) has no positions. YAML is read with its positions, or with
+    `lazy_positions` without, and again with them when a span is first asked for.
     """
-    data = _strict_json(text, name) if name.lower().endswith(".json") else None
-    try:
+
+    def located() -> YamlDoc | None:
+        try:
+            return _load_yaml(text, name, max_depth=max_depth, max_alias_expansion=max_alias_expansion)
+        except RulepassError:  # what libyaml cannot read (e.g. JSON's surrogate-pair escapes) has no positions
+            return None
+
+    if name.lower().endswith(".json"):
+        read = _strict_json(text, name, max_depth)
+        if read is not None and read[1]:
+            return YamlDoc(Source(name, text), read[0], locate=located)
+        try:
+            return _load_yaml(text, name, max_depth=max_depth, max_alias_expansion=max_alias_expansion)
+        except RulepassError as exc:
+            if read is None or exc.diagnostics[0].code != "yaml-syntax":
+                raise
+            return YamlDoc(Source(name, text), read[0])
+    if not lazy_positions:
         return _load_yaml(text, name, max_depth=max_depth, max_alias_expansion=max_alias_expansion)
-    except RulepassError as exc:
-        if data is None or exc.diagnostics[0].code != "yaml-syntax":
-            raise
-        return YamlDoc(Source(name, text), data)
+    try:
+        doc = _load_yaml(text, name, max_depth=max_depth, max_alias_expansion=max_alias_expansion, positions=False)
+    except RulepassError:  # read again with positions: the same error, with all it says (e.g. the first key's line)
+        return _load_yaml(text, name, max_depth=max_depth, max_alias_expansion=max_alias_expansion)
+    return YamlDoc(doc.source, doc.data, locate=located)
 
 
-def _load_yaml(text: str, name: str, *, max_depth: int, max_alias_expansion: int) -> YamlDoc:
-    """The event-stream loader behind load_text."""
+def _load_yaml(text: str, name: str, *, max_depth: int, max_alias_expansion: int, positions: bool = True) -> YamlDoc:
+    """The event-stream loader behind load_text (without `positions`, the ranges and styles stay empty)."""
     source = Source(name, text)
     doc = YamlDoc(source, None)
+    ranges, key_ranges, styles = doc._ranges, doc._key_ranges, doc._styles
     anchors: dict[str, tuple[Any, int]] = {}
     stack: list[_Frame] = []
     expanded = 0
@@ -261,51 +366,56 @@ def _load_yaml(text: str, name: str, *, max_depth: int, max_alias_expansion: int
         r = _mark_range(start, end if end is not None else start)
         return Span(name, r[0], r[1], r[2], r[3] if end is not None else r[1], source)
 
-    def attach(value: Any, rng: tuple[int, int, int, int], nodes: int, style: str | None, at: Any) -> None:
+    def attach(value: Any, start: Any, end: Any, nodes: int, style: str | None) -> None:
         nonlocal root_set
         if not stack:
             doc.data = value
-            doc.ranges[()] = rng
-            doc.styles[()] = style
+            if positions:
+                ranges[()] = _mark_range(start, end)
+                styles[()] = style
             root_set = True
             return
         parent = stack[-1]
         parent.nodes += nodes
         if parent.kind == "seq":
-            path = (*parent.path, len(parent.container))
+            if positions:
+                path = (*parent.path, len(parent.container))
+                ranges[path] = _mark_range(start, end)
+                styles[path] = style
             parent.container.append(value)
-            doc.ranges[path] = rng
-            doc.styles[path] = style
             return
         if not parent.key_pending:
             if isinstance(value, (dict, list)):
-                raise error("yaml-key", "a mapping key must be a plain scalar, not a mapping or list", sp(at))
+                raise error("yaml-key", "a mapping key must be a plain scalar, not a mapping or list", sp(start))
             key = (
                 value
                 if isinstance(value, str)
                 else ("null" if value is None else str(value).lower() if isinstance(value, bool) else str(value))
             )
             if key in parent.container:
-                first = doc.key_ranges.get((*parent.path, key))
+                first = key_ranges.get((*parent.path, key))
                 where = f" (first defined on line {first[0]})" if first else ""
                 raise error(
                     "duplicate-key",
                     f"duplicate key '{key}'{where}",
-                    sp(at),
+                    sp(start),
                     hint="each key may appear once in a mapping",
                 )
-            parent.key, parent.key_pending, parent.key_range = key, True, rng
+            parent.key, parent.key_pending = key, True
+            if positions:
+                parent.key_range = _mark_range(start, end)
             return
-        path = (*parent.path, str(parent.key))
         parent.container[parent.key] = value
-        doc.ranges[path] = rng
-        doc.styles[path] = style
-        if parent.key_range is not None:
-            doc.key_ranges[path] = parent.key_range
+        if positions:
+            path = (*parent.path, str(parent.key))
+            ranges[path] = _mark_range(start, end)
+            styles[path] = style
+            if parent.key_range is not None:
+                key_ranges[path] = parent.key_range
         parent.key_pending = False
 
     def next_path() -> PathKey:
-        if not stack:
+        if not stack or not positions:
             return ()
         parent = stack[-1]
         if parent.kind == "seq":
@@ -335,7 +445,6 @@ def _load_yaml(text: str, name: str, *, max_depth: int, max_alias_expansion: int
                     )
             elif isinstance(ev, yaml.ScalarEvent):
                 check_tag(ev.tag, ev.start_mark)
-                rng = _mark_range(ev.start_mark, ev.end_mark)
                 if ev.tag is not None and ev.tag != "!":
                     value = _tagged_scalar(ev.tag, ev.value, sp(ev.start_mark, ev.end_mark))
                 elif ev.implicit[0] and not ev.style:
@@ -344,7 +453,7 @@ def _load_yaml(text: str, name: str, *, max_depth: int, max_alias_expansion: int
                     value = ev.value
                 if ev.anchor:
                     anchors[ev.anchor] = (value, 1)
-                attach(value, rng, 1, ev.style or None, ev.start_mark)
+                attach(value, ev.start_mark, ev.end_mark, 1, ev.style or None)
             elif isinstance(ev, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
                 check_tag(ev.tag, ev.start_mark)
                 if len(stack) >= max_depth:
@@ -361,13 +470,7 @@ def _load_yaml(text: str, name: str, *, max_depth: int, max_alias_expansion: int
                 frame = stack.pop()
                 if frame.anchor:
                     anchors[frame.anchor] = (frame.container, frame.nodes)
-                attach(
-                    frame.container,
-                    _mark_range(frame.start_mark, ev.end_mark),
-                    frame.nodes,
-                    None,
-                    frame.start_mark,
-                )
+                attach(frame.container, frame.start_mark, ev.end_mark, frame.nodes, None)
             elif isinstance(ev, yaml.AliasEvent):
                 if ev.anchor not in anchors:
                     raise error("yaml-alias", f"unknown alias '*{ev.anchor}'", sp(ev.start_mark))
@@ -379,7 +482,7 @@ def _load_yaml(text: str, name: str, *, max_depth: int, max_alias_expansion: int
                         f"aliases expand to more than {max_alias_expansion} values (an alias bomb?)",
                         sp(ev.start_mark, ev.end_mark),
                     )
-                attach(value, _mark_range(ev.start_mark, ev.end_mark), nodes, None, ev.start_mark)
+                attach(value, ev.start_mark, ev.end_mark, nodes, None)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "invalid YAML"

@@ -22,7 +22,7 @@ GE's rules (spec §5), organised around placement units:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ...dsl.diagnostics import error
@@ -272,7 +272,7 @@ class MemoryPlan:
 
 
 class _Layout:
-    """Weighted union-find: offset(x) = offset(parent(x)) + delta(x)."""
+    """Weighted union-find: offset(x) = offset(parent(x)) + delta(x), over the tensors layouts relate."""
 
     def __init__(self) -> None:
         self.parent: dict[str, str] = {}
@@ -308,7 +308,9 @@ class _Layout:
             self.delta[x] = 0
 
     def offset(self, x: str) -> tuple[str, int]:
-        """(root, offset of x relative to the root), compressing the path."""
+        """(root, offset of x relative to the root), compressing the path; a tensor no layout relates is its own."""
+        if x not in self.parent:
+            return x, 0
         path = []
         y = x
         while self.parent[y] != y:
@@ -323,6 +325,8 @@ class _Layout:
 
     def relate(self, x: str, y: str, delta: int, why: str, node: str, kind: str) -> None:
         """Require offset(x) = offset(y) + delta; `kind`: 'equal' (same bytes), 'part' (x lies in y), or 'next'."""
+        self.add(x)
+        self.add(y)
         self.placed_by.setdefault(x, set()).add(node)
         self.placed_by.setdefault(y, set()).add(node)
         if kind in ("equal", "part"):
@@ -404,7 +408,7 @@ def _tensor_sizes(out: OutAnchor) -> tuple[int, int]:
             "cannot be planned for unknown shapes",
             where=anchor_id(out),
         )
-    return raw, formats.tensor_mem_size(d.shape, d.dtype)
+    return raw, formats.mem_size_of_raw(raw)
 
 
 def _nopadding_size(node: Node, desc_shape: Sequence[int], dtype: str, dim_index: int) -> int:
@@ -416,22 +420,15 @@ def _nopadding_size(node: Node, desc_shape: Sequence[int], dtype: str, dim_index
     return formats.tensor_raw_size(shape, dtype)
 
 
-def build_layout(
-    graph: ComputeGraph, sched: Schedule, *, sized_only: bool = False
-) -> tuple[dict[str, _Tensor], _Layout]:
+def build_layout(graph: ComputeGraph, sched: Schedule) -> tuple[dict[str, _Tensor], _Layout]:
     """Every output tensor with its size, type, region and own lifetime, and the layout relations between them."""
     tensors: dict[str, _Tensor] = {}
-    lay = _Layout()
     for node in sched.nodes:
         for out in node.out_anchors:
-            if sized_only and formats.tensor_raw_size(out.desc.shape, out.desc.dtype) < 0:
-                raw, size = 0, 0  # no static size: no layout can be checked for it (memory assignment refuses it)
-            else:
-                raw, size = _tensor_sizes(out)
+            raw, size = _tensor_sizes(out)
             tid = anchor_id(out)
             s = sched.step[id(node)]
             tensors[tid] = _Tensor(out, tid, raw, size, _mem_type(out), _region(out), s, s)
-            lay.add(tid)
     last = sched.last_step
     # lifetimes of the tensors themselves (uses extended to where later steps are ordered after them)
     for t in tensors.values():
@@ -443,8 +440,25 @@ def build_layout(
             elif id(c) in sched.step:
                 end = max(end, sched.frontier[sched.step[id(c)]] - 1)
         t.last = max(end, t.first)
-    # layout relations
-    for node in sched.nodes:
+    lay = _Layout()
+    _relate_layouts(sched.nodes, lay, {}, lambda out: tensors[anchor_id(out)].size)
+    return tensors, lay
+
+
+def _relate_layouts(
+    nodes: Sequence[Node], lay: _Layout, anchors: dict[str, OutAnchor], alloc_size: Callable[[OutAnchor], int]
+) -> None:
+    """The layout relations every node's attributes demand, in execution order; `anchors` gets every tensor related.
+
+    `alloc_size` gives a tensor's allocation size (padded continuous layouts stride by it).
+    """
+
+    def aid(out: OutAnchor) -> str:
+        tid = anchor_id(out)
+        anchors[tid] = out
+        return tid
+
+    for node in nodes:
         dim_index = attr_int(node, "_reuse_input_on_dim_index", 0)
         if is_nopadding_continuous_output(node):
             src = node.in_peers[0] if node.in_peers else None
@@ -452,14 +466,8 @@ def build_layout(
                 raise error("memory-layout", f"no-padding split '{node.name}' has no input 0", where=node.name)
             offset = 0
             for out in node.out_anchors:
-                lay.relate(
-                    anchor_id(out),
-                    anchor_id(src),
-                    offset,
-                    f"no-padding continuous output of {node.name}",
-                    node.name,
-                    "part",
-                )
+                why = f"no-padding continuous output of {node.name}"
+                lay.relate(aid(out), aid(src), offset, why, node.name, "part")
                 offset += _nopadding_size(node, out.desc.shape, out.desc.dtype, dim_index)
             continue
         for out in node.out_anchors:
@@ -470,7 +478,7 @@ def build_layout(
                 if parent is not None and 0 <= p < len(parent.in_peers) and parent.in_peers[p] is not None:
                     src = parent.in_peers[p]
                     assert src is not None
-                    lay.relate(anchor_id(out), anchor_id(src), 0, f"subgraph input {node.name}", node.name, "equal")
+                    lay.relate(aid(out), aid(src), 0, f"subgraph input {node.name}", node.name, "equal")
                 continue
             k = ref_input_index(out)
             if 0 <= k < len(node.in_peers):
@@ -479,12 +487,7 @@ def build_layout(
                     # a zero-copy concat's output starts at input 0 and contains it; other reuse is the same bytes
                     kind = "contains" if is_nopadding_continuous_input(node) else "equal"
                     lay.relate(
-                        anchor_id(out),
-                        anchor_id(src),
-                        0,
-                        f"{node.name} output {out.index} reuses input {k}",
-                        node.name,
-                        kind,
+                        aid(out), aid(src), 0, f"{node.name} output {out.index} reuses input {k}", node.name, kind
                     )
         if node.op.type == "NetOutput" and node.graph.parent_node is not None:
             parent = node.graph.parent_node
@@ -492,7 +495,7 @@ def build_layout(
                 p = attr_int(node.op.input_descs[k], ATTR_PARENT_NODE_INDEX, -1)
                 if src is not None and 0 <= p < len(parent.out_peers):
                     lay.relate(
-                        f"{parent.name}:{p}", anchor_id(src), 0, f"subgraph output of {parent.name}", node.name, "equal"
+                        aid(OutAnchor(parent, p)), aid(src), 0, f"subgraph output of {parent.name}", node.name, "equal"
                     )
         if is_nopadding_continuous_input(node):
             first = node.in_peers[0]
@@ -505,8 +508,8 @@ def build_layout(
                     lay.contain(anchor_id(src), f"{node.name}:0")  # every input lies within the output
                 if src is not None and k > 0:
                     lay.relate(
-                        anchor_id(src),
-                        anchor_id(first),
+                        aid(src),
+                        aid(first),
                         offset,
                         f"no-padding continuous input of {node.name}",
                         node.name,
@@ -522,19 +525,15 @@ def build_layout(
                 if first is None:
                     first = src
                 if k > 0:
-                    lay.relate(
-                        anchor_id(src), anchor_id(first), offset, f"continuous input of {node.name}", node.name, "next"
-                    )
-                offset += align512(tensors[anchor_id(src)].size)
+                    lay.relate(aid(src), aid(first), offset, f"continuous input of {node.name}", node.name, "next")
+                offset += align512(alloc_size(src))
         if attr_bool(node, "continuous_output") and len(node.out_peers) > 1:
             offset = 0
             for out in node.out_anchors:
                 if out.index > 0:
-                    lay.relate(
-                        anchor_id(out), f"{node.name}:0", offset, f"continuous output of {node.name}", node.name, "next"
-                    )
-                offset += align512(tensors[anchor_id(out)].size)
-    return tensors, lay
+                    why = f"continuous output of {node.name}"
+                    lay.relate(aid(out), aid(OutAnchor(node, 0)), offset, why, node.name, "next")
+                offset += align512(alloc_size(out))
 
 
 @dataclass
@@ -548,13 +547,16 @@ class _Unit:
     last: int
 
 
-def _overlaps(tensors: dict[str, _Tensor], lay: _Layout) -> list[LayoutConflict]:
-    """Tensors of one placement unit whose bytes overlap though neither contains the other."""
+def _overlaps(raw_sizes: Iterable[tuple[str, int]], lay: _Layout) -> list[LayoutConflict]:
+    """Tensors of one placement unit whose bytes overlap though neither contains the other.
+
+    `raw_sizes`: (tensor, raw size) in execution order; only tensors that layouts relate can overlap.
+    """
     groups: dict[str, list[tuple[int, int, str]]] = {}
-    for tid, t in tensors.items():
-        if t.raw > 0:
+    for tid, raw in raw_sizes:
+        if raw > 0 and tid in lay.parent:
             root, off = lay.offset(tid)
-            groups.setdefault(root, []).append((off, off + t.raw, tid))
+            groups.setdefault(root, []).append((off, off + raw, tid))
     out: list[LayoutConflict] = []
     for members in groups.values():
         if len(members) < 2:
@@ -579,11 +581,28 @@ def _overlaps(tensors: dict[str, _Tensor], lay: _Layout) -> list[LayoutConflict]
     return out
 
 
+def _checked_size(out: OutAnchor) -> tuple[int, int]:
+    # (raw, allocation size), both 0 without a static size: no layout can be checked for such a tensor
+    # (memory assignment refuses it)
+    d = out.desc
+    raw = formats.tensor_raw_size(d.shape, d.dtype)
+    return (0, 0) if raw < 0 else (raw, formats.mem_size_of_raw(raw))
+
+
 def find_layout_conflicts(graph: ComputeGraph) -> list[LayoutConflict]:
-    """Every layout conflict the graph's zero-copy and alias attributes would create (empty when sound)."""
-    sched = Schedule.of(graph)
-    tensors, lay = build_layout(graph, sched, sized_only=True)
-    return lay.conflicts + _overlaps(tensors, lay)
+    """Every layout conflict the graph's zero-copy and alias attributes would create (empty when sound).
+
+    Looks only at the tensors layouts relate: no schedule, lifetimes or sizes of the others.
+    """
+    nodes = graph.all_nodes()
+    lay = _Layout()
+    anchors: dict[str, OutAnchor] = {}
+    _relate_layouts(nodes, lay, anchors, lambda out: _checked_size(out)[1])
+    if not anchors:
+        return lay.conflicts
+    step = {id(n): i for i, n in enumerate(nodes)}
+    related = sorted(anchors.items(), key=lambda kv: (step[id(kv[1].node)], kv[1].index))
+    return lay.conflicts + _overlaps(((tid, _checked_size(out)[0]) for tid, out in related), lay)
 
 
 def _units(tensors: dict[str, _Tensor], lay: _Layout) -> list[_Unit]:
@@ -622,7 +641,7 @@ def assign_memory(
     """Plan memory for a (marked) graph; `baseline` uses the plain greedy-by-size planner instead."""
     sched = Schedule.of(graph, events)
     tensors, lay = build_layout(graph, sched)
-    conflicts = lay.conflicts + _overlaps(tensors, lay)
+    conflicts = lay.conflicts + _overlaps(((tid, t.raw) for tid, t in tensors.items()), lay)
     if conflicts:
         raise error(
             "memory-layout",

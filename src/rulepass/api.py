@@ -5,7 +5,6 @@ Small and typed; every function raises :class:`RulepassError` (with located diag
 
 from __future__ import annotations
 
-import gc
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -14,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .compiler import formats
 from .compiler.facts import attr_bool
-from .compiler.graph_file import copy_graph, save_graph
+from .compiler.graph_file import copy_graph, gc_paused, save_graph
 from .compiler.graph_file import load_graph as load_graph_file
 from .compiler.ir import ComputeGraph
 from .compiler.memory.assign import MemoryPlan, assign_memory
@@ -216,13 +215,8 @@ def compile_graph(
     frees almost none, so full collections would only walk the heap again and again (25-40% of the time on
     100k-node graphs).
     """
-    paused = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         return _stages(graph, rules, level, disabled, threads, single_stream, options, verify, progress)
-    finally:
-        if paused:
-            gc.enable()
 
 
 def _stages(
