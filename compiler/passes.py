@@ -266,10 +266,13 @@ def resolve_layout_conflicts(graph: ComputeGraph, ctx: PassContext, report: Pass
 
     if not graph.is_root or ctx.dry_run:
         return
-    order = {n.name: i for i, n in enumerate(graph.all_nodes())}
-    nodes = {n.name: n for n in graph.all_nodes()}
+    conflicts = find_layout_conflicts(graph)
+    if not conflicts:
+        return
+    all_nodes = graph.all_nodes()
+    order = {n.name: i for i, n in enumerate(all_nodes)}
+    nodes = {n.name: n for n in all_nodes}
     for _ in range(len(nodes) + 1):
-        conflicts = find_layout_conflicts(graph)
         if not conflicts:
             return
         c = conflicts[0]
@@ -281,6 +284,7 @@ def resolve_layout_conflicts(graph: ComputeGraph, ctx: PassContext, report: Pass
             undo.op.attrs.pop(attr, None)
         reason = Reason("", None, f"zero-copy undone: {c}")
         report.decisions.append(Decision(report.name, undo.graph.name, undo.name, undo.type, True, reason=reason))
+        conflicts = find_layout_conflicts(graph)
     raise error("memory-layout", "layout conflicts did not settle", where=graph.name)
 
 
