@@ -29,6 +29,7 @@ elements bound by the enclosing `for_each` groups, outermost first.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -121,6 +122,7 @@ _BUILTINS: dict[str, Any] = {
     "Exception": Exception,
 }
 _NUMERIC = ("int", "float", "bool")
+_ATOM = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a local, a constant, None/True/False
 _ARITH = {"-": "-", "*": "*", "/": "/", "//": "//", "%": "%"}
 _ORDER = ("<", "<=", ">", ">=")
 
@@ -303,53 +305,59 @@ class _Gen:
                 if local is None:
                     local = self.roots[n.id] = self.fresh("r")
             return local
-        t = self.fresh()
+        # Loop-free, statement-free parts are returned as Python expressions (in parentheses) and fused into
+        # their parent's expression: evaluated once, where the parent stands, in the same left-to-right order
+        # (`seq` pins an earlier operand into a local when a later one needs statements). A fault raises in
+        # the fused expression as it would have in a statement of its own.
         if isinstance(n, ast.Attr):
-            o = self.expr(n.obj)
             spec = self.res.fields[id(n)]
             if spec.path is not None:  # a catalogue-declared attribute path (null raises AttributeError: a fault)
-                self.emit(f"{t} = {o}.{spec.path}")
-            else:
-                self.emit(f"if {o} is None: raise _F")
-                self.emit(f"{t} = {self.const(spec.get)}({o})")
-        elif isinstance(n, ast.Call):
-            args = [self.expr(a) for a in ((n.receiver,) if n.receiver is not None else ()) + n.args]
+                return f"({self.expr(n.obj)}.{spec.path})"
+            o = self.atom(self.expr(n.obj))
+            self.emit(f"if {o} is None: raise _F")
+            return f"{self.const(spec.get)}({o})"
+        if isinstance(n, ast.Call):
+            args = self.seq([*((n.receiver,) if n.receiver is not None else ()), *n.args])
             helper = self.res.helpers[id(n)]
             fn = self.const(helper.fn)
             arg_t = self.res.type_of(n.args[0]) if len(n.args) == 1 else None
             if helper.fn is _len and arg_t is not None and arg_t.name in ("list", "str") and not arg_t.nullable:
-                self.emit(f"{t} = len({args[0]})")  # what _len does for the list or string the checker saw
-            elif helper.memo:  # reused for the same argument objects while deciding this candidate
-                self.uses_memo = True
-                # keyed by identity (cheap); the entry keeps the arguments alive, so no id is reused meanwhile
-                key = f"({fn}, {''.join(f'id({a}), ' for a in args)})"
-                e = self.fresh("e")
-                self.emit(f"{e} = M.get({key})")
-                self.emit(f"if {e} is not None and {' and '.join(f'{e}[{i}] is {a}' for i, a in enumerate(args))}:")
-                with self.indent():
-                    self.emit(f"{t} = {e}[{len(args)}]")
-                self.emit("else:")
-                with self.indent():
-                    self.emit(f"{t} = {fn}({', '.join(args)})")
-                    self.emit(f"M[{key}] = ({''.join(f'{a}, ' for a in args)}{t})")
-            else:
+                return f"len({args[0]})"  # what _len does for the list or string the checker saw
+            if not helper.memo:
+                return f"{fn}({', '.join(args)})"
+            # reused for the same argument objects while deciding this candidate, keyed by identity (cheap); the
+            # entry keeps the arguments alive, so no id is reused meanwhile
+            self.uses_memo = True
+            args = [self.atom(a) for a in args]
+            key = f"({fn}, {''.join(f'id({a}), ' for a in args)})"
+            t, e = self.fresh(), self.fresh("e")
+            self.emit(f"{e} = M.get({key})")
+            self.emit(f"if {e} is not None and {' and '.join(f'{e}[{i}] is {a}' for i, a in enumerate(args))}:")
+            with self.indent():
+                self.emit(f"{t} = {e}[{len(args)}]")
+            self.emit("else:")
+            with self.indent():
                 self.emit(f"{t} = {fn}({', '.join(args)})")
-        elif isinstance(n, ast.Unary):
+                self.emit(f"M[{key}] = ({''.join(f'{a}, ' for a in args)}{t})")
+            return t
+        if isinstance(n, ast.Unary):
             o = self.expr(n.operand)
-            self.emit(f"{t} = not {o}" if n.op == "not" else f"{t} = -{o}")
-        elif isinstance(n, ast.BoolOp):
-            self.boolop(n, t)
-        elif isinstance(n, ast.Compare):
-            self.compare(n, t)
-        elif isinstance(n, ast.Arith):
-            a, b = self.expr(n.left), self.expr(n.right)
+            return f"(not {o})" if n.op == "not" else f"(-{o})"
+        if isinstance(n, ast.Compare):
+            return self.compare(n)
+        if isinstance(n, ast.Arith):
+            a, b = self.seq([n.left, n.right])
+            numeric = self.res.type_of(n.left).name in _NUMERIC and self.res.type_of(n.right).name in _NUMERIC
+            if n.op == "+":  # None raises TypeError in `+` and in _add: a fault, as the closures' check
+                return f"({a} + {b})" if numeric else f"{self.const(_add)}({a}, {b})"
+            if numeric:  # None raises TypeError: a fault
+                return f"({a} {_ARITH[n.op]} {b})"
+            a, b = self.atom(a), self.atom(b)
             self.emit(f"if {a} is None or {b} is None: raise _F")
-            if n.op != "+":
-                self.emit(f"{t} = {a} {_ARITH[n.op]} {b}")
-            elif self.res.type_of(n.left).name in _NUMERIC:
-                self.emit(f"{t} = {a} + {b}")
-            else:
-                self.emit(f"{t} = {self.const(_add)}({a}, {b})")
+            return f"({a} {_ARITH[n.op]} {b})"
+        t = self.fresh()
+        if isinstance(n, ast.BoolOp):
+            self.boolop(n, t)
         elif isinstance(n, ast.IfElse):
             c = self.expr(n.cond)
             self.emit(f"if {c}:")
@@ -363,18 +371,44 @@ class _Gen:
         elif isinstance(n, ast.ListLit):
             if all(isinstance(i, ast.Lit) for i in n.items):  # built once; no helper mutates its arguments
                 return self.const([i.value for i in n.items])  # type: ignore[attr-defined]
-            self.emit(f"{t} = [{', '.join(self.expr(i) for i in n.items)}]")
+            self.emit(f"{t} = [{', '.join(self.seq(list(n.items)))}]")
         elif isinstance(n, ast.Index):
-            o, i = self.expr(n.obj), self.expr(n.index)
+            o, i = (self.atom(x) for x in self.seq([n.obj, n.index]))
             self.emit(f"if {o} is None or not isinstance({i}, int) or not 0 <= {i} < len({o}): raise _F")
-            self.emit(f"{t} = {o}[{i}]")
+            return f"{o}[{i}]"
         elif isinstance(n, ast.Slice):
-            o = self.expr(n.obj)
-            lo = self.expr(n.lo) if n.lo is not None else "None"
-            hi = self.expr(n.hi) if n.hi is not None else "None"
-            self.emit(f"{t} = {self.const(_slice)}({o}, {lo}, {hi})")
+            parts = self.seq([x for x in (n.obj, n.lo, n.hi) if x is not None])
+            o = parts.pop(0)
+            lo = parts.pop(0) if n.lo is not None else "None"
+            hi = parts.pop(0) if n.hi is not None else "None"
+            return f"{self.const(_slice)}({o}, {lo}, {hi})"
         else:  # pragma: no cover - the parser makes no other node
             raise AssertionError(f"unexpected node {type(n).__name__}")
+        return t
+
+    def seq(self, nodes: Sequence[ast.Node]) -> list[str]:
+        """The values of `nodes`, evaluated in order: an earlier fused expression is pinned into a local when a
+        later operand needs statements (which would otherwise run before it)."""
+        out: list[str] = []
+        for n in nodes:
+            mark = len(self.lines)
+            v = self.expr(n)
+            if len(self.lines) > mark:
+                for k, prev in enumerate(out):
+                    if not _ATOM.fullmatch(prev):
+                        t = self.fresh()
+                        self.lines.insert(mark, "    " * self.depth + f"{t} = {prev}")
+                        mark += 1
+                        out[k] = t
+            out.append(v)
+        return out
+
+    def atom(self, v: str) -> str:
+        """`v` as a local or constant (a fused expression is evaluated into a local here)."""
+        if _ATOM.fullmatch(v):
+            return v
+        t = self.fresh()
+        self.emit(f"{t} = {v}")
         return t
 
     def truth(self, n: ast.Node) -> str:
@@ -395,17 +429,13 @@ class _Gen:
             self.emit(f"{t} = {self.truth(op)}")
         self.depth -= opened
 
-    def compare(self, n: ast.Compare, t: str) -> None:
-        a, b = self.expr(n.left), self.expr(n.right)
-        if n.op in ("==", "!="):
-            self.emit(f"{t} = {a} {n.op} {b}")
-        elif n.op in ("in", "not in"):
-            self.emit(f"if {b} is None: raise _F")
-            self.emit(f"{t} = {a} {n.op} {b}")
-        else:
-            assert n.op in _ORDER
-            plain = all(self.res.type_of(x).name in (*_NUMERIC, "str") for x in (n.left, n.right))
-            self.emit(f"{t} = {a} {n.op} {b}" if plain else f"{t} = bool({a} {n.op} {b})")
+    def compare(self, n: ast.Compare) -> str:
+        a, b = self.seq([n.left, n.right])
+        if n.op in ("==", "!=", "in", "not in"):  # `in` null raises TypeError: a fault, as the closures' check
+            return f"({a} {n.op} {b})"
+        assert n.op in _ORDER
+        plain = all(self.res.type_of(x).name in (*_NUMERIC, "str") for x in (n.left, n.right))
+        return f"({a} {n.op} {b})" if plain else f"bool({a} {n.op} {b})"
 
     def loop_head(self, coll: str, var_local: str) -> None:
         """`for` over `coll`, null refused and its length charged to the budget."""
@@ -415,7 +445,7 @@ class _Gen:
         self.emit(f"for {var_local} in {coll}:")
 
     def quant(self, n: ast.Quant, t: str) -> None:
-        c = self.expr(n.coll)
+        c = self.atom(self.expr(n.coll))
         start = {"all": "True", "any": "False", "none": "True", "count": "0"}.get(n.kind)
         if start is None:  # distinct
             hashed, seen = self.fresh("h"), self.fresh("h")
@@ -475,7 +505,7 @@ class _Gen:
                 assert c.expr is not None
                 self.emit("try:")
                 with self.indent():
-                    v = self.expr(c.expr.node)
+                    v = self.atom(self.expr(c.expr.node))
                 self.catch(k, vals)
                 self.emit(f"if {'not ' if c.kind == 'require' else ''}{v}:")
                 with self.indent():
@@ -484,7 +514,7 @@ class _Gen:
             assert c.coll is not None and c.var is not None
             self.emit("try:")
             with self.indent():
-                items = self.expr(c.coll.node)
+                items = self.atom(self.expr(c.coll.node))
                 self.emit(f"if {items} is None: raise _F")
                 self.emit(f"s += len({items})")
                 self.emit(f"if s > {self.const(self.limit)}: raise _B")
@@ -498,7 +528,7 @@ class _Gen:
                 if c.where is not None:
                     self.emit("try:")
                     with self.indent():
-                        w = self.expr(c.where.node)
+                        w = self.atom(self.expr(c.where.node))
                     self.catch(k, vals)
                     self.emit(f"if not {w}: continue")
                 self.checks(cc.subs, here, (*groups, cc))
@@ -508,7 +538,7 @@ class _Gen:
     # ---- actions -------------------------------------------------------------------------------------------
     def action(self, n: ast.Node) -> None:
         if isinstance(n, ast.ForAction):
-            c = self.expr(n.coll)
+            c = self.atom(self.expr(n.coll))
             local, prev = self.bind_var(n.var)
             self.loop_head(c, local)
             with self.indent():
@@ -518,7 +548,7 @@ class _Gen:
             self.unbind(n.var, prev)
             return
         assert isinstance(n, ast.SetAction)
-        target = self.expr(n.target)
+        target = self.atom(self.expr(n.target))
         self.emit(f"if {target} is None: raise _F")
         value = self.expr(n.value)
         setter = self.const(self.res.setters[id(n)])
