@@ -13,7 +13,7 @@ import heapq
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..dsl.check import order_cycle
 from ..dsl.compile import CompiledRule
@@ -38,6 +38,16 @@ class PassContext:
     dry_run: bool = False
     trace_node: str | None = None
     explain: bool = True  # build the explanation (Reason) of every miss
+    # per graph: its topological order when indexed, and the candidate index (shared by the rule passes)
+    _indexes: dict[int, tuple[Any, ComputeGraph, CandidateIndex]] = field(default_factory=dict)
+
+    def index(self, graph: ComputeGraph) -> CandidateIndex:
+        """The candidate index of `graph`, rebuilt when its topological order changed since (a pass edited it)."""
+        order = graph.topological_order()
+        got = self._indexes.get(id(graph))
+        if got is None or got[0] is not order or got[1] is not graph:
+            got = self._indexes[id(graph)] = (order, graph, CandidateIndex(self.engine.access, graph))
+        return got[2]
 
 
 @dataclass
@@ -121,7 +131,7 @@ class RulePass:
             self.rule,
             graph,
             dry_run=ctx.dry_run,
-            index=CandidateIndex(ctx.engine.access, graph),
+            index=ctx.index(graph),
             trace_node=ctx.trace_node,
             explain=ctx.explain,
         )

@@ -63,32 +63,23 @@ class RuleRun:
 
 
 class CandidateIndex:
-    """A graph's nodes by op type, each list in topological order (built on first use, once per graph)."""
+    """A graph's candidates per set of op types, in topological order (each set found by one scan, then kept)."""
 
     def __init__(self, access: GraphAccess, graph: Any) -> None:
         self.access = access
-        self.all: list[Any] = list(access.nodes(graph))
-        self._by_type: dict[str, list[tuple[int, Any]]] | None = None
+        self.all: Sequence[Any] = access.nodes(graph)
+        self._found: dict[frozenset[str], list[Any]] = {}
 
     def candidates(self, op_types: Sequence[str]) -> list[Any]:
         """Nodes of any of `op_types` (`*`: every node), in topological order."""
         if "*" in op_types:
             return list(self.all)
-        by_type = self._by_type
-        if by_type is None:
-            by_type = self._by_type = {}
+        wanted = frozenset(op_types)
+        found = self._found.get(wanted)
+        if found is None:
             op_type = self.access.op_type
-            for pos, node in enumerate(self.all):
-                t = op_type(node)
-                lst = by_type.get(t)
-                if lst is None:
-                    by_type[t] = [(pos, node)]
-                else:
-                    lst.append((pos, node))
-        lists = [by_type[t] for t in dict.fromkeys(op_types) if t in by_type]
-        if len(lists) == 1:
-            return [n for _, n in lists[0]]
-        return [n for _, n in sorted((p for lst in lists for p in lst), key=lambda pn: pn[0])]
+            found = self._found[wanted] = [n for n in self.all if op_type(n) in wanted]
+        return list(found)
 
 
 class Engine:
