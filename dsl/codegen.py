@@ -588,40 +588,45 @@ def _build(gen: _Gen, returns: str, init_lets: bool = False, params: str = "R, s
     return namespace["_factory"](tuple(gen.consts)), src
 
 
-def generate_rule(rule: CompiledRule) -> FastRule | None:
-    """The rule's generated decision function, or None when the rule is too large to generate."""
-    hot: set[object] | None = None
-    for _ in range(2):  # the first pass counts the sub-expressions, the second memoises those seen twice
-        gen = _Gen(rule.res, rule.step_limit)
-        gen.hot = hot
-        try:
-            gen.open_scope(0)
-            gen.reset_lets(rule.rule.lets, 0)
-            gen.checks(rule.checks, (), ())
-        except _Declined:
-            return None
-        hot = {k for k, c in gen.counts.items() if c > 1}
-    fn, src = _build(gen, "s")
-    return FastRule(fn, tuple(gen.sites), src, _generate_actions(rule))
-
-
-def _generate_actions(rule: CompiledRule) -> Callable[[dict[str, Any], int, list[Any]], int] | None:
-    if not rule.rule.actions:
-        return None
+def _generate(
+    res: Resolution, step_limit: int, body: Callable[[_Gen], str], *, params: str = "R, s", init_lets: bool = False
+) -> tuple[Callable[..., Any], str, _Gen] | None:
+    """Generate a function whose statements `body` emits (returning what the function returns), in two passes:
+    the first counts the sub-expressions, the second memoises those that repeat. None when it is too large."""
     hot: set[object] | None = None
     for _ in range(2):
-        gen = _Gen(rule.res, rule.step_limit)
+        gen = _Gen(res, step_limit)
         gen.hot = hot
         try:
             gen.open_scope(0)
-            gen.reset_lets(rule.rule.lets, 0)
-            for a in rule.rule.actions:
-                gen.action(a.node)
+            returns = body(gen)
         except _Declined:
             return None
         hot = {k for k, c in gen.counts.items() if c > 1}
-    fn, _ = _build(gen, "s", params="R, s, E")
-    return fn
+    fn, src = _build(gen, returns, init_lets=init_lets, params=params)
+    return fn, src, gen
+
+
+def generate_rule(rule: CompiledRule) -> FastRule | None:
+    """The rule's generated decision function, or None when the rule is too large to generate."""
+
+    def checks(gen: _Gen) -> str:
+        gen.reset_lets(rule.rule.lets, 0)
+        gen.checks(rule.checks, (), ())
+        return "s"
+
+    def actions(gen: _Gen) -> str:
+        gen.reset_lets(rule.rule.lets, 0)
+        for a in rule.rule.actions:
+            gen.action(a.node)
+        return "s"
+
+    got = _generate(rule.res, rule.step_limit, checks)
+    if got is None:
+        return None
+    fn, src, gen = got
+    acts = _generate(rule.res, rule.step_limit, actions, params="R, s, E") if rule.rule.actions else None
+    return FastRule(fn, tuple(gen.sites), src, acts[0] if acts is not None else None)
 
 
 def generate_expr(node: ast.Node, res: Resolution, step_limit: int) -> Callable[[dict[str, Any], int], Any] | None:
@@ -629,15 +634,5 @@ def generate_expr(node: ast.Node, res: Resolution, step_limit: int) -> Callable[
 
     A fault raises :class:`_Fault`; the closures of :mod:`.compile` give the error its text.
     """
-    hot: set[object] | None = None
-    for _ in range(2):
-        gen = _Gen(res, step_limit)
-        gen.hot = hot
-        try:
-            gen.open_scope(0)
-            v = gen.expr(node)
-        except _Declined:
-            return None
-        hot = {k for k, c in gen.counts.items() if c > 1}
-    fn, _ = _build(gen, v, init_lets=True)
-    return fn
+    got = _generate(res, step_limit, lambda gen: gen.expr(node), init_lets=True)
+    return got[0] if got is not None else None
