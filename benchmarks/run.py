@@ -197,13 +197,7 @@ def engine_cases(quick: bool) -> list[tuple[str, list[ComputeGraph]]]:
 
 def graph_state(graphs: Sequence[ComputeGraph]) -> list[Any]:
     """Every node's attributes and every output desc's attributes: what a pass may change."""
-    out: list[Any] = []
-    for root in graphs:
-        for g in all_graphs(root):
-            for n in g.nodes_in_insertion_order():
-                out.append((g.name, n.name, sorted(n.op.attrs.items(), key=lambda kv: kv[0]).__repr__()))
-                out.extend(repr(sorted(d.attrs.items())) for d in n.op.output_descs)
-    return out
+    return [s for g in graphs for s in g.attribute_state()]
 
 
 def bench_engine(quick: bool, log: Callable[[str], None]) -> dict[str, Any]:

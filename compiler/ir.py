@@ -399,6 +399,16 @@ class ComputeGraph:
                 out.extend(sub.all_nodes())
         return out
 
+    def attribute_state(self) -> list[tuple[str, str, str]]:
+        """Every node's attributes and its output descs' attributes, this graph's and its subgraphs' (what a
+        pass may change), as comparable text: (graph, node, attributes) in insertion order."""
+        out: list[tuple[str, str, str]] = []
+        for g in [self, *self.all_subgraphs()]:
+            for n in g.nodes_in_insertion_order():
+                out.append((g.name, n.name, repr(sorted(n.op.attrs.items()))))
+                out.extend((g.name, n.name, repr(sorted(d.attrs.items()))) for d in n.op.output_descs)
+        return out
+
     def edge_count(self) -> tuple[int, int]:
         """(data edges, control edges) of this graph alone."""
         data = sum(1 for _, _, k in self.nx.edges(keys=True) if k[0] == "d")
