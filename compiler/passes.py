@@ -50,7 +50,7 @@ class PassContext:
         return got[2]
 
 
-@dataclass
+@dataclass(slots=True)
 class PassReport:
     """One pass's outcome over a graph and its subgraphs."""
 
@@ -225,6 +225,8 @@ class PassManager:
         for d in sorted(self.disabled - names):
             raise error("usage", f"cannot disable unknown pass '{d}'", hint=did_you_mean(d, names))
         self.engine = engine or Engine(GeGraphAccess(), ge_catalogue())
+        # (level, disabled) -> every pass with its name, kind and gate, worked out once
+        self._plan: tuple[tuple[str, frozenset[str]], list[tuple[Pass, str, str, str]]] | None = None
 
     def gate(self, p: Pass) -> str:
         """Why `p` does not run ('' when it runs)."""
@@ -242,9 +244,11 @@ class PassManager:
         """Run every pass in order over `graph` and its subgraphs (explain=False: misses carry no Reason)."""
         ctx = PassContext(self.engine, dry_run, trace_node, explain)
         reports = []
-        for p in self.passes:
-            why = self.gate(p)
-            report = PassReport(p.name, p.kind, not why, why)
+        key = (self.level, frozenset(self.disabled))
+        if self._plan is None or self._plan[0] != key:
+            self._plan = (key, [(p, p.name, p.kind, self.gate(p)) for p in self.passes])
+        for p, name, kind, why in self._plan[1]:
+            report = PassReport(name, kind, not why, why)
             if not why:
                 p.run(graph, ctx, report)
                 for sub in graph.all_subgraphs():
