@@ -181,25 +181,30 @@ class _Gen:
         return _Indent(self)
 
     # ---- names ---------------------------------------------------------------------------------------------
-    def bind_var(self, name: str, level: int | None = None, ident: object = None) -> tuple[str, str | None]:
+    def bind_var(
+        self, name: str, level: int | None = None, ident: object = None
+    ) -> tuple[str, tuple[str | None, tuple[int | None, object] | None]]:
         """A fresh local for loop variable `name` (of a group at scope `level`, or of a quantifier: None);
-        returns it and the binding it hides (restored by `unbind`)."""
+        returns it and what it hides (a `let` body inlined inside a loop may reuse the loop's variable name),
+        which `unbind` restores."""
         local = self.fresh("v")
-        prev = self.vars.get(name)
+        prev = (self.vars.get(name), self.levels.get(name))
         self.vars[name] = local
         self.levels[name] = (level, ident)
         if level is None:
             self.quant_depth += 1
         return local, prev
 
-    def unbind(self, name: str, prev: str | None) -> None:
+    def unbind(self, name: str, prev: tuple[str | None, tuple[int | None, object] | None]) -> None:
         if self.levels[name][0] is None:
             self.quant_depth -= 1
-        if prev is None:
+        hidden_local, hidden_level = prev
+        if hidden_local is None or hidden_level is None:
             self.vars.pop(name, None)
             self.levels.pop(name, None)
         else:
-            self.vars[name] = prev
+            self.vars[name] = hidden_local
+            self.levels[name] = hidden_level
 
     def reset_lets(self, lets: Sequence[Binding], level: int | None) -> None:
         """Start a new scope for `lets`: each is computed again on its first use."""
