@@ -8,6 +8,7 @@ language's semantics independently of the GE domain.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import io
 import json
 import keyword
@@ -16,6 +17,8 @@ import tokenize
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 from rulepass.dsl import ast, codegen
 from rulepass.dsl.builtins import builtin_catalogue
 from rulepass.dsl.catalogue import Catalogue
@@ -505,3 +508,58 @@ def test_generated_code_of_the_bundled_rules_is_template_only() -> None:
 
 def test_let_quantifier_reusing_an_enclosing_variable_name() -> None:
     assert ev("all(x in xs: w or x > 0)", {"w": "any(x in xs: x > 100)"}) is True
+
+
+# ---- the generated code against the closures, on random expressions ------------------------------------------
+
+_INT_ATOMS = ["n", "0", "1", "-2", "3", "len(xs)", "item.size", "xs[2]", "xs[n]", "twice(n)", "count(x in xs: x > 2)"]
+_LIST_ATOMS = ["xs", "xs[1:4]", "xs[:n]", "[1, 2, n]", "items", "item.tags", "xs + [7]"]
+_BOOL_ATOMS = ["true", "false", "maybe == null", "'x' in item.tags", "s == 'a'"]
+
+
+def _int_expr() -> st.SearchStrategy[str]:
+    return st.recursive(
+        st.sampled_from(_INT_ATOMS),
+        lambda e: st.one_of(
+            st.tuples(e, st.sampled_from(["+", "-", "*", "//", "%"]), e).map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
+            st.tuples(_bool_atom(), e, e).map(lambda t: f"(if {t[0]} then {t[1]} else {t[2]})"),
+            e.map(lambda x: f"xs[{x}]"),
+            e.map(lambda x: f"add({x}, n)"),
+            e.map(lambda x: f"count(y in xs where y < {x}: y > 1)"),
+        ),
+        max_leaves=6,
+    )
+
+
+def _bool_atom() -> st.SearchStrategy[str]:
+    return st.sampled_from(_BOOL_ATOMS)
+
+
+def _bool_expr() -> st.SearchStrategy[str]:
+    ints = _int_expr()
+    cmp = st.tuples(ints, st.sampled_from(["<", "<=", "==", "!=", ">", ">="]), ints).map(lambda t: " ".join(t))
+    leaf = st.one_of(
+        _bool_atom(), cmp, st.tuples(ints, st.sampled_from(_LIST_ATOMS[:4])).map(lambda t: f"{t[0]} in {t[1]}")
+    )
+    return st.recursive(
+        leaf,
+        lambda e: st.one_of(
+            st.tuples(e, st.sampled_from(["and", "or"]), e).map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
+            e.map(lambda x: f"(not {x})"),
+            st.tuples(st.sampled_from(["all", "any", "none"]), e).map(
+                lambda t: f"{t[0]}(z in xs where z != n: {t[1]} or z > 3)"
+            ),
+            e.map(lambda x: f"any(it in items: it.size > 1 and {x})"),
+        ),
+        max_leaves=5,
+    )
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(_int_expr(), _bool_expr()), st.integers(-3, 9))
+def test_generated_code_agrees_with_the_closures_on_random_expressions(text: str, n: int) -> None:
+    """Same value, or a fault exactly where the closures raise an EvalError (ev checks both)."""
+    _, compiled, _ = checked(rule_text(text))
+    assume(compiled is not None)
+    with contextlib.suppress(EvalError):
+        ev(text, n=n)
