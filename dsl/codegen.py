@@ -207,10 +207,20 @@ class _Gen:
             self.levels[name] = hidden_level
 
     def reset_lets(self, lets: Sequence[Binding], level: int | None) -> None:
-        """Start a new scope for `lets`: each is computed again on its first use."""
+        """Start a new scope for `lets`: each is computed again on its first use (a `let` whose expression is a
+        memoised common sub-expression shares that memo, which its own scope resets)."""
         for b in lets:
             self.let_levels[id(b)] = level
-            self.emit(f"{self.let_local(b)} = _U")
+            if not self.shared_memo(b):
+                self.emit(f"{self.let_local(b)} = _U")
+
+    def shared_memo(self, b: Binding) -> bool:
+        """Whether `let` b's expression is a memoised common sub-expression (then that memo is the let's)."""
+        n = b.expr.node
+        if self.hot is None or isinstance(n, (ast.Lit, ast.Name)):
+            return False
+        k = self.key(n)
+        return k is not None and k[0] in self.hot
 
     def open_scope(self, level: int) -> None:
         """A scope at `level` starts here: its memoised sub-expressions are reset at this point."""
@@ -298,6 +308,8 @@ class _Gen:
         if isinstance(n, ast.Name):
             binding = self.res.let_refs.get(id(n))
             if binding is not None:
+                if self.shared_memo(binding):
+                    return self.expr(binding.expr.node)
                 m = self.let_local(binding)
                 self.emit(f"if {m} is _U:")
                 with self.indent():
@@ -578,19 +590,21 @@ def _build(gen: _Gen, returns: str, init_lets: bool = False, params: str = "R, s
         load += [f"        {m} = _U" for m in gen.memo.values()]
     if gen.uses_memo:
         load.append("        M = {}")
-    head = ["def _factory(K):", *(f"    k{i} = K[{i}]" for i in range(len(gen.consts))), f"    def fast({params}):"]
+    # `_U` is a parameter of the factory, so `fast` reads it as a closure cell, not a global
+    head = ["def _factory(K, _U):", *(f"    k{i} = K[{i}]" for i in range(len(gen.consts))), f"    def fast({params}):"]
     body = []
     for line in gen.lines:
         text = line.lstrip(" ")
-        if text.startswith("\0"):  # a scope marker: the resets of the sub-expressions memoised in it
-            pad = line[: len(line) - len(text)]
-            body += [f"    {pad}{local} = _U" for local in gen.resets[text]]
+        if text.startswith("\0"):  # a scope marker: the resets of the sub-expressions memoised in it, at once
+            if gen.resets[text]:
+                pad = line[: len(line) - len(text)]
+                body.append(f"    {pad}{' = '.join(gen.resets[text])} = _U")
         else:
             body.append("    " + line)
     src = "\n".join([*head, *load, *body, f"        return {returns}", "    return fast", ""])
-    namespace: dict[str, Any] = {"__builtins__": dict(_BUILTINS), "_F": _Fault, "_B": _Budget, "_U": _UNSET}
+    namespace: dict[str, Any] = {"__builtins__": dict(_BUILTINS), "_F": _Fault, "_B": _Budget}
     exec(compile(src, "<rulepass generated rule>", "exec"), namespace)  # generated from templates only (see above)
-    return namespace["_factory"](tuple(gen.consts)), src
+    return namespace["_factory"](tuple(gen.consts), _UNSET), src
 
 
 def _generate(
