@@ -407,6 +407,12 @@ def ge_catalogue() -> Catalogue:
         attr_bool,
         group=g,
         defaults={"default": False},
+        # absent or not a bool -> false: the stored value `is True`
+        inline={
+            "Node/2": "{0}.op.attrs.get({1}) is True",
+            "TensorDesc/2": "{0}.attrs.get({1}) is True",
+            "Graph/2": "{0}.attrs.get({1}) is True",
+        },
     )
     c.add_helper(
         "attr_int",

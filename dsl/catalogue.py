@@ -124,6 +124,30 @@ _NO_DEFAULT: Any = object()
 _ATTR_NAME = re.compile(r"[a-z][a-z0-9_]*")  # a public attribute name (no dunders, nothing to import)
 
 
+def _check_inline(helper: str, key: str, template: str) -> None:
+    """An inline form may hold only its arguments, attribute names after a dot, operators and keywords."""
+    import io
+    import tokenize
+
+    etype, _, count = key.partition("/")
+    if not etype or not count.isdigit():
+        raise ValueError(f"helper '{helper}': inline key '{key}' is not '<type>/<argument count>'")
+    text = template.format(*(f"a{i}" for i in range(int(count))))
+    prev = ""
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        ok = tok.type in (tokenize.OP, tokenize.NEWLINE, tokenize.ENDMARKER) or (
+            tok.type == tokenize.NAME
+            and (
+                keyword.iskeyword(tok.string)
+                or re.fullmatch(r"a\d+", tok.string) is not None
+                or (prev == "." and _ATTR_NAME.fullmatch(tok.string) is not None)
+            )
+        )
+        if not ok:
+            raise ValueError(f"helper '{helper}': inline form '{template}' may not contain '{tok.string}'")
+        prev = tok.string
+
+
 @dataclass(frozen=True)
 class ParamSpec:
     """One parameter of a helper; `default` makes it optional."""
@@ -151,6 +175,10 @@ class HelperSpec:
     # pure and costly: while deciding one candidate (the graph does not change), the engine may reuse its
     # result for equal (hashable) arguments
     memo: bool = False
+    # what generated code may write instead of the call, by "<first argument's static type>/<argument count>":
+    # a Python expression over the arguments {0}, {1}, ... with the same value (or a fault where the call
+    # raises), written by the domain with attribute names and operators only (checked when registered)
+    inline: Mapping[str, str] = field(default_factory=dict)
 
     def signature(self) -> str:
         """`name(a: T, b: U = d) -> R`."""
@@ -203,8 +231,9 @@ class Catalogue:
         group: str = "builtin",
         defaults: Mapping[str, Any] | None = None,
         memo: bool = False,
+        inline: Mapping[str, str] | None = None,
     ) -> None:
-        """Register a helper; `params` reads like `x: int, ys: list[int]`; `memo`: see HelperSpec.memo."""
+        """Register a helper; `params` reads like `x: int, ys: list[int]`; `memo`, `inline`: see HelperSpec."""
         if name in self.helpers:
             raise ValueError(f"helper '{name}' registered twice")
         ps: list[ParamSpec] = []
@@ -213,7 +242,9 @@ class Catalogue:
             pname = pname.strip()
             default = (defaults or {}).get(pname, _NO_DEFAULT)
             ps.append(ParamSpec(pname, parse_type(ptype.strip()), default))
-        self.helpers[name] = HelperSpec(name, tuple(ps), parse_type(returns), doc, fn, group, memo)
+        for key, template in (inline or {}).items():
+            _check_inline(name, key, template)
+        self.helpers[name] = HelperSpec(name, tuple(ps), parse_type(returns), doc, fn, group, memo, dict(inline or {}))
 
     def add_root(self, name: str, type_: str, doc: str) -> None:
         """Declare a variable bound for every candidate (e.g. `node`)."""

@@ -340,6 +340,13 @@ class _Gen:
             arg_t = self.res.type_of(n.args[0]) if len(n.args) == 1 else None
             if helper.fn is _len and arg_t is not None and arg_t.name in ("list", "str") and not arg_t.nullable:
                 return f"len({args[0]})"  # what _len does for the list or string the checker saw
+            first = n.receiver if n.receiver is not None else (n.args[0] if n.args else None)
+            first_t = self.res.type_of(first) if first is not None else None
+            template = helper.inline.get(f"{first_t.name}/{len(args)}") if first_t and not first_t.nullable else None
+            if template is not None:  # the domain's inline form: same value, a fault where the call raises
+                used = [template.count(f"{{{i}}}") for i in range(len(args))]
+                args = [self.atom(a) if k > 1 else a for a, k in zip(args, used, strict=True)]
+                return f"({template.format(*args)})"
             if not helper.memo:
                 return f"{fn}({', '.join(args)})"
             # reused for the same argument objects while deciding this candidate, keyed by identity (cheap); the

@@ -462,10 +462,18 @@ TEMPLATE_NAMES = {"_factory", "fast", "K", "R", "M", "s", "_F", "_B", "_U", *cod
 
 
 def catalogue_paths() -> set[str]:
-    """The attribute names of the fields the catalogues declare as paths (domain code, not rule text)."""
+    """The attribute names of the fields the catalogues declare as paths, and of their helpers' inline forms
+    (domain code, not rule text)."""
     from rulepass.compiler.facts import ge_catalogue
 
-    return {
+    inline_names = {
+        name
+        for cat in (CAT, ge_catalogue())
+        for h in cat.helpers.values()
+        for template in h.inline.values()
+        for name in re.findall(r"\.([a-z_]+)", template)
+    }
+    return inline_names | {
         part
         for cat in (CAT, ge_catalogue())
         for e in cat.entities.values()
@@ -563,3 +571,29 @@ def test_generated_code_agrees_with_the_closures_on_random_expressions(text: str
     assume(compiled is not None)
     with contextlib.suppress(EvalError):
         ev(text, n=n)
+
+
+@pytest.mark.parametrize(
+    "template",
+    ["{0}.op.attrs.get({1}) is True", "{1} in {0}.attrs", "not {0}.op.subgraph_names"],
+)
+def test_inline_forms_of_attribute_names_and_operators_are_accepted(template: str) -> None:
+    cat = Catalogue()
+    cat.add_helper("h", "x: any, y: any", "bool", "A helper.", lambda x, y: True, inline={"Node/2": template})
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "__import__('os').system({0})",
+        "{0}.__class__",
+        "eval({0})",
+        "{0}.attrs.get('x')",
+        "{0} + 1",
+        "{0} if X else {1}",
+    ],
+)
+def test_inline_forms_with_anything_else_are_refused(template: str) -> None:
+    cat = Catalogue()
+    with pytest.raises(ValueError, match="may not contain"):
+        cat.add_helper("h", "x: any, y: any", "bool", "A helper.", lambda x, y: True, inline={"Node/2": template})
