@@ -1009,7 +1009,9 @@ passes, streams and memory again without the no-task passes, *tasks*, *model*) a
 How to read it: per stage the wall time, and its peak RSS (Linux `VmHWM`, reset at the start of every stage,
 so each figure is that stage's own peak). CPU time is used for the linearity ratios, because it is less
 disturbed by other processes on the machine than wall time; a ratio above 1.10 marks a stage that grows faster
-than the number of nodes.
+than the number of nodes. Before the graphs, the same run measures the machine's own scaling: a trivially
+linear pure-Python workload (no project code) over as many linked objects as the graph has nodes, whose CPU
+time per element grows only because a larger heap misses the caches more often (the last table of each run).
 """
 
 MEMORY_TEXT = """## 3. Memory quality: planner versus lower bound and greedy-by-size
