@@ -3,15 +3,17 @@
 The closures of :mod:`.compile` call one Python function per AST node and keep every variable in a dict; that
 costs ten times what the same checks cost written by hand. This module compiles the same typed AST into the
 source of one plain function per rule (statements, local variables, `for` loops with `break` for the
-quantifiers, short-circuits as `if` blocks), compiles it with Python's `compile` and keeps it beside the
+quantifiers, short-circuits as `if` blocks, statement-free parts fused into one expression, sub-expressions
+that repeat memoised per scope), compiles it with Python's `compile` and keeps it beside the
 closures. The closures stay the reference: the explainer uses them, and the engine falls back to them to
 reproduce an error exactly.
 
 **No user text is executed.** The generated source is assembled from fixed templates only: every variable is
 a generated identifier (`v3`, `m7`, `t12`), and every value that came from the rule file (literals, field
 readers, helpers, root names) reaches the function as an element of a constant tuple, never as source text.
-The one other kind of word in it is a field's attribute path that the *catalogue* declares (`o.op.type`,
-checked to be plain attribute names when registered): domain code, never the rule's text.
+The one other kind of word in it comes from the *catalogue*, never from the rule: a field's attribute path
+(`o.op.type`) and a helper's inline form (`h.op.attrs.get(name) is True` for `attr_bool` on a Node), both
+checked when registered to hold only attribute names, operators and keywords.
 The source namespace holds only the handful of builtins the templates use.
 
 **Same semantics as the closures**, decision for decision: the same evaluation order and short circuits, `let`
