@@ -41,6 +41,10 @@ class PassContext:
     # per graph: its topological order when indexed, and the candidate index (shared by the rule passes)
     _indexes: dict[int, tuple[Any, ComputeGraph, CandidateIndex]] = field(default_factory=dict)
 
+    def forget_indexes(self) -> None:
+        """Drop the candidate indexes (after a pass that may have changed what they hold)."""
+        self._indexes.clear()
+
     def index(self, graph: ComputeGraph) -> CandidateIndex:
         """The candidate index of `graph`, rebuilt when its topological order changed since (a pass edited it)."""
         order = graph.topological_order()
@@ -253,6 +257,8 @@ class PassManager:
                 p.run(graph, ctx, report)
                 for sub in graph.all_subgraphs():
                     p.run(sub, ctx, report)
+                if kind != "rule":  # a Python pass may change op types without touching the order
+                    ctx.forget_indexes()
             reports.append(report)
         return reports
 

@@ -130,3 +130,40 @@ def test_same_decisions_on_faulting_rules(
     (d,) = [d for r in build_pass_manager(rules).run(g) for d in r.decisions]
     assert d.check == check and (error is None) == (d.error is None)
     assert error is None or error in (d.error or "")
+
+
+TWO_RULES = """
+rules:
+  - name: First
+    match: [ConcatD]
+    checks:
+      - name: Any
+        require: "true"
+  - name: Second
+    after: [First]
+    match: [ConcatD]
+    checks:
+      - name: Any
+        require: "true"
+"""
+
+
+def test_a_python_pass_that_changes_op_types_is_seen_by_later_rule_passes(tmp_path: Path) -> None:
+    """Rule passes share one candidate index per graph; a Python pass between them may change op types."""
+    from rulepass.compiler.passes import PassManager, PythonPass
+
+    def unhide(graph: ComputeGraph, ctx: Any, report: Any) -> None:
+        for n in graph.nodes_in_insertion_order():
+            if n.op.type == "HiddenConcat":
+                n.op.type = "ConcatD"
+
+    path = tmp_path / "two.yaml"
+    path.write_text(TWO_RULES)
+    g = load_graph(example_path("allgather_concat.yaml"))
+    for n in g.nodes_in_insertion_order():
+        if n.op.type == "ConcatD":
+            n.op.type = "HiddenConcat"  # no candidate of First; the Python pass makes it one for Second
+    passes = [*build_pass_manager(load_rules([path])).passes]
+    passes.append(PythonPass("Unhide", unhide, after=("First",), before=("Second",)))
+    decided = [(d.rule, d.node) for r in PassManager(passes).run(g) for d in r.decisions]
+    assert decided == [("Second", "concat")]
