@@ -220,6 +220,7 @@ def reshape_mask(desc: TensorDesc) -> int:
 # (origin format, format, rank, dtype, mask), as GE's tables are
 _ALIGNED: dict[tuple[str, str, int, str, int], tuple[int, ...] | None] = {}
 _AXIS_MAPS: dict[tuple[str, str, int, int], formats.AxisMap | None] = {}
+_TABLE_LIMIT = 4096
 
 
 def aligned_shape(desc: TensorDesc) -> list[int] | None:
@@ -227,6 +228,8 @@ def aligned_shape(desc: TensorDesc) -> list[int] | None:
     key = (desc.origin_format, desc.format, len(desc.origin_shape), desc.dtype, reshape_mask(desc))
     a = _ALIGNED.get(key, _UNKNOWN)
     if a is _UNKNOWN:
+        if len(_ALIGNED) >= _TABLE_LIMIT:  # graphs name few format pairs; a flood of odd ones must not grow it
+            _ALIGNED.clear()
         a = _ALIGNED[key] = formats.get_aligned_shape(key[0], key[1], (1,) * key[2], key[3], key[4])
     return list(a) if a is not None else None
 
@@ -236,6 +239,8 @@ def axis_map(desc: TensorDesc) -> formats.AxisMap | None:
     key = (desc.origin_format, desc.format, len(desc.origin_shape), reshape_mask(desc))
     m = _AXIS_MAPS.get(key, _UNKNOWN)
     if m is _UNKNOWN:
+        if len(_AXIS_MAPS) >= _TABLE_LIMIT:
+            _AXIS_MAPS.clear()
         m = _AXIS_MAPS[key] = formats.transfer_dims(key[0], key[1], (1,) * key[2], key[3])
     return m  # type: ignore[no-any-return]
 
