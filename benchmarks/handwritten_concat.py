@@ -8,9 +8,10 @@ gets a :class:`Decision` naming the failing check and its path, like the engine'
 record by record; the explanation (`reason`, `elements`) is what the engine adds on top and is left out here.
 
 It is written for speed, as a hand-written pass would be: attribute reads inlined (`attrs.get(k) is True` is
-GE's GetBool with default false), ref-chain tracing once per input with GE's set semantics instead of the rule's
-pairwise re-tracing, and the shape-transfer tables (aligned shape, axis map) cached per (formats, rank, dtype,
-mask). Used only by `benchmarks/run.py` and by `tests/test_benchmark_handwritten.py`.
+GE's GetBool with default false), ref-chain tracing once per input (through `compiler/facts.ref_input_index`,
+GE's IsRefFromInput, the one definition both sides share) with GE's set semantics instead of the rule's pairwise
+re-tracing, and the shape-transfer tables (aligned shape, axis map) cached per (formats, rank, dtype, mask).
+Used only by `benchmarks/run.py` and by `tests/test_benchmark_handwritten.py`.
 """
 
 from __future__ import annotations
@@ -18,15 +19,14 @@ from __future__ import annotations
 from typing import Any
 
 from rulepass.compiler import formats
-from rulepass.compiler.facts import REF_TRACE_DEPTH_LIMIT, is_subgraph_input
-from rulepass.compiler.ir import ATTR_PARENT_NODE_INDEX, ATTR_SINGLE_OP_SCENE, ComputeGraph, Node, OutAnchor
+from rulepass.compiler.facts import REF_TRACE_DEPTH_LIMIT, ref_input_index
+from rulepass.compiler.ir import ATTR_SINGLE_OP_SCENE, ComputeGraph, Node, OutAnchor
 from rulepass.engine.decisions import Decision
 
 RULE = "ConcatNotaskPass"
 TARGET_TYPES = frozenset({"ConcatD", "ConcatV2D"})
 _INVALID_PRE_TYPES = frozenset({"Data", "RefData", "Variable", "Constant", "Const"})
 _LX_MEMORY_TYPES = frozenset({65536, 131072, 32768})  # RT_MEMORY_L1, RT_MEMORY_L2, kRtMemoryUB
-_PASS_THROUGH_TYPES = frozenset({"NetOutput", "While", "_While", "StatelessWhile"})
 _ORDINARY_MEMORY_TYPES = frozenset({0x0, 0x2, 0x4})  # RT_MEMORY_DEFAULT, HBM, DDR: all read as HBM
 RT_MEMORY_HBM = 0x2
 _PRE_NODE_BOOL_ATTRS = (
@@ -88,48 +88,13 @@ def _transfer(origin_format: str, fmt: str, rank: int, dtype: str, mask: int) ->
     return hit
 
 
-def _ref_input(anchor: OutAnchor) -> int:
-    """GE's IsRefFromInput (spec §2.5): the input index `anchor` reuses, or -1."""
-    node = anchor.node
-    op = node.op
-    index = anchor.index
-    t = op.type
-    attrs = op.attrs
-    if t in _PASS_THROUGH_TYPES or (
-        node.graph.parent_node is not None and ATTR_PARENT_NODE_INDEX in attrs and is_subgraph_input(node)
-    ):
-        return index
-    if index == 0 and (t == "Reshape" or t == "Merge"):
-        return 0
-    if not attrs:
-        dattrs = op.output_descs[index].attrs
-        if dattrs and dattrs.get("reuse_input") is True:
-            v = dattrs.get("reuse_input_index", 0)
-            return v if type(v) is int else 0
-        return -1
-    if attrs.get("reference") is True:
-        name = op.output_names[index] if index < len(op.output_names) else ""
-        for k, in_name in enumerate(op.input_names):
-            if in_name == name:
-                return k
-    dattrs = op.output_descs[index].attrs
-    if dattrs and dattrs.get("reuse_input") is True:
-        v = dattrs.get("reuse_input_index", 0)
-        return v if type(v) is int else 0
-    if attrs.get("_output_reuse_input") is True and (
-        attrs.get("_no_padding_continuous_input") is True or attrs.get("_no_padding_continuous_output") is True
-    ):
-        return 0
-    return -1
-
-
 def _ref_source(out: OutAnchor) -> OutAnchor | None:
     """GetFirstOutAnchorNotInRefNode: follow outputs that reuse an input; null past the chain or 100 steps."""
     anchor: OutAnchor | None = out
     for _ in range(REF_TRACE_DEPTH_LIMIT):
         if anchor is None:
             return None
-        k = _ref_input(anchor)
+        k = ref_input_index(anchor)  # GE's GraphUtils::IsRefFromInput, as a hand-written pass would call it
         if k < 0:
             return anchor
         peers = anchor.node.in_peers

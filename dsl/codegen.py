@@ -445,15 +445,14 @@ class _Gen:
         return v if t.name == "bool" and not t.nullable else f"bool({v})"
 
     def boolop(self, n: ast.BoolOp, t: str) -> None:
+        """`a and b and c` as `t = a`, then `if t: t = b`, `if t: t = c` (flat: once `t` decides, the rest is
+        skipped, and a long chain nests no deeper than two)."""
         first, *rest = n.operands
         self.emit(f"{t} = {self.truth(first)}")
-        opened = 0
         for op in rest:
             self.emit(f"if {t}:" if n.op == "and" else f"if not {t}:")
-            self.depth += 1
-            opened += 1
-            self.emit(f"{t} = {self.truth(op)}")
-        self.depth -= opened
+            with self.indent():
+                self.emit(f"{t} = {self.truth(op)}")
 
     def compare(self, n: ast.Compare) -> str:
         a, b = self.seq([n.left, n.right])
@@ -631,7 +630,12 @@ def _generate(
         except _Declined:
             return None
         hot = {k for k, c in gen.counts.items() if c > 1}
-    fn, src = _build(gen, returns, init_lets=init_lets, params=params)
+    try:
+        fn, src = _build(gen, returns, init_lets=init_lets, params=params)
+    except (SyntaxError, RecursionError, MemoryError):
+        # beyond what Python compiles (more than 20 nested loops, 100 levels of indentation): the closures,
+        # which have no such limit, run the rule
+        return None
     return fn, src, gen
 
 

@@ -167,3 +167,21 @@ def test_a_python_pass_that_changes_op_types_is_seen_by_later_rule_passes(tmp_pa
     passes.append(PythonPass("Unhide", unhide, after=("First",), before=("Second",)))
     decided = [(d.rule, d.node) for r in PassManager(passes).run(g) for d in r.decisions]
     assert decided == [("Second", "concat")]
+
+
+@pytest.mark.parametrize("depth", [25, 60])
+def test_a_rule_python_cannot_compile_runs_on_the_closures(depth: int, tmp_path: Path) -> None:
+    """More than 20 nested loops is beyond Python's compiler: the rule loads and runs on the closures, which
+    stop it at the step budget (2 inputs ** 25 nested loops) like any runaway rule."""
+    quants = "".join(f"all(x{i} in node.inputs: " for i in range(depth)) + "true" + ")" * depth
+    path = tmp_path / "deep.yaml"
+    path.write_text(
+        "rules:\n  - name: Deep\n    match: [ConcatD]\n    checks:\n      - name: C\n"
+        f"        require: >\n          {quants} and len(node.inputs) < 3\n"
+    )
+    rules = load_rules([path])
+    assert rules.rules[0].fast is None
+    g = load_graph(example_path("allgather_concat.yaml"))
+    (d,) = [d for r in build_pass_manager(rules).run(g) for d in r.decisions]
+    assert (d.node, d.fired, d.check) == ("concat", False, "C")
+    assert d.error is not None and "exceeded its budget" in d.error
