@@ -59,6 +59,8 @@ _PUBLIC_FORMATS = frozenset(
 
 
 _UNKNOWN: Any = object()
+# attr_int's inline form around the read of the stored value (`{t}` a temporary, `{2}` the default)
+_INT_FORM = "{{t}} if isinstance(({{t}} := {0}), int) and {{t}} is not True and {{t}} is not False else {{2}}"
 
 
 # ---- typed attribute reads (GE's AttrUtils: absent or wrongly typed -> the default) --------------------------
@@ -90,6 +92,8 @@ def attr_int(holder: Any, name: str, default: int = 0) -> int:
 def attr_ints(holder: Any, name: str) -> list[int]:
     """GE's AttrUtils::GetListInt; empty when absent."""
     v = _attrs(holder).get(name)
+    if v is None:
+        return []
     if isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
         return list(v)  # type: ignore[arg-type]
     return []
@@ -211,16 +215,32 @@ def memory_type(out: OutAnchor) -> int:
     return RT_MEMORY_HBM
 
 
-def reshape_mask(desc: TensorDesc) -> int:
-    """The desc's `_reshape_type_mask` (0 when absent)."""
-    return attr_int(desc, "_reshape_type_mask", 0)
-
-
 # GetAlignedShape and TransferDims depend on the origin shape through its rank only: one entry per
-# (origin format, format, rank, dtype, mask), as GE's tables are
-_ALIGNED: dict[tuple[str, str, int, str, int], tuple[int, ...] | None] = {}
-_AXIS_MAPS: dict[tuple[str, str, int, int], formats.AxisMap | None] = {}
+# (origin format, format, rank, dtype, mask), as GE's tables are. The entries are handed to the rules as they
+# are (the rule language never changes a value).
+_ALIGNED: dict[tuple[str, str, int, str, int], list[int] | None] = {}
+_AXIS_MAPS: dict[tuple[str, str, int, int], AxisLists | None] = {}
 _TABLE_LIMIT = 4096
+
+
+class AxisLists:
+    """TransferDims' axis maps as the rules read them: lists of lists (built once per table entry)."""
+
+    __slots__ = ("dst_to_src", "src_to_dst")
+
+    def __init__(self, m: formats.AxisMap) -> None:
+        self.src_to_dst = [list(x) for x in m.src_to_dst]
+        self.dst_to_src = [list(x) for x in m.dst_to_src]
+
+
+def reshape_mask(desc: TensorDesc) -> int:
+    """The desc's `_reshape_type_mask` (0 when absent), as attr_int reads it (inline: this is read for every
+    input of every candidate)."""
+    attrs = desc.attrs
+    if not attrs:
+        return 0
+    v = attrs.get("_reshape_type_mask", 0)
+    return v if v.__class__ is int or (isinstance(v, int) and not isinstance(v, bool)) else 0
 
 
 def aligned_shape(desc: TensorDesc) -> list[int] | None:
@@ -230,18 +250,20 @@ def aligned_shape(desc: TensorDesc) -> list[int] | None:
     if a is _UNKNOWN:
         if len(_ALIGNED) >= _TABLE_LIMIT:  # graphs name few format pairs; a flood of odd ones must not grow it
             _ALIGNED.clear()
-        a = _ALIGNED[key] = formats.get_aligned_shape(key[0], key[1], (1,) * key[2], key[3], key[4])
-    return list(a) if a is not None else None
+        got = formats.get_aligned_shape(key[0], key[1], (1,) * key[2], key[3], key[4])
+        a = _ALIGNED[key] = list(got) if got is not None else None
+    return a  # type: ignore[no-any-return]
 
 
-def axis_map(desc: TensorDesc) -> formats.AxisMap | None:
+def axis_map(desc: TensorDesc) -> AxisLists | None:
     """TransferDims for a desc; null where GE fails."""
     key = (desc.origin_format, desc.format, len(desc.origin_shape), reshape_mask(desc))
     m = _AXIS_MAPS.get(key, _UNKNOWN)
     if m is _UNKNOWN:
         if len(_AXIS_MAPS) >= _TABLE_LIMIT:
             _AXIS_MAPS.clear()
-        m = _AXIS_MAPS[key] = formats.transfer_dims(key[0], key[1], (1,) * key[2], key[3])
+        got = formats.transfer_dims(key[0], key[1], (1,) * key[2], key[3])
+        m = _AXIS_MAPS[key] = AxisLists(got) if got is not None else None
     return m  # type: ignore[no-any-return]
 
 
@@ -280,7 +302,7 @@ def ge_catalogue() -> Catalogue:
                 "unknown_shape",
                 "bool",
                 "GE's graph unknown-shape flag (GetGraphUnknownFlag).",
-                lambda g: g.unknown_shape,
+                "unknown_shape",
             ),
             ("parent_node", "Node?", "The node owning this subgraph; null for the root.", "parent_node"),
             (
@@ -304,8 +326,8 @@ def ge_catalogue() -> Catalogue:
             ("graph", "Graph", "The owner graph.", "graph"),
             ("inputs", "list[InputAnchor]", "All in-data anchors, connected or not, by index.", "in_anchors"),
             ("outputs", "list[OutputAnchor]", "All out-data anchors, by index.", "out_anchors"),
-            ("input_count", "int", "Number of in-data anchors.", lambda n: len(n.in_peers)),
-            ("output_count", "int", "Number of out-data anchors.", lambda n: len(n.out_peers)),
+            ("input_count", "int", "Number of in-data anchors.", lambda n: len(n.in_peers), "len({0}.in_peers)"),
+            ("output_count", "int", "Number of out-data anchors.", lambda n: len(n.out_peers), "len({0}.out_peers)"),
             (
                 "input_descs",
                 "list[TensorDesc]",
@@ -367,19 +389,26 @@ def ge_catalogue() -> Catalogue:
         "TensorDesc",
         "GE's GeTensorDesc: storage and origin shape/format, dtype, attributes.",
         [
-            ("shape", "list[int]", "The storage shape (GetShape).", lambda d: list(d.shape)),
-            ("origin_shape", "list[int]", "The origin shape (GetOriginShape).", lambda d: list(d.origin_shape)),
+            ("shape", "list[int]", "The storage shape (GetShape).", lambda d: list(d.shape), "list({0}.shape)"),
+            (
+                "origin_shape",
+                "list[int]",
+                "The origin shape (GetOriginShape).",
+                lambda d: list(d.origin_shape),
+                "list({0}.origin_shape)",
+            ),
             ("dtype", "str", "The data type, e.g. float16.", "dtype"),
             ("format", "str", "The storage format, e.g. NC1HWC0.", "format"),
             ("origin_format", "str", "The origin format, e.g. NCHW.", "origin_format"),
-            ("rank", "int", "Storage rank (GetShape().GetDimNum()).", lambda d: len(d.shape)),
-            ("origin_rank", "int", "Origin rank (GetOriginShape().GetDimNum()).", lambda d: len(d.origin_shape)),
+            ("rank", "int", "Storage rank (GetShape().GetDimNum()).", lambda d: len(d.shape), "len({0}.shape)"),
             (
-                "is_valid",
-                "bool",
-                "False only for GE's invalid desc (dtype undefined and format RESERVED).",
-                lambda d: d.is_valid,
+                "origin_rank",
+                "int",
+                "Origin rank (GetOriginShape().GetDimNum()).",
+                lambda d: len(d.origin_shape),
+                "len({0}.origin_shape)",
             ),
+            ("is_valid", "bool", "False only for GE's invalid desc (dtype undefined and format RESERVED).", "is_valid"),
         ],
         parents=("AttrHolder",),
         describe=_desc_text,
@@ -392,13 +421,13 @@ def ge_catalogue() -> Catalogue:
                 "src_to_dst",
                 "list[list[int]]",
                 "Per origin axis, the storage axes it maps to.",
-                lambda m: [list(x) for x in m.src_to_dst],
+                "src_to_dst",
             ),
             (
                 "dst_to_src",
                 "list[list[int]]",
                 "Per storage axis, the origin axes it comes from (-1: none).",
-                lambda m: [list(x) for x in m.dst_to_src],
+                "dst_to_src",
             ),
         ],
         describe=lambda m: f"src_to_dst={[list(x) for x in m.src_to_dst]}",
@@ -417,6 +446,10 @@ def ge_catalogue() -> Catalogue:
             "Node/2": "{0}.op.attrs.get({1}) is True",
             "TensorDesc/2": "{0}.attrs.get({1}) is True",
             "Graph/2": "{0}.attrs.get({1}) is True",
+            # with a default: the stored value when it is a bool
+            "Node/3": "{t} if ({t} := {0}.op.attrs.get({1})) is True or {t} is False else {2}",
+            "TensorDesc/3": "{t} if ({t} := {0}.attrs.get({1})) is True or {t} is False else {2}",
+            "Graph/3": "{t} if ({t} := {0}.attrs.get({1})) is True or {t} is False else {2}",
         },
     )
     c.add_helper(
@@ -427,6 +460,12 @@ def ge_catalogue() -> Catalogue:
         attr_int,
         group=g,
         defaults={"default": 0},
+        # an int that is not a bool, else the default
+        inline={
+            "Node/3": _INT_FORM.format("{0}.op.attrs.get({1})"),
+            "TensorDesc/3": _INT_FORM.format("{0}.attrs.get({1})"),
+            "Graph/3": _INT_FORM.format("{0}.attrs.get({1})"),
+        },
     )
     c.add_helper(
         "attr_ints",

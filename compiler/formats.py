@@ -122,6 +122,7 @@ def _dtype_spellings() -> dict[str, str]:
 
 
 _DTYPE_SPELLINGS = _dtype_spellings()
+_SIZE_BY_SPELLING = {spelling: _DTYPE_SIZES[canon] for spelling, canon in _DTYPE_SPELLINGS.items()}
 
 
 def canonical_dtype(name: str) -> str | None:
@@ -146,6 +147,9 @@ def _require_dtype(dtype: str) -> str:
 
 def dtype_size(dtype: str) -> int:
     """GE's GetSizeByDataType: bytes, 1000+bits for sub-byte types, -1 for invalid or unknown dtypes."""
+    size = _SIZE_BY_SPELLING.get(dtype)  # the usual spellings, in one lookup
+    if size is not None:
+        return size
     canon = canonical_dtype(dtype)
     return -1 if canon is None else _DTYPE_SIZES[canon]
 
@@ -183,7 +187,10 @@ def shape_size(shape: Sequence[int]) -> int:
 
 def is_unknown_shape(shape: Sequence[int]) -> bool:
     """GE's IsUnknownShape: any dim is negative (-1 UNKNOWN_DIM, -2 UNKNOWN_DIM_NUM, ...)."""
-    return any(dim < 0 for dim in shape)
+    for dim in shape:  # a plain loop: about twice as fast as any() over a generator on short shapes  # noqa: SIM110
+        if dim < 0:
+            return True
+    return False
 
 
 def tensor_raw_size(shape: Sequence[int], dtype: str) -> int:

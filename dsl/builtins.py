@@ -10,6 +10,12 @@ from typing import Any
 
 from .catalogue import Catalogue
 
+RANGE_CAP = 1 << 20  # range(n) holds at most this many integers
+
+
+def _range(n: int) -> list[int]:
+    return list(range(max(0, min(n, RANGE_CAP))))
+
 
 def _len(x: Any) -> int:
     if isinstance(x, (list, tuple, str)):
@@ -37,7 +43,7 @@ def builtin_catalogue() -> Catalogue:
         "n: int",
         "list[int]",
         "The integers 0, 1, ..., n-1 (empty when n <= 0).",
-        lambda n: list(range(max(0, min(n, 1 << 20)))),
+        _range,
     )
     c.add_helper(
         "index_of", "xs: list[any], x: any", "int", "Position of the first element equal to x, or -1.", _index_of

@@ -106,6 +106,8 @@ class FieldSpec:
     settable: bool = False  # an action may `set` it (through the entity's setter), with a value of its type
     # the field is this attribute path of the object (`op.type`); generated code reads it directly
     path: str | None = None
+    # or this inline form of the getter (`len({0}.shape)`, see `check_template`), which generated code uses
+    inline: str | None = None
 
 
 @dataclass(frozen=True)
@@ -124,27 +126,43 @@ _NO_DEFAULT: Any = object()
 _ATTR_NAME = re.compile(r"[a-z][a-z0-9_]*")  # a public attribute name (no dunders, nothing to import)
 
 
-def _check_inline(helper: str, key: str, template: str) -> None:
-    """An inline form may hold only its arguments, attribute names after a dot, operators and keywords."""
-    import io
-    import tokenize
+# the builtins an inline form may call (the generated code's namespace holds them)
+INLINE_BUILTINS = frozenset({"len", "list", "isinstance", "int"})
 
+
+def _check_inline(helper: str, key: str, template: str) -> None:
+    """A helper's inline form, keyed `<first argument's type>/<argument count>`: see `check_template`."""
     etype, _, count = key.partition("/")
     if not etype or not count.isdigit():
         raise ValueError(f"helper '{helper}': inline key '{key}' is not '<type>/<argument count>'")
-    text = template.format(*(f"a{i}" for i in range(int(count))))
+    check_template(f"helper '{helper}'", template, int(count))
+
+
+def check_template(what: str, template: str, nargs: int) -> None:
+    """An inline form (Python text standing for a call, `{0}`.. its arguments, `{t}` a fresh temporary) may hold
+    only its arguments and temporary, attribute names after a dot, operators, keywords and
+    :data:`INLINE_BUILTINS`."""
+    import io
+    import tokenize
+
+    try:
+        text = template.format(*(f"a{i}" for i in range(nargs)), t="t0")
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (IndexError, KeyError, ValueError, tokenize.TokenError) as exc:
+        raise ValueError(f"{what}: inline form '{template}' is malformed ({exc})") from None
     prev = ""
-    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+    for tok in tokens:
         ok = tok.type in (tokenize.OP, tokenize.NEWLINE, tokenize.ENDMARKER) or (
             tok.type == tokenize.NAME
             and (
                 keyword.iskeyword(tok.string)
-                or re.fullmatch(r"a\d+", tok.string) is not None
+                or re.fullmatch(r"a\d+|t0", tok.string) is not None
                 or (prev == "." and _ATTR_NAME.fullmatch(tok.string) is not None)
+                or (prev != "." and tok.string in INLINE_BUILTINS)
             )
         )
         if not ok:
-            raise ValueError(f"helper '{helper}': inline form '{template}' may not contain '{tok.string}'")
+            raise ValueError(f"{what}: inline form '{template}' may not contain '{tok.string}'")
         prev = tok.string
 
 
@@ -198,7 +216,9 @@ class Catalogue:
         self,
         name: str,
         doc: str,
-        fields: Iterable[tuple[str, str, str, Callable[[Any], Any] | str]],
+        fields: Iterable[
+            tuple[str, str, str, Callable[[Any], Any] | str] | tuple[str, str, str, Callable[[Any], Any], str]
+        ],
         *,
         parents: tuple[str, ...] = (),
         set_attr: Callable[[Any, str, Any], None] | None = None,
@@ -206,18 +226,23 @@ class Catalogue:
         settable: Iterable[str] = (),
     ) -> None:
         """Register an entity type; fields are (name, type, doc, getter), the getter a function of the object or
-        an attribute path (`"op.type"`); `settable` fields may be set by actions."""
+        an attribute path (`"op.type"`), or (name, type, doc, function, inline form) where the inline form
+        (`"len({0}.shape)"`, see `check_template`) is what generated code uses; `settable` fields may be set by
+        actions."""
         if name in self.entities or name in PRIMITIVES or name == "list":
             raise ValueError(f"entity '{name}' registered twice or shadows a builtin type")
         writable = set(settable)
         specs = {}
-        for f, t, d, g in fields:
+        for f, t, d, g, *form in fields:
             if isinstance(g, str):
                 if not all(_ATTR_NAME.fullmatch(part) and not keyword.iskeyword(part) for part in g.split(".")):
                     raise ValueError(f"field '{name}.{f}': '{g}' is not an attribute path")
                 specs[f] = FieldSpec(f, parse_type(t), d, operator.attrgetter(g), f in writable, g)
             else:
-                specs[f] = FieldSpec(f, parse_type(t), d, g, f in writable)
+                inline = form[0] if form else None
+                if inline is not None:
+                    check_template(f"field '{name}.{f}'", inline, 1)
+                specs[f] = FieldSpec(f, parse_type(t), d, g, f in writable, inline=inline)
         self.entities[name] = EntitySpec(name, doc, specs, parents, set_attr, describe)
 
     def add_helper(

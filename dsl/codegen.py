@@ -37,7 +37,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import ast
-from .builtins import _len
+from .builtins import RANGE_CAP, _len, _range
+from .catalogue import INT
 from .check import Resolution
 from .compile import CompiledCheck, CompiledRule, _attr_value, _hashable
 from .rules import Binding
@@ -116,6 +117,9 @@ def _distinct_add(hashed: set[Any], seen: list[Any], v: Any) -> None:
 _UNSET: Any = object()
 _BUILTINS: dict[str, Any] = {
     "len": len,
+    "list": list,
+    "min": min,
+    "range": range,
     "bool": bool,
     "isinstance": isinstance,
     "int": int,
@@ -155,8 +159,22 @@ class _Gen:
         self.cse: dict[object, str] = {}  # key -> its memo local
         self.scopes: list[str] = []  # per level, the marker of the scope being generated
         self.resets: dict[str, list[str]] = {}  # marker -> the memo locals to reset there
-        self.uses_memo = False
+        self.memo_dicts: dict[str, str] = {}  # memoised helper's constant -> its table (per candidate)
         self.quant_depth = 0  # quantifier loops around the code being generated
+        # What is known of each memo local (a `let`'s or a common sub-expression's) where code is emitted: `done`
+        # holds those computed on every path to this point (read as they are), `touched` those computed on some
+        # path; one computed on no path yet is assigned outright. Only the rest need the `is _U` test, and only
+        # those tested are reset when their scope starts. A local whose scope started outside the innermost
+        # loop may have been computed by an earlier iteration, so there it counts as touched.
+        self.loop_depth = 0
+        self.birth: dict[str, int] = {}  # memo local -> the loop depth where its scope starts
+        self.scope_depth: dict[int, int] = {}  # scope level -> the loop depth of its start
+        self.cse_level: dict[str, int] = {}  # common sub-expression local -> its scope level
+        self.done: set[str] = set()
+        self.touched: set[str] = set()
+        self.tested: set[str] = set()
+        # a boolean chain's result local -> (the value it has when every block ran, what is done then)
+        self.complete: dict[str, tuple[bool, set[str]]] = {}
 
     # ---- emission ------------------------------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -180,7 +198,38 @@ class _Gen:
         return name
 
     def indent(self) -> _Indent:
+        """A nested block that runs whenever the code before it does (a `try:`, a `return` under an `if`)."""
         return _Indent(self)
+
+    def branch(self) -> _Indent:
+        """A nested block that may not run: what it computes is not known to be computed after it."""
+        return _Indent(self, branch=True)
+
+    def loop(self) -> _Indent:
+        """A loop body: it may run no time, or again after computing something."""
+        return _Indent(self, branch=True, loop=True)
+
+    def memoised(self, local: str, compute: Callable[[], str]) -> str:
+        """`local`, computed by `compute` (which emits statements and returns the value) unless known done."""
+        if local in self.done:
+            return local
+        if local not in self.touched and self.birth.get(local, 0) >= self.loop_depth:
+            self.emit(f"{local} = {compute()}")  # computed on no path to here: no test, no reset needed
+        else:
+            self.tested.add(local)
+            self.emit(f"if {local} is _U:")
+            with self.branch():
+                self.emit(f"{local} = {compute()}")
+        self.done.add(local)
+        self.touched.add(local)
+        return local
+
+    def forget(self, locals_: Sequence[str], depth: int) -> None:
+        """The scope of `locals_` starts here (they are reset): none is computed yet."""
+        for m in locals_:
+            self.birth[m] = depth
+            self.done.discard(m)
+            self.touched.discard(m)
 
     # ---- names ---------------------------------------------------------------------------------------------
     def bind_var(
@@ -211,10 +260,16 @@ class _Gen:
     def reset_lets(self, lets: Sequence[Binding], level: int | None) -> None:
         """Start a new scope for `lets`: each is computed again on its first use (a `let` whose expression is a
         memoised common sub-expression shares that memo, which its own scope resets)."""
+        own = []
         for b in lets:
             self.let_levels[id(b)] = level
             if not self.shared_memo(b):
-                self.emit(f"{self.let_local(b)} = _U")
+                own.append(self.let_local(b))
+        if own:
+            marker = f"\0{len(self.resets)}"
+            self.resets[marker] = own
+            self.emit(marker)
+            self.forget(own, self.loop_depth if level is None else self.scope_depth[level])
 
     def shared_memo(self, b: Binding) -> bool:
         """Whether `let` b's expression is a memoised common sub-expression (then that memo is the let's)."""
@@ -231,6 +286,8 @@ class _Gen:
         del self.scopes[level:]
         self.scopes.append(marker)
         self.emit(marker)
+        self.scope_depth[level] = self.loop_depth
+        self.forget([m for m, lv in self.cse_level.items() if lv >= level], self.loop_depth)
 
     def key(self, n: ast.Node) -> tuple[object, int] | None:
         """(structural key, scope level) of a loop-free sub-expression; None when it reads a loop variable of a
@@ -298,11 +355,9 @@ class _Gen:
         if local is None:
             local = self.cse[key] = self.fresh("c")
             self.resets[self.scopes[level]].append(local)
-        self.emit(f"if {local} is _U:")
-        with self.indent():
-            v = self._expr(n)
-            self.emit(f"{local} = {v}")
-        return local
+            self.cse_level[local] = level
+            self.birth[local] = self.scope_depth[level]
+        return self.memoised(local, lambda: self._expr(n))
 
     def _expr(self, n: ast.Node) -> str:
         if isinstance(n, ast.Lit):
@@ -312,12 +367,7 @@ class _Gen:
             if binding is not None:
                 if self.shared_memo(binding):
                     return self.expr(binding.expr.node)
-                m = self.let_local(binding)
-                self.emit(f"if {m} is _U:")
-                with self.indent():
-                    v = self.expr(binding.expr.node)
-                    self.emit(f"{m} = {v}")
-                return m
+                return self.memoised(self.let_local(binding), lambda: self.expr(binding.expr.node))
             local = self.vars.get(n.id)
             if local is None:
                 local = self.roots.get(n.id)
@@ -332,6 +382,8 @@ class _Gen:
             spec = self.res.fields[id(n)]
             if spec.path is not None:  # a catalogue-declared attribute path (null raises AttributeError: a fault)
                 return f"({self.expr(n.obj)}.{spec.path})"
+            if spec.inline is not None:  # the catalogue's inline form of the getter (null raises likewise)
+                return self.inline(spec.inline, [self.expr(n.obj)])
             o = self.atom(self.expr(n.obj))
             self.emit(f"if {o} is None: raise _F")
             return f"{self.const(spec.get)}({o})"
@@ -346,25 +398,23 @@ class _Gen:
             first_t = self.res.type_of(first) if first is not None else None
             template = helper.inline.get(f"{first_t.name}/{len(args)}") if first_t and not first_t.nullable else None
             if template is not None:  # the domain's inline form: same value, a fault where the call raises
-                used = [template.count(f"{{{i}}}") for i in range(len(args))]
-                args = [self.atom(a) if k > 1 else a for a, k in zip(args, used, strict=True)]
-                return f"({template.format(*args)})"
+                return self.inline(template, args)
             if not helper.memo:
                 return f"{fn}({', '.join(args)})"
             # reused for the same argument objects while deciding this candidate, keyed by identity (cheap); the
             # entry keeps the arguments alive, so no id is reused meanwhile
-            self.uses_memo = True
+            memo = self.memo_dicts.setdefault(fn, f"M{fn}")  # one table per helper
             args = [self.atom(a) for a in args]
-            key = f"({fn}, {''.join(f'id({a}), ' for a in args)})"
+            key = f"id({args[0]})" if len(args) == 1 else f"({''.join(f'id({a}), ' for a in args)})"
             t, e = self.fresh(), self.fresh("e")
-            self.emit(f"{e} = M.get({key})")
+            self.emit(f"{e} = {memo}.get({key})")
             self.emit(f"if {e} is not None and {' and '.join(f'{e}[{i}] is {a}' for i, a in enumerate(args))}:")
             with self.indent():
                 self.emit(f"{t} = {e}[{len(args)}]")
             self.emit("else:")
             with self.indent():
                 self.emit(f"{t} = {fn}({', '.join(args)})")
-                self.emit(f"M[{key}] = ({''.join(f'{a}, ' for a in args)}{t})")
+                self.emit(f"{memo}[{key}] = ({''.join(f'{a}, ' for a in args)}{t})")
             return t
         if isinstance(n, ast.Unary):
             o = self.expr(n.operand)
@@ -374,8 +424,12 @@ class _Gen:
         if isinstance(n, ast.Arith):
             a, b = self.seq([n.left, n.right])
             numeric = self.res.type_of(n.left).name in _NUMERIC and self.res.type_of(n.right).name in _NUMERIC
-            if n.op == "+":  # None raises TypeError in `+` and in _add: a fault, as the closures' check
-                return f"({a} + {b})" if numeric else f"{self.const(_add)}({a}, {b})"
+            if n.op == "+":  # None raises TypeError in `+`, `*` and _add: a fault, as the closures' check
+                if numeric:
+                    return f"({a} + {b})"
+                if self.res.type_of(n.left).is_list and self.res.type_of(n.right).is_list:
+                    return f"[*{a}, *{b}]"
+                return f"{self.const(_add)}({a}, {b})"
             if numeric:  # None raises TypeError: a fault
                 return f"({a} {_ARITH[n.op]} {b})"
             a, b = self.atom(a), self.atom(b)
@@ -387,10 +441,10 @@ class _Gen:
         elif isinstance(n, ast.IfElse):
             c = self.expr(n.cond)
             self.emit(f"if {c}:")
-            with self.indent():
+            with self.branch():
                 self.emit(f"{t} = {self.expr(n.then)}")
             self.emit("else:")
-            with self.indent():
+            with self.branch():
                 self.emit(f"{t} = {self.expr(n.else_)}")
         elif isinstance(n, ast.Quant):
             self.quant(n, t)
@@ -399,7 +453,18 @@ class _Gen:
                 return self.const([i.value for i in n.items])  # type: ignore[attr-defined]
             self.emit(f"{t} = [{', '.join(self.seq(list(n.items)))}]")
         elif isinstance(n, ast.Index):
-            o, i = (self.atom(x) for x in self.seq([n.obj, n.index]))
+            # null (TypeError) and past the end (IndexError) raise as they are: faults; a negative index, which
+            # Python would count from the end, is turned into None (TypeError)
+            o, i = self.seq([n.obj, n.index])
+            it = self.res.type_of(n.index)
+            lit = n.index.value if isinstance(n.index, ast.Lit) else None
+            if isinstance(lit, int) and not isinstance(lit, bool) and lit >= 0:
+                return f"{o}[{i}]"
+            if it.name == "int" and not it.nullable:
+                if not _ATOM.fullmatch(i):
+                    o, i = self.atom(o), self.atom(i)
+                return f"{o}[{i} if {i} >= 0 else None]"
+            o, i = self.atom(o), self.atom(i)
             self.emit(f"if {o} is None or not isinstance({i}, int) or not 0 <= {i} < len({o}): raise _F")
             return f"{o}[{i}]"
         elif isinstance(n, ast.Slice):
@@ -407,10 +472,25 @@ class _Gen:
             o = parts.pop(0)
             lo = parts.pop(0) if n.lo is not None else "None"
             hi = parts.pop(0) if n.hi is not None else "None"
+            bounds = [(b, x) for b, x in ((lo, n.lo), (hi, n.hi)) if x is not None]
+            if self.res.type_of(n.obj).is_list and all(self.res.type_of(x) == INT for _, x in bounds):
+                # a list slice copied as _slice does; a negative bound is refused by indexing with None
+                o, *rest = [self.atom(v) for v in (o, *(b for b, _ in bounds))] if bounds else [o]
+                lo, hi = (rest.pop(0) if n.lo is not None else "", rest.pop(0) if n.hi is not None else "")
+                neg = " or ".join(f"{b} < 0" for b in (lo, hi) if b)
+                return f"list({o}[{lo}:{hi}] if not ({neg}) else {o}[None])" if neg else f"list({o}[:])"
             return f"{self.const(_slice)}({o}, {lo}, {hi})"
         else:  # pragma: no cover - the parser makes no other node
             raise AssertionError(f"unexpected node {type(n).__name__}")
         return t
+
+    def inline(self, template: str, args: list[str]) -> str:
+        """A catalogue inline form applied to `args` (an argument used twice is evaluated once, into a local;
+        `{t}` becomes a fresh temporary)."""
+        used = [template.count(f"{{{i}}}") for i in range(len(args))]
+        if any(k > 1 for k in used):
+            args = [self.atom(a) for a in args]  # in order
+        return f"({template.format(*args, t=self.fresh())})"
 
     def seq(self, nodes: Sequence[ast.Node]) -> list[str]:
         """The values of `nodes`, evaluated in order: an earlier fused expression is pinned into a local when a
@@ -446,16 +526,34 @@ class _Gen:
 
     def boolop(self, n: ast.BoolOp, t: str) -> None:
         """`a and b and c` as `t = a`, then `if t: t = b`, `if t: t = c` (flat: once `t` decides, the rest is
-        skipped, and a long chain nests no deeper than two)."""
-        first, *rest = n.operands
-        self.emit(f"{t} = {self.truth(first)}")
-        for op in rest:
-            self.emit(f"if {t}:" if n.op == "and" else f"if not {t}:")
+        skipped, and a long chain nests no deeper than two); operands that need no statements are fused into
+        one Python `and`/`or` (they are bools, so the value is the same)."""
+        pending = [self.truth(n.operands[0])]
+        # each block runs only if the one before it ran: what one computes, the next may take as done
+        after = set(self.done)
+        for op in n.operands[1:]:
+            mark = len(self.lines)
             with self.indent():
-                self.emit(f"{t} = {self.truth(op)}")
+                v = self.truth(op)
+            if len(self.lines) == mark:
+                pending.append(v)
+                continue
+            head = [] if pending == [t] else [f"{t} = {f' {n.op} '.join(pending)}"]
+            head.append(f"if {t}:" if n.op == "and" else f"if not {t}:")
+            self.lines[mark:mark] = ["    " * self.depth + line for line in head]
+            with self.indent():
+                self.emit(f"{t} = {v}")
+            pending = [t]
+        if pending != [t]:
+            self.emit(f"{t} = {f' {n.op} '.join(pending) if len(pending) > 1 else pending[0]}")
+        # where the chain came out as it does when every block ran (true for `and`, false for `or`), all did
+        self.complete[t] = (n.op == "and", set(self.done))
+        self.done = after
 
     def compare(self, n: ast.Compare) -> str:
         a, b = self.seq([n.left, n.right])
+        if n.op in ("==", "!=") and "None" in (a, b):  # no value of the language equals null but null itself
+            return f"({a} {'is' if n.op == '==' else 'is not'} {b})"
         if n.op in ("==", "!=", "in", "not in"):  # `in` null raises TypeError: a fault, as the closures' check
             return f"({a} {n.op} {b})"
         assert n.op in _ORDER
@@ -463,14 +561,17 @@ class _Gen:
         return f"({a} {n.op} {b})" if plain else f"bool({a} {n.op} {b})"
 
     def loop_head(self, coll: str, var_local: str) -> None:
-        """`for` over `coll`, null refused and its length charged to the budget."""
-        self.emit(f"if {coll} is None: raise _F")
+        """`for` over `coll`, its length charged to the budget (`len` of null raises: a fault)."""
         self.emit(f"s += len({coll})")
         self.emit(f"if s > {self.const(self.limit)}: raise _B")
         self.emit(f"for {var_local} in {coll}:")
 
     def quant(self, n: ast.Quant, t: str) -> None:
-        c = self.atom(self.expr(n.coll))
+        coll = n.coll
+        if isinstance(coll, ast.Call) and self.res.helpers[id(coll)].fn is _range:  # the same integers, no list
+            c = self.atom(f"range(min({self.expr(coll.args[0])}, {self.const(RANGE_CAP)}))")
+        else:
+            c = self.atom(self.expr(coll))
         start = {"all": "True", "any": "False", "none": "True", "count": "0"}.get(n.kind)
         if start is None:  # distinct
             hashed, seen = self.fresh("h"), self.fresh("h")
@@ -480,7 +581,7 @@ class _Gen:
             self.emit(f"{t} = {start}")
         local, prev = self.bind_var(n.var)
         self.loop_head(c, local)
-        with self.indent():
+        with self.loop():
             if n.where is not None:
                 self.emit(f"if not {self.expr(n.where)}: continue")
             b = self.expr(n.body)
@@ -526,7 +627,9 @@ class _Gen:
             here = (*path, c.name)
             k = self.site(cc, here, groups)
             if cc.fn is not None:
-                self.reset_lets(c.lets, None)
+                if c.lets:  # the check's lets, and what is computed from them, live while it is evaluated
+                    self.open_scope(len(groups) + 1)
+                    self.reset_lets(c.lets, len(groups) + 1)
                 assert c.expr is not None
                 self.emit("try:")
                 with self.indent():
@@ -535,19 +638,21 @@ class _Gen:
                 self.emit(f"if {'not ' if c.kind == 'require' else ''}{v}:")
                 with self.indent():
                     self.emit(f"return ({k}, {FAILED}, s, {vals})")
+                passing, done = self.complete.get(v, (None, set()))
+                if passing == (c.kind == "require"):  # past the check, every block of its chain ran
+                    self.done |= done
                 continue
             assert c.coll is not None and c.var is not None
             self.emit("try:")
             with self.indent():
                 items = self.atom(self.expr(c.coll.node))
-                self.emit(f"if {items} is None: raise _F")
                 self.emit(f"s += len({items})")
                 self.emit(f"if s > {self.const(self.limit)}: raise _B")
             self.catch(k, vals)
             level = len(groups) + 1
             local, prev = self.bind_var(c.var, level, id(cc))
             self.emit(f"for {local} in {items}:")
-            with self.indent():
+            with self.loop():
                 self.open_scope(level)
                 self.reset_lets(c.lets, level)
                 if c.where is not None:
@@ -566,7 +671,7 @@ class _Gen:
             c = self.atom(self.expr(n.coll))
             local, prev = self.bind_var(n.var)
             self.loop_head(c, local)
-            with self.indent():
+            with self.loop():
                 if n.where is not None:
                     self.emit(f"if not {self.expr(n.where)}: continue")
                 self.action(n.body)
@@ -581,14 +686,27 @@ class _Gen:
 
 
 class _Indent:
-    def __init__(self, gen: _Gen) -> None:
+    def __init__(self, gen: _Gen, branch: bool = False, loop: bool = False) -> None:
         self.gen = gen
+        self.branch = branch
+        self.loop = loop
+        self.done: set[str] = set()
 
     def __enter__(self) -> None:
-        self.gen.depth += 1
+        g = self.gen
+        g.depth += 1
+        if self.branch:
+            self.done = set(g.done)
+        if self.loop:
+            g.loop_depth += 1
 
     def __exit__(self, *exc: object) -> None:
-        self.gen.depth -= 1
+        g = self.gen
+        g.depth -= 1
+        if self.branch:
+            g.done = self.done
+        if self.loop:
+            g.loop_depth -= 1
 
 
 def _build(gen: _Gen, returns: str, init_lets: bool = False, params: str = "R, s") -> tuple[Callable[..., Any], str]:
@@ -596,17 +714,17 @@ def _build(gen: _Gen, returns: str, init_lets: bool = False, params: str = "R, s
     load = [f"        {local} = R[{gen.const(name)}]" for name, local in gen.roots.items()]
     if init_lets:
         load += [f"        {m} = _U" for m in gen.memo.values()]
-    if gen.uses_memo:
-        load.append("        M = {}")
+    load += [f"        {m} = {{}}" for m in gen.memo_dicts.values()]
     # `_U` is a parameter of the factory, so `fast` reads it as a closure cell, not a global
     head = ["def _factory(K, _U):", *(f"    k{i} = K[{i}]" for i in range(len(gen.consts))), f"    def fast({params}):"]
     body = []
     for line in gen.lines:
         text = line.lstrip(" ")
         if text.startswith("\0"):  # a scope marker: the resets of the sub-expressions memoised in it, at once
-            if gen.resets[text]:
+            tested = [m for m in gen.resets[text] if m in gen.tested]  # the others are assigned before any read
+            if tested:
                 pad = line[: len(line) - len(text)]
-                body.append(f"    {pad}{' = '.join(gen.resets[text])} = _U")
+                body.append(f"    {pad}{' = '.join(tested)} = _U")
         else:
             body.append("    " + line)
     src = "\n".join([*head, *load, *body, f"        return {returns}", "    return fast", ""])

@@ -458,7 +458,7 @@ def test_no_user_text_reaches_eval_or_exec(monkeypatch: pytest.MonkeyPatch) -> N
     assert errors_of("eval('1')") == ["unknown helper 'eval'"]
 
 
-TEMPLATE_NAMES = {"_factory", "fast", "K", "R", "M", "s", "_F", "_B", "_U", *codegen._BUILTINS}
+TEMPLATE_NAMES = {"_factory", "fast", "K", "R", "s", "_F", "_B", "_U", *codegen._BUILTINS}
 
 
 def catalogue_paths() -> set[str]:
@@ -466,13 +466,11 @@ def catalogue_paths() -> set[str]:
     (domain code, not rule text)."""
     from rulepass.compiler.facts import ge_catalogue
 
-    inline_names = {
-        name
-        for cat in (CAT, ge_catalogue())
-        for h in cat.helpers.values()
-        for template in h.inline.values()
-        for name in re.findall(r"\.([a-z_]+)", template)
-    }
+    templates = [
+        *(t for cat in (CAT, ge_catalogue()) for h in cat.helpers.values() for t in h.inline.values()),
+        *(f.inline for cat in (CAT, ge_catalogue()) for e in cat.entities.values() for f in e.fields.values()),
+    ]
+    inline_names = {name for template in templates if template for name in re.findall(r"\.([a-z_]+)", template)}
     return inline_names | {
         part
         for cat in (CAT, ge_catalogue())
@@ -492,10 +490,10 @@ def assert_template_only(src: str) -> None:
     for tok in tokenize.generate_tokens(io.StringIO(src).readline):
         if tok.type == tokenize.NAME:
             if prev is not None and prev.type == tokenize.OP and prev.string == ".":
-                assert tok.string in paths or (tok.string == "get" and prev_name == "M"), tok
+                assert tok.string in paths or (tok.string == "get" and re.fullmatch(r"Mk\d+", prev_name)), tok
             else:
                 ok = keyword.iskeyword(tok.string) or tok.string in TEMPLATE_NAMES
-                assert ok or re.fullmatch(r"[tkmvrhce]\d+", tok.string), tok
+                assert ok or re.fullmatch(r"[tkmvrhce]\d+|Mk\d+", tok.string), tok
         elif tok.type == tokenize.NUMBER:
             assert tok.string.isdigit(), tok
         else:
