@@ -185,3 +185,61 @@ def test_a_rule_python_cannot_compile_runs_on_the_closures(depth: int, tmp_path:
     (d,) = [d for r in build_pass_manager(rules).run(g) for d in r.decisions]
     assert (d.node, d.fired, d.check) == ("concat", False, "C")
     assert d.error is not None and "exceeded its budget" in d.error
+
+
+MEMO = """
+rules:
+  - name: Memo
+    match: [ConcatD, ConcatV2D]
+    let:
+      conn: "count(i in node.inputs: i.connected)"
+      skipped: "count(i in node.inputs: i.index >= 0)"
+      nested: "count(i in node.outputs: i.index >= 0)"
+    checks:
+      - name: Late
+        require: "len(node.inputs) > {a} and conn >= 0 and node.input_count + conn >= 0"
+      - name: Again
+        reject_if: "conn < 0 or node.input_count + conn < 0"
+      - name: NotReached
+        reject_if: "len(node.inputs) > 99 and skipped > 0"
+      - name: Inside
+        require: "(len(node.inputs) > 99 and nested > 0) or true"
+      - name: Later
+        require: "skipped + nested >= 0"
+      - name: Each
+        for_each: i in node.inputs
+        let:
+          peers: "count(j in node.inputs: j.connected and j.index <= i.index)"
+        checks:
+          - name: Branches
+            let:
+              r: i.desc.rank
+            require: >
+              (if r > {b} then peers + conn else conn) >= 0
+              and all(k in range(r): peers >= 0 and r + conn >= 0)
+              and (r < 0 or peers + r >= 0)
+          - name: After
+            reject_if: >
+              peers < 0 or conn + peers < 0
+              or any(k in node.inputs: count(m in node.inputs[:k.index]: m.connected) < 0)
+"""
+
+
+@pytest.mark.parametrize("a,b", [(0, 0), (0, 9), (9, 0)])
+def test_lets_are_computed_once_and_charged_once(a: int, b: int, tmp_path: Path) -> None:
+    """`let`s and repeated sub-expressions, first computed in a branch, a chain or a loop and used again after
+    it: the generated code computes each once, as the closures do. A value computed twice would charge its
+    loop twice, so every step budget from 1 up to what the candidate needs must stop both at the same place."""
+    from rulepass.compiler.facts import ge_catalogue
+    from rulepass.dsl.load import load_rules as load_with
+
+    path = tmp_path / "memo.yaml"
+    path.write_text(MEMO.format(a=a, b=b))
+    g = load_graph(example_path("allgather_concat.yaml"))
+    outcomes = set()
+    for limit in range(1, 80):
+        rules = load_with([path], ge_catalogue(), step_limit=limit).raise_on_error()
+        assert_same(g, rules)
+        (d,) = [d for r in build_pass_manager(rules).run(g.copy()) for d in r.decisions]
+        outcomes.add((d.check, d.fired))
+    assert len(outcomes) >= (1 if a else 4)  # the budget stops it at several different checks, then it decides
