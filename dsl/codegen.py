@@ -175,6 +175,7 @@ class _Gen:
         self.tested: set[str] = set()
         # a boolean chain's result local -> (the value it has when every block ran, what is done then)
         self.complete: dict[str, tuple[bool, set[str]]] = {}
+        self.nonnull: set[str] = set()  # locals tested not null on every path to here (they are not reassigned)
 
     # ---- emission ------------------------------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -385,7 +386,9 @@ class _Gen:
             if spec.inline is not None:  # the catalogue's inline form of the getter (null raises likewise)
                 return self.inline(spec.inline, [self.expr(n.obj)])
             o = self.atom(self.expr(n.obj))
-            self.emit(f"if {o} is None: raise _F")
+            if o not in self.nonnull:
+                self.emit(f"if {o} is None: raise _F")
+                self.nonnull.add(o)
             return f"{self.const(spec.get)}({o})"
         if isinstance(n, ast.Call):
             args = self.seq([*((n.receiver,) if n.receiver is not None else ()), *n.args])
@@ -679,10 +682,15 @@ class _Gen:
             return
         assert isinstance(n, ast.SetAction)
         target = self.atom(self.expr(n.target))
-        self.emit(f"if {target} is None: raise _F")
-        value = self.expr(n.value)
+        if target not in self.nonnull:
+            self.emit(f"if {target} is None: raise _F")
+            self.nonnull.add(target)
         setter = self.const(self.res.setters[id(n)])
-        self.emit(f"E.append(({setter}, {target}, {self.const(n.attr)}, {self.const(_attr_value)}({value})))")
+        if isinstance(n.value, ast.Lit):  # a scalar: _attr_value keeps it as it is
+            value = self.const(n.value.value)
+        else:
+            value = f"{self.const(_attr_value)}({self.expr(n.value)})"
+        self.emit(f"E.append(({setter}, {target}, {self.const(n.attr)}, {value}))")
 
 
 class _Indent:
@@ -691,12 +699,14 @@ class _Indent:
         self.branch = branch
         self.loop = loop
         self.done: set[str] = set()
+        self.nonnull: set[str] = set()
 
     def __enter__(self) -> None:
         g = self.gen
         g.depth += 1
         if self.branch:
             self.done = set(g.done)
+            self.nonnull = set(g.nonnull)
         if self.loop:
             g.loop_depth += 1
 
@@ -705,6 +715,7 @@ class _Indent:
         g.depth -= 1
         if self.branch:
             g.done = self.done
+            g.nonnull = self.nonnull
         if self.loop:
             g.loop_depth -= 1
 
