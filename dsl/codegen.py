@@ -12,14 +12,16 @@ reproduce an error exactly.
 a generated identifier (`v3`, `m7`, `t12`), and every value that came from the rule file (literals, field
 readers, helpers, root names) reaches the function as an element of a constant tuple, never as source text.
 The one other kind of word in it comes from the *catalogue*, never from the rule: a field's attribute path
-(`o.op.type`) and a helper's inline form (`h.op.attrs.get(name) is True` for `attr_bool` on a Node), both
-checked when registered to hold only attribute names, operators and keywords.
+(`o.op.type`) and the inline forms of field getters and helpers (`h.op.attrs.get(name) is True` for
+`attr_bool` on a Node, `len(d.origin_shape)` for `origin_rank`), checked when registered to hold only
+attribute names, operators, keywords, a temporary and a few builtins (`catalogue.check_template`).
 The source namespace holds only the handful of builtins the templates use.
 
 **Same semantics as the closures**, decision for decision: the same evaluation order and short circuits, `let`
 bindings evaluated lazily on first use and memoised for the same scope (rule lets for the candidate, a check's
 lets for one evaluation of that check, a group's lets per element), the same step budget (every loop charges
-its collection's length when it starts). A runtime fault (a field of null, an index out of range, a helper
+its collection's length when it starts; a memoised value is computed at most once per scope, so charged
+once). A runtime fault (a field of null, an index out of range, a helper
 that raises) is not formatted here: the function reports *where* the candidate stopped, and the engine re-runs
 that one check with the closures to obtain the exact :class:`~.compile.EvalError`.
 
