@@ -10,6 +10,7 @@ None of it is specific to Concat: Pack and Split rules use the same facts.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
@@ -111,6 +112,13 @@ NODE_FIELDS_SETTABLE = {"engine": "engine", "kernel_lib": "kernel_lib"}
 
 def set_attr(holder: Any, name: str, value: Any) -> None:
     """Set an attribute on a node's op desc, a tensor desc or a graph (`engine`/`kernel_lib` set the op's fields)."""
+    cls = holder.__class__
+    if cls is TensorDesc or cls is ComputeGraph:  # the common cases first (every effect of a rule comes here)
+        holder.attrs[name] = value
+        return
+    if cls is Node and name not in NODE_FIELDS_SETTABLE:
+        holder.op.attrs[name] = value
+        return
     if isinstance(holder, Node) and name in NODE_FIELDS_SETTABLE:
         if not isinstance(value, str):
             raise TypeError(f"{name} must be a string, not {value!r}")
@@ -189,6 +197,14 @@ def is_single_op_scene(graph: ComputeGraph) -> bool:
 
 def _first_single_op_attr(graph: ComputeGraph) -> bool | None:
     """The first `_single_op_scene` bool in GetAllNodes order (each owner, then its subgraphs' nodes)."""
+    if not graph.root.subgraphs:  # no subgraph anywhere: this graph's own nodes are all there is
+        for node in graph.topological_order():
+            attrs = node.op.attrs
+            if ATTR_SINGLE_OP_SCENE in attrs:
+                v = attrs[ATTR_SINGLE_OP_SCENE]
+                if isinstance(v, bool):
+                    return v
+        return None
     for node in graph.topological_order():
         op = node.op
         nv = op.attrs.get(ATTR_SINGLE_OP_SCENE)
@@ -276,8 +292,11 @@ def _desc_text(d: TensorDesc) -> str:
 
 
 def _in_text(a: InAnchor) -> str:
-    peer = a.peer
-    return f"input {a.index} of {a.node.name}" + (f" (from {peer})" if peer is not None else " (unconnected)")
+    node = a.node
+    peer = node.in_peers[a.index]
+    if peer is None:
+        return f"input {a.index} of {node.op.name} (unconnected)"
+    return f"input {a.index} of {node.op.name} (from {peer.node.op.name}:{peer.index})"  # the peer's str()
 
 
 def _consumers(n: Node) -> list[InAnchor]:
@@ -609,6 +628,10 @@ class GeGraphAccess:
         """The graph's own nodes, topologically ordered."""
         return graph.topological_order()
 
+    def of_types(self, nodes: Sequence[Node], op_types: frozenset[str]) -> list[Node]:
+        """The nodes whose op type is one of `op_types`, in order."""
+        return [n for n in nodes if n.op.type in op_types]
+
     def op_type(self, node: Node) -> str:
         """The op type."""
         return node.op.type
@@ -622,7 +645,7 @@ class GeGraphAccess:
         return graph.name
 
     def bindings(self, graph: ComputeGraph, node: Node) -> dict[str, Any]:
-        """`node` and its owner `graph`."""
+        """`node` and its owner `graph` (a new dict)."""
         return {"node": node, "graph": graph}
 
     def graph_bindings(self, graph: ComputeGraph) -> dict[str, Any]:

@@ -97,6 +97,11 @@ class InAnchor:
     node: Node
     index: int
 
+    def __init__(self, node: Node, index: int) -> None:
+        # the frozen dataclass's __init__, through the slots' own setters (a third cheaper: graphs make many)
+        _SET_IN_NODE(self, node)
+        _SET_IN_INDEX(self, index)
+
     @property
     def desc(self) -> TensorDesc:
         """The consumer's input desc at this index."""
@@ -123,6 +128,10 @@ class OutAnchor:
     node: Node
     index: int
 
+    def __init__(self, node: Node, index: int) -> None:
+        _SET_OUT_NODE(self, node)
+        _SET_OUT_INDEX(self, index)
+
     @property
     def desc(self) -> TensorDesc:
         """The producer's output desc at this index."""
@@ -137,10 +146,15 @@ class OutAnchor:
         return f"{self.node.name}:{self.index}"
 
 
+# the anchors' slot setters, which their __init__ use as a frozen dataclass's own __init__ uses object.__setattr__
+_SET_IN_NODE, _SET_IN_INDEX = InAnchor.__dict__["node"].__set__, InAnchor.__dict__["index"].__set__
+_SET_OUT_NODE, _SET_OUT_INDEX = OutAnchor.__dict__["node"].__set__, OutAnchor.__dict__["index"].__set__
+
+
 class Node:
     """A node of a ComputeGraph: its OpDesc, its owner graph and its anchors' peers."""
 
-    __slots__ = ("control_in", "control_out", "graph", "in_peers", "op", "out_peers", "seq")
+    __slots__ = ("_ins", "_outs", "control_in", "control_out", "graph", "in_peers", "op", "out_peers", "seq")
 
     def __init__(self, op: OpDesc, graph: ComputeGraph, seq: int) -> None:
         self.op = op
@@ -150,6 +164,10 @@ class Node:
         self.out_peers: list[list[InAnchor]] = [[] for _ in op.output_descs]
         self.control_in: list[Node] = []
         self.control_out: list[Node] = []
+        # the anchor lists, built on first use and kept while the anchor counts stay the same (an anchor is the
+        # node and an index; what it is connected to is read live)
+        self._ins: list[InAnchor] | None = None
+        self._outs: list[OutAnchor] | None = None
 
     @property
     def name(self) -> str:
@@ -171,13 +189,19 @@ class Node:
 
     @property
     def in_anchors(self) -> list[InAnchor]:
-        """All input anchors, connected or not."""
-        return [InAnchor(self, i) for i in range(len(self.in_peers))]
+        """All input anchors, connected or not (a shared list: do not modify it)."""
+        ins = self._ins
+        if ins is None or len(ins) != len(self.in_peers):  # first use, or inputs were added since
+            ins = self._ins = [InAnchor(self, i) for i in range(len(self.in_peers))]
+        return ins
 
     @property
     def out_anchors(self) -> list[OutAnchor]:
-        """All output anchors."""
-        return [OutAnchor(self, i) for i in range(len(self.out_peers))]
+        """All output anchors (a shared list: do not modify it)."""
+        outs = self._outs
+        if outs is None or len(outs) != len(self.out_peers):
+            outs = self._outs = [OutAnchor(self, i) for i in range(len(self.out_peers))]
+        return outs
 
     def out_data_nodes(self) -> list[Node]:
         """Consumer nodes over all outputs, in anchor then edge order (GE's GetOutDataNodes)."""

@@ -141,8 +141,9 @@ class RulePass:
         )
         report.decisions.extend(run.decisions)
         if report.stats is None:
-            report.stats = RuleStats(self.name)
-        report.stats.merge(run.stats)
+            report.stats = run.stats  # the first graph's counters (the run is not kept)
+        else:
+            report.stats.merge(run.stats)
 
 
 @dataclass
@@ -171,8 +172,26 @@ def placeholder_passes() -> list[PythonPass]:
     return out
 
 
+# (name, after, before) of every pass in registration order -> the resolved order as positions (the order depends
+# on nothing else; a pass manager is built per `optimize` call, and resolving costs more than the rest of it)
+_ORDERS: dict[tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...], tuple[int, ...]] = {}
+_ORDERS_LIMIT = 64
+
+
 def resolve_order(passes: Sequence[Pass]) -> list[Pass]:
     """One deterministic order honouring every after/before constraint (registration order breaks ties)."""
+    key = tuple((p.name, tuple(p.after), tuple(p.before)) for p in passes)
+    known = _ORDERS.get(key)
+    if known is None:
+        order = _resolve_order(passes)
+        position = {id(p): i for i, p in enumerate(passes)}
+        if len(_ORDERS) >= _ORDERS_LIMIT:
+            _ORDERS.clear()
+        known = _ORDERS[key] = tuple(position[id(p)] for p in order)
+    return [passes[i] for i in known]
+
+
+def _resolve_order(passes: Sequence[Pass]) -> list[Pass]:
     by_name: dict[str, int] = {}
     for i, p in enumerate(passes):
         if p.name in by_name:
@@ -229,8 +248,8 @@ class PassManager:
         for d in sorted(self.disabled - names):
             raise error("usage", f"cannot disable unknown pass '{d}'", hint=did_you_mean(d, names))
         self.engine = engine or Engine(GeGraphAccess(), ge_catalogue())
-        # (level, disabled) -> every pass with its name, kind and gate, worked out once
-        self._plan: tuple[tuple[str, frozenset[str]], list[tuple[Pass, str, str, str]]] | None = None
+        # for (level, disabled): every pass with its name, kind and gate, worked out once
+        self._plan: tuple[str, set[str], list[tuple[Pass, str, str, str]]] | None = None
 
     def gate(self, p: Pass) -> str:
         """Why `p` does not run ('' when it runs)."""
@@ -248,10 +267,14 @@ class PassManager:
         """Run every pass in order over `graph` and its subgraphs (explain=False: misses carry no Reason)."""
         ctx = PassContext(self.engine, dry_run, trace_node, explain)
         reports = []
-        key = (self.level, frozenset(self.disabled))
-        if self._plan is None or self._plan[0] != key:
-            self._plan = (key, [(p, p.name, p.kind, self.gate(p)) for p in self.passes])
-        for p, name, kind, why in self._plan[1]:
+        plan = self._plan
+        if plan is None or plan[0] != self.level or plan[1] != self.disabled:
+            plan = self._plan = (
+                self.level,
+                set(self.disabled),
+                [(p, p.name, p.kind, self.gate(p)) for p in self.passes],
+            )
+        for p, name, kind, why in plan[2]:
             report = PassReport(name, kind, not why, why)
             if not why and kind != "placeholder":  # GE's own passes stand in the order but do nothing here
                 p.run(graph, ctx, report)

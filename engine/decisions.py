@@ -8,6 +8,7 @@ stable JSON form for tools.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,6 +85,41 @@ class Decision:
     dry_run: bool = False
     trace: tuple[TraceEntry, ...] = field(default=(), compare=False)
 
+    def __init__(
+        self,
+        rule: str,
+        graph: str,
+        node: str,
+        op_type: str,
+        fired: bool,
+        check: str | None = None,
+        check_path: tuple[str, ...] = (),
+        check_kind: str | None = None,
+        check_span: Span | None = None,
+        elements: tuple[str, ...] = (),
+        reason: Reason | None = None,
+        error: str | None = None,
+        dry_run: bool = False,
+        trace: tuple[TraceEntry, ...] = (),
+    ) -> None:
+        # The dataclass's own __init__ for these fields, minus its cost: a frozen dataclass sets each field with
+        # object.__setattr__, which made a record cost three times this (a pass makes one per candidate).
+        d = self.__dict__
+        d["rule"] = rule
+        d["graph"] = graph
+        d["node"] = node
+        d["op_type"] = op_type
+        d["fired"] = fired
+        d["check"] = check
+        d["check_path"] = check_path
+        d["check_kind"] = check_kind
+        d["check_span"] = check_span
+        d["elements"] = elements
+        d["reason"] = reason
+        d["error"] = error
+        d["dry_run"] = dry_run
+        d["trace"] = trace
+
     def summary(self) -> str:
         """One line: fired, or the failing check and its innermost reason."""
         if self.fired:
@@ -131,6 +167,20 @@ class RuleStats:
         else:
             key = d.check or "?"
             self.misses[key] = self.misses.get(key, 0) + 1
+
+    def add_all(self, decisions: Iterable[Decision]) -> None:
+        """Count decisions, as `add` does one by one."""
+        misses = self.misses
+        n = fired = 0
+        for d in decisions:
+            n += 1
+            if d.fired:
+                fired += 1
+            else:
+                key = d.check or "?"
+                misses[key] = misses.get(key, 0) + 1
+        self.candidates += n
+        self.fired += fired
 
     def merge(self, other: RuleStats) -> None:
         """Add another run's counters."""

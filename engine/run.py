@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..dsl.catalogue import Catalogue
-from ..dsl.codegen import FAULT, OVER_BUDGET, FastRule
+from ..dsl.codegen import FAULT, OVER_BUDGET, FastRule, Site
 from ..dsl.compile import CompiledCheck, CompiledRule, Effect, Env, EvalError, budget_error, restore, saved
 from .decisions import Decision, Reason, RuleStats, TraceEntry
 from .explain import Explainer
@@ -28,6 +28,9 @@ class GraphAccess(Protocol):
     def nodes(self, graph: Any) -> Sequence[Any]:
         """The graph's own nodes in topological order."""
 
+    def of_types(self, nodes: Sequence[Any], op_types: frozenset[str]) -> list[Any]:
+        """The nodes whose op type is one of `op_types`, in the given order (one scan indexes candidates)."""
+
     def op_type(self, node: Any) -> str:
         """The op type used to index candidates."""
 
@@ -38,7 +41,7 @@ class GraphAccess(Protocol):
         """The graph's name, for records."""
 
     def bindings(self, graph: Any, node: Any) -> dict[str, Any]:
-        """The root variables for a candidate (e.g. node, graph)."""
+        """The root variables for a candidate (e.g. node, graph), as a new dict (the engine binds more in it)."""
 
     def graph_bindings(self, graph: Any) -> dict[str, Any]:
         """The root variables for graph-level exclusions (e.g. graph)."""
@@ -77,8 +80,7 @@ class CandidateIndex:
         wanted = frozenset(op_types)
         found = self._found.get(wanted)
         if found is None:
-            op_type = self.access.op_type
-            found = self._found[wanted] = [n for n in self.all if op_type(n) in wanted]
+            found = self._found[wanted] = self.access.of_types(self.all, wanted)
         return list(found)
 
 
@@ -89,6 +91,8 @@ class Engine:
         self.access = access
         self.catalogue = catalogue
         self._explainers: dict[int, Explainer] = {}
+        # per generated-code site: the variable and element type of each enclosing group (for miss records)
+        self._site_groups: dict[int, tuple[Site, tuple[tuple[str, Any], ...]]] = {}
 
     def explainer(self, rule: CompiledRule) -> Explainer:
         """The explainer of `rule` (one per rule)."""
@@ -117,35 +121,42 @@ class Engine:
         candidates = (index or CandidateIndex(self.access, graph)).candidates(rule.rule.match)
         if not candidates:
             return run
-        gname = self.access.graph_name(graph)
+        access = self.access
+        gname = access.graph_name(graph)
+        node_name, op_type = access.node_name, access.op_type
+        decisions = run.decisions
         skip = self._graph_skip(rule, graph)
         if skip is not None:
             run.stats.graphs_skipped += 1
             for node in candidates:
-                d = Decision(
-                    rule.name,
-                    gname,
-                    self.access.node_name(node),
-                    self.access.op_type(node),
-                    False,
-                    skip.check,
-                    skip.check_path,
-                    "skip_graph",
-                    skip.check_span,
-                    (),
-                    skip.reason,
-                    skip.error,
-                    dry_run,
+                decisions.append(
+                    Decision(
+                        rule.name,
+                        gname,
+                        node_name(node),
+                        op_type(node),
+                        False,
+                        skip.check,
+                        skip.check_path,
+                        "skip_graph",
+                        skip.check_span,
+                        (),
+                        skip.reason,
+                        skip.error,
+                        dry_run,
+                    )
                 )
-                run.decisions.append(d)
-                run.stats.add(d)
-            run.stats.seconds += time.perf_counter() - t0
-            return run
-        for node in candidates:
-            tracing = trace_node is not None and self.access.node_name(node) == trace_node
-            d = self.decide(rule, graph, node, dry_run=dry_run, trace=tracing, explain=explain or tracing)
-            run.decisions.append(d)
-            run.stats.add(d)
+        else:
+            fast: FastRule | None = rule.fast
+            for node in candidates:
+                nname = node_name(node)
+                if fast is not None and nname != trace_node:
+                    d = self._decide_fast(rule, fast, graph, node, gname, nname, op_type(node), dry_run, explain)
+                else:
+                    tracing = nname == trace_node
+                    d = self.decide(rule, graph, node, dry_run=dry_run, trace=tracing, explain=explain or tracing)
+                decisions.append(d)
+        run.stats.add_all(decisions)
         run.stats.seconds += time.perf_counter() - t0
         return run
 
@@ -188,34 +199,69 @@ class Engine:
         explain: bool = True,
     ) -> Decision:
         """Run `rule`'s checks on one candidate; apply its actions when all pass (unless dry_run)."""
-        env = Env(dict(self.access.bindings(graph, node)), rule.step_limit)
-        entries: list[TraceEntry] | None = [] if trace else None
-        miss: _Miss | None = None
+        access = self.access
+        gname, nname, otype = access.graph_name(graph), access.node_name(node), access.op_type(node)
         fast: FastRule | None = rule.fast
-        if fast is not None and entries is None:
-            got = fast.fn(env.vars, 0)
-            if got.__class__ is int:
-                env.steps = got  # type: ignore[assignment]
-            else:
-                miss = self._fast_miss(rule, fast, got, env.vars)  # type: ignore[arg-type]
-        else:
-            for cc in rule.checks:
-                miss = self._check(rule, cc, env, (), (), entries)
-                if miss is not None:
-                    break
-        gname, nname, otype = self.access.graph_name(graph), self.access.node_name(node), self.access.op_type(node)
-        if miss is not None:
-            return self._miss_decision(rule, miss, gname, nname, otype, dry_run, entries, explain)
+        if fast is not None and not trace:
+            return self._decide_fast(rule, fast, graph, node, gname, nname, otype, dry_run, explain)
+        # the closures, checking in order (and tracing every check when asked)
+        env = Env(access.bindings(graph, node), rule.step_limit)
+        entries: list[TraceEntry] | None = [] if trace else None
+        for cc in rule.checks:
+            miss = self._check(rule, cc, env, (), (), entries)
+            if miss is not None:
+                return self._miss_decision(rule, miss, gname, nname, otype, dry_run, entries, explain)
+        return self._act(rule, env.vars, env.steps, env, gname, nname, otype, dry_run, entries)
+
+    def _decide_fast(
+        self,
+        rule: CompiledRule,
+        fast: FastRule,
+        graph: Any,
+        node: Any,
+        gname: str,
+        nname: str,
+        otype: str,
+        dry_run: bool,
+        explain: bool,
+    ) -> Decision:
+        """`decide` by the generated function (no trace)."""
+        roots = self.access.bindings(graph, node)
+        got = fast.fn(roots, 0)
+        if got.__class__ is int:
+            return self._act(rule, roots, got, None, gname, nname, otype, dry_run, None)  # type: ignore[arg-type]
+        miss = self._fast_miss(rule, fast, got, roots)  # type: ignore[arg-type]
+        return self._miss_decision(rule, miss, gname, nname, otype, dry_run, None, explain)
+
+    def _act(
+        self,
+        rule: CompiledRule,
+        roots: dict[str, Any],
+        steps: int,
+        env: Env | None,
+        gname: str,
+        nname: str,
+        otype: str,
+        dry_run: bool,
+        entries: list[TraceEntry] | None,
+    ) -> Decision:
+        """A candidate passed every check: evaluate all its actions, then apply their effects as one unit (unless
+        dry_run). `env` is the closures' environment when they decided (their actions run in it); None when the
+        generated function decided from `roots` having spent `steps` (its generated actions run, and on a fault
+        the closures', to give the exact error)."""
         effects: list[Effect] = []
         try:
-            if fast is not None and fast.actions is not None and entries is None:
+            actions = rule.fast.actions if env is None and rule.fast is not None else None
+            if actions is not None:
                 try:
-                    env.steps = fast.actions(env.vars, env.steps, effects)
+                    actions(roots, steps, effects)
                 except Exception:  # a fault: the closures give the exact error (or raise what they raise)
                     effects.clear()
-                    for act in rule.actions:
-                        act(env, effects)
-            else:
+                    actions = None
+            if actions is None:
+                if env is None:
+                    env = Env(roots, rule.step_limit)
+                    env.steps = steps
                 for act in rule.actions:
                     act(env, effects)
         except EvalError as exc:
@@ -249,11 +295,9 @@ class Engine:
         ex = self.explainer(rule)
         vs = dict(roots)
         elements = []
-        for g, v in zip(site.groups, values, strict=True):
-            var = g.check.var
-            assert var is not None and g.check.coll is not None
+        for (var, elem_t), v in zip(self._site_vars(rule, site), values, strict=True):
             vs[var] = v
-            elements.append(ex.describe_element(var, v, self._elem_type(rule, g)))
+            elements.append(ex.describe_element(var, v, elem_t))
         if how == OVER_BUDGET:
             return _Miss(site.check, site.path, tuple(elements), vs, budget_error(rule.step_limit))
         if how != FAULT:
@@ -266,6 +310,17 @@ class Engine:
         if miss is None or miss.error is None:  # pragma: no cover - the two compilations disagree
             raise AssertionError(f"{rule.name}: generated code and closures disagree at {'/'.join(site.path)}")
         return miss
+
+    def _site_vars(self, rule: CompiledRule, site: Site) -> tuple[tuple[str, Any], ...]:
+        """The variable and element type of each group enclosing `site` (worked out once per site)."""
+        known = self._site_groups.get(id(site))
+        if known is None or known[0] is not site:
+            out = []
+            for g in site.groups:
+                assert g.check.var is not None
+                out.append((g.check.var, self._elem_type(rule, g)))
+            known = self._site_groups[id(site)] = (site, tuple(out))
+        return known[1]
 
     @staticmethod
     def _elem_type(rule: CompiledRule, cc: CompiledCheck) -> Any:

@@ -1,0 +1,179 @@
+"""The engine's bookkeeping around a rule's checks: actions as one unit, dry runs, traces, counters, records.
+
+The engine decides the common case on a fast path (the generated function, a record per candidate, effects
+applied through the domain's setters); these tests pin what it must keep doing there and on the closures: a
+failing action changes nothing, a dry run applies nothing, a traced node gets its trace, the counters match the
+records, and the IR pieces it leans on (cached anchor lists, the access's bulk type filter, the setter) behave
+as values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from pathlib import Path
+
+import pytest
+from rulepass.compiler.facts import GeGraphAccess, is_single_op_scene, set_attr
+from rulepass.compiler.ir import ComputeGraph, InAnchor, OpDesc, OutAnchor, TensorDesc
+from rulepass.compiler.passes import build_pass_manager
+from rulepass.dsl.load import RuleSet
+from rulepass.engine.decisions import Decision, RuleStats
+from rulepass.examples import example_path
+
+from rulepass.api import load_graph, load_rules
+
+MARK = """
+rules:
+  - name: Mark
+    match: [ConcatD]
+    checks:
+      - name: Inputs
+        require: len(node.inputs) >= 2
+    actions:
+      - set node._marked = true
+      - "for i in node.inputs where i.connected: set i.peer.desc._locked = true"
+      - set node.inputs[{index}].desc._last = 1
+"""
+
+
+def _rules(tmp_path: Path, index: int) -> RuleSet:
+    path = tmp_path / "mark.yaml"
+    path.write_text(MARK.format(index=index))
+    return load_rules([path])
+
+
+def _closures_only(rules: RuleSet) -> RuleSet:
+    return dataclasses.replace(rules, rules=[dataclasses.replace(r, fast=None) for r in rules.rules])
+
+
+def _run(rules: RuleSet, **kw: object) -> tuple[list[Decision], ComputeGraph, list[tuple[str, str, str]]]:
+    g = load_graph(example_path("allgather_concat.yaml"))
+    before = g.attribute_state()
+    decisions = [d for r in build_pass_manager(rules).run(g, **kw) for d in r.decisions]  # type: ignore[arg-type]
+    return decisions, g, before
+
+
+@pytest.mark.parametrize("closures", [False, True], ids=["generated", "closures"])
+@pytest.mark.parametrize("trace", [None, "concat"], ids=["untraced", "traced"])
+def test_a_failing_action_changes_nothing(closures: bool, trace: str | None, tmp_path: Path) -> None:
+    rules = _rules(tmp_path, 9)  # the third action indexes past the inputs: the first two must not apply
+    assert rules.rules[0].fast is not None and rules.rules[0].fast.actions is not None
+    (d,), g, before = _run(_closures_only(rules) if closures else rules, trace_node=trace)
+    assert (d.fired, d.check, d.check_path, d.check_kind) == (False, "actions", ("actions",), "action")
+    assert d.error == "an action failed, nothing was changed: index 9 is out of range for a length of 2"
+    assert g.attribute_state() == before
+    assert bool(d.trace) == (trace is not None)
+
+
+@pytest.mark.parametrize("closures", [False, True], ids=["generated", "closures"])
+def test_actions_apply_as_one_unit_unless_dry_run(closures: bool, tmp_path: Path) -> None:
+    rules = _rules(tmp_path, 1)
+    if closures:
+        rules = _closures_only(rules)
+    (d,), g, before = _run(rules)
+    assert d == Decision("Mark", "allgather_concat", "concat", "ConcatD", True)
+    concat = g.node("concat")
+    assert concat is not None and concat.op.attrs["_marked"] is True
+    assert concat.op.input_descs[1].attrs["_last"] == 1
+    for name in ("allgather_0", "allgather_1"):
+        node = g.node(name)
+        assert node is not None and node.op.output_descs[0].attrs["_locked"] is True
+    (d,), g, before = _run(rules, dry_run=True)
+    assert d.fired and d.dry_run and g.attribute_state() == before
+
+
+def test_a_traced_node_gets_its_trace_and_the_same_record(tmp_path: Path) -> None:
+    rules = load_rules()
+    plain, _, _ = _run(rules, explain=False)
+    traced, _, _ = _run(rules, explain=False, trace_node="concat")
+    assert plain == [dataclasses.replace(d, reason=None) for d in traced]  # nor does the trace in equality
+    concat = [d for d in traced if d.node == "concat"]
+    assert concat and all(d.trace and (d.fired or d.reason) for d in concat)  # a traced miss is explained
+    assert all(not d.trace for d in traced if d.node != "concat")
+
+
+def test_counters_match_the_records() -> None:
+    g = load_graph(example_path("split_relu_concat.yaml"))
+    for report in build_pass_manager(load_rules()).run(g, explain=False):
+        if report.kind != "rule" or not report.decisions:
+            continue
+        one_by_one = RuleStats(report.name)
+        for d in report.decisions:
+            one_by_one.add(d)
+        bulk = RuleStats(report.name)
+        bulk.add_all(report.decisions)
+        assert report.stats is not None
+        for stats in (one_by_one, bulk):
+            assert stats.to_json() == report.stats.to_json()
+
+
+def test_decision_init_is_the_dataclass_one() -> None:
+    """Decision writes its fields itself (cheaper than a frozen dataclass's __init__): same fields, same order,
+    same defaults, still frozen."""
+    params = list(inspect.signature(Decision.__init__).parameters.values())[1:]
+    fields = dataclasses.fields(Decision)
+    assert [p.name for p in params] == [f.name for f in fields]
+    assert [p.default for p in params] == [
+        inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default for f in fields
+    ]
+    d = Decision("r", "g", "n", "t", False, "c", ("c",), "require", None, ("e",), None, "err", True, ())
+    values = ["r", "g", "n", "t", False, "c", ("c",), "require", None, ("e",), None, "err", True, ()]
+    assert [getattr(d, f.name) for f in fields] == values
+    assert d == Decision("r", "g", "n", "t", False, "c", ("c",), "require", None, ("e",), None, "err", True)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        d.fired = True  # type: ignore[misc]
+
+
+def test_anchor_lists_are_kept_while_the_counts_stay() -> None:
+    g = ComputeGraph("g")
+    a = g.add_node(OpDesc("a", "Data", output_descs=[TensorDesc((1,))]))
+    b = g.add_node(OpDesc("b", "Add", input_descs=[TensorDesc((1,)), TensorDesc((1,))]))
+    g.add_data_edge(a, 0, b, 1)
+    ins = b.in_anchors
+    assert ins is b.in_anchors and ins == [InAnchor(b, 0), InAnchor(b, 1)]
+    assert [x.connected for x in ins] == [False, True] and ins[1].peer == OutAnchor(a, 0)
+    g.add_data_edge(a, 0, b, 0)  # connections are read live
+    assert [x.connected for x in b.in_anchors] == [True, True]
+    assert a.out_anchors is a.out_anchors and a.out_anchors == [OutAnchor(a, 0)]
+    b.op.input_descs.append(TensorDesc((1,)))  # an input added after the fact (as the ONNX importer does)
+    b.in_peers.append(None)
+    assert b.in_anchors == [InAnchor(b, 0), InAnchor(b, 1), InAnchor(b, 2)]
+    c = g.copy()
+    cb = c.node("b")
+    assert cb is not None and all(x.node is cb for x in cb.in_anchors)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ins[0].index = 5  # type: ignore[misc]
+
+
+def test_ge_access_and_setter() -> None:
+    g = load_graph(example_path("allgather_concat.yaml"))
+    access = GeGraphAccess()
+    order = access.nodes(g)
+    want = frozenset({"HcomAllGather", "ReLU"})
+    assert access.of_types(order, want) == [n for n in order if access.op_type(n) in want]
+    concat = g.node("concat")
+    assert concat is not None
+    set_attr(concat, "_x", 1)
+    set_attr(concat.op.output_descs[0], "_y", True)
+    set_attr(g, "_z", "v")
+    set_attr(concat, "kernel_lib", "lib")
+    assert (concat.op.attrs["_x"], concat.op.output_descs[0].attrs["_y"], g.attrs["_z"]) == (1, True, "v")
+    assert concat.op.kernel_lib == "lib" and "kernel_lib" not in concat.op.attrs
+    with pytest.raises(TypeError):
+        set_attr(concat, "engine", 3)
+    with pytest.raises(TypeError):
+        set_attr(concat.op, "_x", 1)
+
+
+def test_single_op_scene_reads_the_first_bool() -> None:
+    g = load_graph(example_path("allgather_concat.yaml"))
+    assert not is_single_op_scene(g)
+    first, second, *_ = g.topological_order()
+    first.op.attrs["_single_op_scene"] = 1  # not a bool: ignored
+    second.op.attrs["_single_op_scene"] = True
+    assert is_single_op_scene(g)
+    first.op.attrs["_single_op_scene"] = False  # the first bool decides
+    assert not is_single_op_scene(g)
+    g.attrs["_single_op_scene"] = True  # the graph attr wins
+    assert is_single_op_scene(g)
