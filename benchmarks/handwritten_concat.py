@@ -19,8 +19,8 @@ from __future__ import annotations
 from typing import Any
 
 from rulepass.compiler import formats
-from rulepass.compiler.facts import REF_TRACE_DEPTH_LIMIT, ref_input_index
-from rulepass.compiler.ir import ATTR_SINGLE_OP_SCENE, ComputeGraph, Node, OutAnchor
+from rulepass.compiler.facts import REF_TRACE_DEPTH_LIMIT, is_single_op_scene, ref_input_index
+from rulepass.compiler.ir import ComputeGraph, Node, OutAnchor
 from rulepass.engine.decisions import Decision
 
 RULE = "ConcatNotaskPass"
@@ -295,29 +295,6 @@ def _owned(node: Node) -> list[ComputeGraph]:
     return [registry[name] for name in node.op.subgraph_names if name in registry]
 
 
-def _single_op_attr(graph: ComputeGraph) -> bool | None:
-    """The first `_single_op_scene` bool over GetAllNodes order (owners before their subgraphs' nodes)."""
-    for node in graph.topological_order():
-        op = node.op
-        v = op.attrs.get(ATTR_SINGLE_OP_SCENE)
-        if type(v) is bool:
-            return v
-        if op.subgraph_names:
-            for sub in _owned(node):
-                found = _single_op_attr(sub)
-                if found is not None:
-                    return found
-    return None
-
-
-def _single_op_scene(graph: ComputeGraph) -> bool:
-    """GE's IsSingleOpScene: the graph attr, else the first node carrying it; false by default."""
-    v = graph.attrs.get(ATTR_SINGLE_OP_SCENE)
-    if type(v) is bool:
-        return v
-    return _single_op_attr(graph) is True
-
-
 def _subgraphs(graph: ComputeGraph, out: list[ComputeGraph]) -> list[ComputeGraph]:
     """Every subgraph below `graph`, parents before children, in owner topological order (all_subgraphs)."""
     for node in graph.topological_order():
@@ -329,7 +306,7 @@ def _subgraphs(graph: ComputeGraph, out: list[ComputeGraph]) -> list[ComputeGrap
 
 
 def _skip(graph: ComputeGraph) -> str | None:
-    if _single_op_scene(graph):
+    if is_single_op_scene(graph):  # GE's GraphUtils::IsSingleOpScene, the shared domain function
         return "SingleOpScene"
     if graph.attrs.get("_memory_discontiguous_allocation") is True:
         return "MemoryDiscontiguousAllocation"
