@@ -9,7 +9,8 @@ record by record; the explanation (`reason`, `elements`) is what the engine adds
 
 It is written for speed, as a hand-written pass would be: attribute reads inlined (`attrs.get(k) is True` is
 GE's GetBool with default false), ref-chain tracing once per input (through `compiler/facts.ref_input_index`,
-GE's IsRefFromInput, the one definition both sides share) with GE's set semantics instead of the rule's pairwise
+GE's IsRefFromInput, the one definition both sides share; GE's IsSingleOpScene likewise through
+`compiler/facts.is_single_op_scene`) with GE's set semantics instead of the rule's pairwise
 re-tracing, and the shape-transfer tables (aligned shape, axis map) cached per (formats, rank, dtype, mask).
 Used only by `benchmarks/run.py` and by `tests/test_benchmark_handwritten.py`.
 """
