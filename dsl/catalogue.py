@@ -194,8 +194,8 @@ class HelperSpec:
     # result for equal (hashable) arguments
     memo: bool = False
     # what generated code may write instead of the call, by "<first argument's static type>/<argument count>":
-    # a Python expression over the arguments {0}, {1}, ... with the same value (or a fault where the call
-    # raises), written by the domain with attribute names and operators only (checked when registered)
+    # a Python expression over the arguments {0}, {1}, ... (and a temporary {t}) with the same value (or a fault
+    # where the call raises), written by the domain; `check_template` checks it when registered
     inline: Mapping[str, str] = field(default_factory=dict)
 
     def signature(self) -> str:
