@@ -92,11 +92,16 @@ def attr_int(holder: Any, name: str, default: int = 0) -> int:
 
 def attr_ints(holder: Any, name: str) -> list[int]:
     """GE's AttrUtils::GetListInt; empty when absent."""
-    v = _attrs(holder).get(name)
+    v = (holder.op.attrs if holder.__class__ is Node else _attrs(holder)).get(name)
     if v is None:
         return []
-    if isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
-        return list(v)  # type: ignore[arg-type]
+    return _int_list(v)
+
+
+def _int_list(v: Any) -> list[int]:
+    """A stored list-of-int attribute value as GetListInt reads it (a copy), empty when it is anything else."""
+    if v.__class__ is list and all(x.__class__ is int or (isinstance(x, int) and not isinstance(x, bool)) for x in v):
+        return list(v)
     return []
 
 
@@ -225,7 +230,13 @@ def is_memory_type_special(mem_type: int) -> bool:
 
 def memory_type(out: OutAnchor) -> int:
     """The memory type of an output as IsSameInputMemType reads it: HBM unless `_output_memory_type` is special."""
-    types = attr_ints(out.node, ATTR_OUTPUT_MEM_TYPE_LIST)
+    attrs = out.node.op.attrs
+    if not attrs:  # the common case: no attribute, HBM
+        return RT_MEMORY_HBM
+    v = attrs.get(ATTR_OUTPUT_MEM_TYPE_LIST)
+    if v is None:
+        return RT_MEMORY_HBM
+    types = _int_list(v)
     if out.index < len(types) and is_memory_type_special(types[out.index]):
         return types[out.index]
     return RT_MEMORY_HBM
@@ -253,15 +264,18 @@ def reshape_mask(desc: TensorDesc) -> int:
     """The desc's `_reshape_type_mask` (0 when absent), as attr_int reads it (inline: this is read for every
     input of every candidate)."""
     attrs = desc.attrs
-    if not attrs:
-        return 0
-    v = attrs.get("_reshape_type_mask", 0)
-    return v if v.__class__ is int or (isinstance(v, int) and not isinstance(v, bool)) else 0
+    return _mask(attrs.get("_reshape_type_mask", 0)) if attrs else 0
+
+
+def _mask(v: Any) -> int:
+    return v if v.__class__ is int or (isinstance(v, int) and not isinstance(v, bool)) else 0  # type: ignore[no-any-return]
 
 
 def aligned_shape(desc: TensorDesc) -> list[int] | None:
     """GetAlignedShape for a desc (origin format -> format, origin shape, dtype, mask); null where GE fails."""
-    key = (desc.origin_format, desc.format, len(desc.origin_shape), desc.dtype, reshape_mask(desc))
+    attrs = desc.attrs  # reshape_mask, inline (called for every input of every candidate)
+    mask = _mask(attrs.get("_reshape_type_mask", 0)) if attrs else 0
+    key = (desc.origin_format, desc.format, len(desc.origin_shape), desc.dtype, mask)
     a = _ALIGNED.get(key, _UNKNOWN)
     if a is _UNKNOWN:
         if len(_ALIGNED) >= _TABLE_LIMIT:  # graphs name few format pairs; a flood of odd ones must not grow it
@@ -273,7 +287,9 @@ def aligned_shape(desc: TensorDesc) -> list[int] | None:
 
 def axis_map(desc: TensorDesc) -> AxisLists | None:
     """TransferDims for a desc; null where GE fails."""
-    key = (desc.origin_format, desc.format, len(desc.origin_shape), reshape_mask(desc))
+    attrs = desc.attrs
+    mask = _mask(attrs.get("_reshape_type_mask", 0)) if attrs else 0
+    key = (desc.origin_format, desc.format, len(desc.origin_shape), mask)
     m = _AXIS_MAPS.get(key, _UNKNOWN)
     if m is _UNKNOWN:
         if len(_AXIS_MAPS) >= _TABLE_LIMIT:
@@ -381,9 +397,27 @@ def ge_catalogue() -> Catalogue:
         [
             ("index", "int", "The anchor's index.", "index"),
             ("node", "Node", "The node the anchor belongs to.", "node"),
-            ("desc", "TensorDesc", "The node's own input desc at this index.", "desc"),
-            ("peer", "OutputAnchor?", "The producer's output anchor; null when unconnected.", "peer"),
-            ("connected", "bool", "Whether a producer feeds this anchor.", "connected"),
+            (
+                "desc",
+                "TensorDesc",
+                "The node's own input desc at this index.",
+                lambda a: a.desc,
+                "{0}.node.op.input_descs[{0}.index]",
+            ),
+            (
+                "peer",
+                "OutputAnchor?",
+                "The producer's output anchor; null when unconnected.",
+                lambda a: a.peer,
+                "{0}.node.in_peers[{0}.index]",
+            ),
+            (
+                "connected",
+                "bool",
+                "Whether a producer feeds this anchor.",
+                lambda a: a.connected,
+                "{0}.node.in_peers[{0}.index] is not None",
+            ),
         ],
         describe=_in_text,
     )
@@ -393,8 +427,20 @@ def ge_catalogue() -> Catalogue:
         [
             ("index", "int", "The anchor's index.", "index"),
             ("node", "Node", "The producer node.", "node"),
-            ("desc", "TensorDesc", "The producer's output desc at this index.", "desc"),
-            ("consumers", "list[InputAnchor]", "The in-anchors this output feeds.", "consumers"),
+            (
+                "desc",
+                "TensorDesc",
+                "The producer's output desc at this index.",
+                lambda a: a.desc,
+                "{0}.node.op.output_descs[{0}.index]",
+            ),
+            (
+                "consumers",
+                "list[InputAnchor]",
+                "The in-anchors this output feeds.",
+                lambda a: a.consumers,
+                "{0}.node.out_peers[{0}.index]",
+            ),
             (
                 "name",
                 "str",

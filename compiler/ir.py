@@ -117,6 +117,18 @@ class InAnchor:
         """Whether a producer feeds this anchor."""
         return self.node.in_peers[self.index] is not None
 
+    # equality and hash as the dataclass would make them (same node, same index), without building tuples: rules
+    # compare anchors in their checks
+    def __eq__(self, other: object) -> bool:
+        if other is self:
+            return True
+        if other.__class__ is not InAnchor:
+            return NotImplemented
+        return self.node is other.node and self.index == other.index  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return (id(self.node) << 4) ^ self.index
+
     def __str__(self) -> str:
         return f"{self.node.name}:in{self.index}"
 
@@ -141,6 +153,16 @@ class OutAnchor:
     def consumers(self) -> list[InAnchor]:
         """Every input anchor this output feeds, in edge creation order."""
         return self.node.out_peers[self.index]
+
+    def __eq__(self, other: object) -> bool:
+        if other is self:
+            return True
+        if other.__class__ is not OutAnchor:
+            return NotImplemented
+        return self.node is other.node and self.index == other.index  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return (id(self.node) << 4) ^ self.index
 
     def __str__(self) -> str:
         return f"{self.node.name}:{self.index}"
