@@ -614,7 +614,6 @@ def ge_catalogue() -> Catalogue:
         "null when the chain leaves the graph or exceeds GE's depth limit of 100.",
         ref_source,
         group=g,
-        memo=True,
     )
     c.add_helper(
         "memory_type",
@@ -624,7 +623,6 @@ def ge_catalogue() -> Catalogue:
         "special, else RT_MEMORY_HBM (2).",
         memory_type,
         group=g,
-        memo=True,
     )
     c.add_helper(
         "is_memory_type_special",

@@ -31,10 +31,31 @@ class Resolution:
     setters: dict[int, Callable[[Any, str, Any], None]] = field(default_factory=dict)
     let_refs: dict[int, Binding] = field(default_factory=dict)  # Name node -> the `let` it reads
     describers: dict[int, Callable[[Any], str]] = field(default_factory=dict)
+    earlier: dict[int, Earlier] = field(default_factory=dict)  # `earlier(x)` Call node -> what it lists
 
     def type_of(self, node: ast.Node) -> Type:
         """The static type of `node`."""
         return self.types.get(id(node), ANY)
+
+
+EARLIER = "earlier"  # the language's one built-in form that is not a catalogue helper
+
+
+@dataclass(frozen=True)
+class Earlier:
+    """`earlier(x)`: the values `x` took for the elements of `group` visited before the current one.
+
+    `x` is the group's variable (`binding` None) or one of the group's own lets (`binding`)."""
+
+    group: Check
+    name: str
+    binding: Binding | None
+
+
+def earlier_key(group: Check) -> str:
+    """The evaluation-environment key under which a group keeps the elements it has visited (no rule name can
+    clash with it)."""
+    return f"\0visited:{id(group)}"
 
 
 @dataclass
@@ -45,6 +66,7 @@ class _Var:
     used: bool = False
     binding: Binding | None = None
     poisoned: bool = False  # bound to an element of a collection already reported as wrong: no cascade
+    group: Check | None = None  # the for_each group whose variable or own `let` this is
 
 
 class _Scope:
@@ -78,6 +100,9 @@ class _Checker:
         self.pending: list[str] = []  # let names declared later in the same block (for a better message)
         self.early: set[str] = set()  # pending let names already reported as used before their binding
         self.poisoned: set[int] = set()  # nodes whose type is `any` because an error was reported in them
+        self.filtering: set[int] = set()  # groups whose `where` is being checked (no `earlier` of them there)
+        self.uses_earlier: set[int] = set()  # lets whose value needs `earlier(...)` (directly or through a let)
+        self.earlier_seen = 0  # `earlier(...)` calls and reads of such lets met so far
 
     # ---- reporting -----------------------------------------------------------------------------------------
     def err(self, code: str, msg: str, node: ast.Node, hint: str | None = None) -> Type:
@@ -113,14 +138,18 @@ class _Checker:
             )
         scope.vars[name] = _Var(t, span, kind)
 
-    def check_lets(self, lets: Sequence[Binding], scope: _Scope) -> None:
+    def check_lets(self, lets: Sequence[Binding], scope: _Scope, group: Check | None = None) -> None:
         names = [b.name for b in lets]
         for k, b in enumerate(lets):
             self.pending = names[k + 1 :]
+            seen = self.earlier_seen
             t = self.check_expr(b.expr, scope)
+            if self.earlier_seen != seen:
+                self.uses_earlier.add(id(b))
             self.pending = []
             self.bind(scope, b.name, t, b.span, "let", b.span)
             scope.vars[b.name].binding = b
+            scope.vars[b.name].group = group
             if b.name in self.early:  # already reported as used too early: do not also call it unused
                 scope.vars[b.name].used = True
                 self.early.discard(b.name)
@@ -185,6 +214,8 @@ class _Checker:
                 self.poisoned.add(id(n))
             if var.binding is not None:
                 self.res.let_refs[id(n)] = var.binding
+                if id(var.binding) in self.uses_earlier:
+                    self.earlier_seen += 1
             return var.type
         if isinstance(n, ast.Attr):
             obj = self.visit(n.obj, scope)
@@ -297,6 +328,8 @@ class _Checker:
         return spec.type
 
     def call(self, n: ast.Call, scope: _Scope) -> Type:
+        if n.func == EARLIER and n.receiver is None and EARLIER not in self.cat.helpers:
+            return self.earlier(n, scope)
         helper = self.cat.helpers.get(n.func)
         args = list(n.args)
         arg_types = [self.visit(a, scope) for a in args]
@@ -339,6 +372,43 @@ class _Checker:
                     hint=f"signature: {helper.signature()}",
                 )
         return helper.returns
+
+    def earlier(self, n: ast.Call, scope: _Scope) -> Type:
+        """`earlier(x)`, x a for_each variable or one of its group's own lets: list of x's earlier values."""
+        self.earlier_seen += 1
+        usage = "earlier(x) lists the values x took for the elements visited before this one"
+        if len(n.args) != 1 or not isinstance(n.args[0], ast.Name):
+            return self.err(
+                "wrong-arity", "earlier() takes one name: a for_each variable or a `let` of its group", n, hint=usage
+            )
+        arg = n.args[0]
+        var = scope.lookup(arg.id)
+        if var is None or var.group is None:
+            self.visit(arg, scope)  # reports an unknown name
+            if var is None:
+                return ANY
+            return self.err(
+                "type-mismatch",
+                f"earlier() needs a for_each variable or a `let` of a for_each group; '{arg.id}' is neither",
+                arg,
+                hint=usage,
+            )
+        if id(var.group) in self.filtering:
+            return self.err(
+                "type-mismatch",
+                f"earlier({arg.id}) cannot be used in the 'where' filter of its own for_each",
+                n,
+                hint="which elements count as visited depends on that filter",
+            )
+        t = self.visit(arg, scope)
+        if var.binding is not None and id(var.binding) in self.uses_earlier:
+            return self.err(
+                "type-mismatch",
+                f"earlier({arg.id}): '{arg.id}' itself needs earlier(); list a value that does not",
+                arg,
+            )
+        self.res.earlier[id(n)] = Earlier(var.group, arg.id, var.binding)
+        return list_of(t)
 
     def compare(self, n: ast.Compare, scope: _Scope) -> Type:
         a, b = self.visit(n.left, scope), self.visit(n.right, scope)
@@ -534,9 +604,12 @@ def check_rule(rule: Rule, catalogue: Catalogue) -> tuple[Resolution, list[Diagn
                 inner = _Scope(scope)
                 ch.bind(inner, c.var or "_", elem, c.var_span, "var", c.var_span)
                 inner.vars[c.var or "_"].poisoned = ch.bad_coll(c.coll.node, coll)
+                inner.vars[c.var or "_"].group = c
                 if c.where is not None:
+                    ch.filtering.add(id(c))
                     ch.check_expr(c.where, inner, BOOL, "the 'where' filter")
-                ch.check_lets(c.lets, inner)
+                    ch.filtering.discard(id(c))
+                ch.check_lets(c.lets, inner, group=c)
                 run_checks(c.checks, inner)
                 ch.unused(inner)
             else:

@@ -41,7 +41,7 @@ from typing import Any
 from . import ast
 from .builtins import RANGE_CAP, _len, _range
 from .catalogue import INT
-from .check import Resolution
+from .check import Earlier, Resolution
 from .compile import CompiledCheck, CompiledRule, _attr_value, _hashable
 from .rules import Binding
 
@@ -178,6 +178,8 @@ class _Gen:
         # a boolean chain's result local -> (the value it has when every block ran, what is done then)
         self.complete: dict[str, tuple[bool, set[str]]] = {}
         self.nonnull: set[str] = set()  # locals tested not null on every path to here (they are not reassigned)
+        # id(group check) -> the locals of its visited elements and, per id(let) earlier() reads, (values, fault)
+        self.visited: dict[int, tuple[str, dict[int, tuple[str, str]]]] = {}
 
     # ---- emission ------------------------------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -310,7 +312,7 @@ class _Gen:
                 out = None if lv is None else (("var", ident), lv)
             else:
                 out = (("root", n.id), 0)
-        elif not isinstance(n, ast.Quant):
+        elif not isinstance(n, ast.Quant) and id(n) not in self.res.earlier:  # `earlier(x)` reads a local
             parts: list[object] = [type(n).__name__, getattr(n, "op", None)]
             if isinstance(n, ast.Attr):
                 parts.append(id(self.res.fields[id(n)].get))
@@ -329,6 +331,12 @@ class _Gen:
                 out = (tuple(parts), level)
         self.keys[id(n)] = out
         return out
+
+    def let_value(self, b: Binding) -> str:
+        """The value of `let` b where it is read (computed on first use)."""
+        if self.shared_memo(b):
+            return self.expr(b.expr.node)
+        return self.memoised(self.let_local(b), lambda: self.expr(b.expr.node))
 
     def let_local(self, b: Binding) -> str:
         name = self.memo.get(id(b))
@@ -368,9 +376,7 @@ class _Gen:
         if isinstance(n, ast.Name):
             binding = self.res.let_refs.get(id(n))
             if binding is not None:
-                if self.shared_memo(binding):
-                    return self.expr(binding.expr.node)
-                return self.memoised(self.let_local(binding), lambda: self.expr(binding.expr.node))
+                return self.let_value(binding)
             local = self.vars.get(n.id)
             if local is None:
                 local = self.roots.get(n.id)
@@ -393,6 +399,9 @@ class _Gen:
                 self.nonnull.add(o)
             return f"{self.const(spec.get)}({o})"
         if isinstance(n, ast.Call):
+            ref = self.res.earlier.get(id(n))
+            if ref is not None:
+                return self.earlier(ref)
             args = self.seq([*((n.receiver,) if n.receiver is not None else ()), *n.args])
             helper = self.res.helpers[id(n)]
             fn = self.const(helper.fn)
@@ -573,7 +582,8 @@ class _Gen:
 
     def quant(self, n: ast.Quant, t: str) -> None:
         coll = n.coll
-        if isinstance(coll, ast.Call) and self.res.helpers[id(coll)].fn is _range:  # the same integers, no list
+        helper = self.res.helpers.get(id(coll))
+        if isinstance(coll, ast.Call) and helper is not None and helper.fn is _range:  # the same integers, no list
             c = self.atom(f"range(min({self.expr(coll.args[0])}, {self.const(RANGE_CAP)}))")
         else:
             c = self.atom(self.expr(coll))
@@ -626,7 +636,7 @@ class _Gen:
         return len(self.sites) - 1
 
     def checks(self, ccs: Sequence[CompiledCheck], path: tuple[str, ...], groups: tuple[CompiledCheck, ...]) -> None:
-        vals = "(" + "".join(f"{self.vars[g.check.var or '_']}, " for g in groups) + ")"
+        vals = "(" + "".join(self.site_values(g) for g in groups) + ")"
         for cc in ccs:
             c = cc.check
             here = (*path, c.name)
@@ -656,6 +666,7 @@ class _Gen:
             self.catch(k, vals)
             level = len(groups) + 1
             local, prev = self.bind_var(c.var, level, id(cc))
+            kept = self.visited_lists(cc)
             self.emit(f"for {local} in {items}:")
             with self.loop():
                 self.open_scope(level)
@@ -667,8 +678,80 @@ class _Gen:
                     self.catch(k, vals)
                     self.emit(f"if not {w}: continue")
                 self.checks(cc.subs, here, (*groups, cc))
+                if kept is not None:
+                    self.keep_visited(cc, local, kept)
             del self.scopes[level:]
             self.unbind(c.var, prev)
+
+    # ---- earlier(...) ----------------------------------------------------------------------------------------
+    # A group that some `earlier(x)` reads keeps, in locals, the elements it has visited (`h`) and, per `let` x
+    # read that way, x's value for each of them (`hv`), appended when an element has passed every check. A
+    # value not known to be computed by then is computed there; if that faults, `hf` is set and every
+    # `earlier(x)` after it faults, as the closures' would when they compute it at the read.
+    def site_values(self, g: CompiledCheck) -> str:
+        """A miss's values for enclosing group `g`: its element, then (when it keeps them) its visited ones."""
+        out = f"{self.vars[g.check.var or '_']}, "
+        if g.visited is not None:
+            out += f"{self.visited[id(g.check)][0]}, "
+        return out
+
+    def visited_lists(self, cc: CompiledCheck) -> tuple[str, dict[int, tuple[str, str]]] | None:
+        """The locals of group `cc`'s visited elements and kept let values (declared empty here), or None."""
+        if cc.visited is None:
+            return None
+        h = self.fresh("h")
+        values: dict[int, tuple[str, str]] = {}
+        for ref in self.res.earlier.values():
+            if ref.group is cc.check and ref.binding is not None and id(ref.binding) not in values:
+                if self.has_loop(ref.binding.expr.node):
+                    raise _Declined  # computing it at the end of an element would charge steps the closures do not
+                values[id(ref.binding)] = (self.fresh("hv"), self.fresh("hf"))
+        self.visited[id(cc.check)] = (h, values)
+        self.emit(f"{h} = []")
+        for hv, hf in values.values():
+            self.emit(f"{hv} = []")
+            self.emit(f"{hf} = False")
+        return h, values
+
+    def keep_visited(self, cc: CompiledCheck, local: str, kept: tuple[str, dict[int, tuple[str, str]]]) -> None:
+        """At the end of an element of group `cc` (every check passed): remember it and its kept let values."""
+        h, values = kept
+        for b in cc.check.lets:
+            if id(b) not in values:
+                continue
+            hv, hf = values[id(b)]
+            mark = len(self.lines)
+            self.emit("try:")
+            with self.branch():
+                v = self.let_value(b)
+                self.emit(f"{hv}.append({v})")
+            if len(self.lines) == mark + 2 and _ATOM.fullmatch(v):  # known computed: a local's read
+                del self.lines[mark:]
+                self.emit(f"{hv}.append({v})")
+                continue
+            self.emit("except Exception:")
+            with self.indent():
+                self.emit(f"{hf} = True")
+                self.emit(f"{hv}.append(None)")
+        self.emit(f"{h}.append({local})")
+
+    def earlier(self, ref: Earlier) -> str:
+        """`earlier(x)`: the kept list (a fault if computing one of its values faulted)."""
+        h, values = self.visited[id(ref.group)]
+        if ref.binding is None:
+            return h
+        hv, hf = values[id(ref.binding)]
+        self.emit(f"if {hf}: raise _F")
+        return hv
+
+    def has_loop(self, n: ast.Node) -> bool:
+        """Whether evaluating `n` runs a quantifier (directly or in a `let` it reads)."""
+        if isinstance(n, ast.Quant):
+            return True
+        b = self.res.let_refs.get(id(n)) if isinstance(n, ast.Name) else None
+        if b is not None and self.has_loop(b.expr.node):
+            return True
+        return any(self.has_loop(c) for c in ast.children(n))
 
     # ---- actions -------------------------------------------------------------------------------------------
     def action(self, n: ast.Node) -> None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import ast
-from .check import Resolution
+from .check import Earlier, Resolution, earlier_key
 from .rules import Binding, Check, GraphSkip, Rule
 
 DEFAULT_STEP_LIMIT = 1_000_000
@@ -95,6 +95,8 @@ class CompiledCheck:
     coll: Fn | None = None
     where: Fn | None = None
     subs: list[CompiledCheck] = field(default_factory=list)
+    # for a group some `earlier(...)` reads: the environment key under which it keeps the elements it visited
+    visited: str | None = None
 
 
 @dataclass
@@ -172,6 +174,9 @@ class _Compiler:
 
             return attr
         if isinstance(n, ast.Call):
+            ref = self.res.earlier.get(id(n))
+            if ref is not None:
+                return self.earlier(n, ref)
             helper = self.res.helpers[id(n)]
             args = [self.expr(a) for a in ((n.receiver,) if n.receiver is not None else ()) + n.args]
             fn, hname = helper.fn, helper.name
@@ -251,6 +256,39 @@ class _Compiler:
 
             return slice_
         raise AssertionError(f"unexpected node {type(n).__name__}")
+
+    def earlier(self, n: ast.Call, ref: Earlier) -> Fn:
+        """`earlier(x)`: x evaluated for each element its group visited before the current one (the group keeps
+        them in the environment), the group's variable rebound and its lets recomputed for each."""
+        key, var = earlier_key(ref.group), ref.group.var or "_"
+        lets = tuple(b.name for b in ref.group.lets)
+        value = self.let_fn(ref.binding) if ref.binding is not None else None
+        self.expr(n.args[0])  # the argument read as itself (the current element's value), for explanations
+
+        def earlier(env: Env) -> list[Any]:
+            vs = env.vars
+            visited = vs.get(key)
+            if visited is None:  # pragma: no cover - the checker admits earlier() only inside its group
+                raise EvalError("earlier() outside its for_each", n)
+            if value is None or not visited:
+                return list(visited)
+            prev = saved(vs, var)
+            kept = {k: vs.pop(k) for k in lets if k in vs}  # the current element's lets, put back afterwards
+            out = []
+            try:
+                for x in visited:
+                    vs[var] = x
+                    out.append(value(env))
+                    for k in lets:
+                        vs.pop(k, None)
+            finally:
+                restore(vs, var, prev)
+                for k in lets:
+                    vs.pop(k, None)
+                vs.update(kept)
+            return out
+
+        return earlier
 
     def compare(self, n: ast.Compare) -> Fn:
         a, b, op = self.expr(n.left), self.expr(n.right), n.op
@@ -402,6 +440,7 @@ def compile_rule(
 ) -> CompiledRule:
     """Compile a checked rule into closures and, unless `generate` is false, its generated decision function."""
     c = _Compiler(res)
+    tracked = {id(e.group) for e in res.earlier.values()}
 
     def comp_checks(checks: Sequence[Check]) -> list[CompiledCheck]:
         out = []
@@ -419,6 +458,7 @@ def compile_rule(
                         c.expr(ch.coll.node),
                         c.expr(ch.where.node) if ch.where is not None else None,
                         comp_checks(ch.checks),
+                        earlier_key(ch) if id(ch) in tracked else None,
                     )
                 )
             else:

@@ -99,7 +99,7 @@ class Explainer:
         if err is not None:
             return self.error(e, n, err)
         values: list[tuple[str, str]] = []
-        if isinstance(n, ast.Call):
+        if isinstance(n, ast.Call) and id(n) not in res.earlier:  # earlier(x)'s argument is not its input
             for a in ((n.receiver,) if n.receiver is not None else ()) + n.args:
                 av, aerr = self._val(a, env)
                 if aerr is None and not isinstance(a, ast.Lit):

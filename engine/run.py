@@ -295,9 +295,14 @@ class Engine:
         ex = self.explainer(rule)
         vs = dict(roots)
         elements = []
-        for (var, elem_t), v in zip(self._site_vars(rule, site), values, strict=True):
-            vs[var] = v
+        at = 0
+        for (var, elem_t), g in zip(self._site_vars(rule, site), site.groups, strict=True):
+            vs[var] = v = values[at]
             elements.append(ex.describe_element(var, v, elem_t))
+            at += 1
+            if g.visited is not None:  # the group's visited elements follow its element
+                vs[g.visited] = values[at]
+                at += 1
         if how == OVER_BUDGET:
             return _Miss(site.check, site.path, tuple(elements), vs, budget_error(rule.step_limit))
         if how != FAULT:
@@ -379,6 +384,11 @@ class Engine:
         elem_t = self._elem_type(rule, cc)
         ex = self.explainer(rule)
         prev = saved(vs, c.var)
+        key = cc.visited  # the elements visited so far, for `earlier(...)`
+        visited: list[Any] = []
+        prev_visited = saved(vs, key) if key is not None else None
+        if key is not None:
+            vs[key] = visited
         try:
             for x in items:
                 vs[c.var] = x
@@ -398,10 +408,13 @@ class Engine:
                         vs.pop(name, None)
                 for name in cc.lets:
                     vs.pop(name, None)
+                visited.append(x)
         except EvalError as exc:
             return _Miss(cc, here, elements, dict(vs), exc)
         finally:
             restore(vs, c.var, prev)
+            if key is not None:
+                restore(vs, key, prev_visited)
         if entries is not None:
             entries.append(TraceEntry(here, True, c.span, elements, f"{len(items)} element(s)"))
         return None

@@ -490,10 +490,14 @@ def assert_template_only(src: str) -> None:
     for tok in tokenize.generate_tokens(io.StringIO(src).readline):
         if tok.type == tokenize.NAME:
             if prev is not None and prev.type == tokenize.OP and prev.string == ".":
-                assert tok.string in paths or (tok.string == "get" and re.fullmatch(r"Mk\d+", prev_name)), tok
+                assert (
+                    tok.string in paths
+                    or (tok.string == "get" and re.fullmatch(r"Mk\d+", prev_name))
+                    or (tok.string == "append" and re.fullmatch(r"hv?\d+", prev_name))  # earlier()'s lists
+                ), tok
             else:
                 ok = keyword.iskeyword(tok.string) or tok.string in TEMPLATE_NAMES
-                assert ok or re.fullmatch(r"[tkmvrhce]\d+|Mk\d+", tok.string), tok
+                assert ok or re.fullmatch(r"[tkmvrhce]\d+|Mk\d+|h[vf]\d+", tok.string), tok
         elif tok.type == tokenize.NUMBER:
             assert tok.string.isdigit(), tok
         else:
@@ -595,3 +599,59 @@ def test_inline_forms_with_anything_else_are_refused(template: str) -> None:
     cat = Catalogue()
     with pytest.raises(ValueError, match="may not contain"):
         cat.add_helper("h", "x: any, y: any", "bool", "A helper.", lambda x, y: True, inline={"Node/2": template})
+
+
+# ---- earlier(x) ----------------------------------------------------------------------------------------------
+def _group_rule(check: str, lets: str = "          size: it.size\n", where: str = "true", rule_let: str = "1") -> str:
+    return (
+        "rules:\n  - name: T\n    match: [X]\n    let:\n"
+        f"      top: {json.dumps(rule_let)}\n"
+        "    checks:\n      - name: G\n        for_each: it in items\n"
+        f"        where: {json.dumps(where)}\n        let:\n{lets}"
+        f"        checks:\n          - name: C\n            require: {json.dumps(check)}\n"
+    )  # fmt: skip
+
+
+NEITHER = "earlier() needs a for_each variable or a `let` of a for_each group; '{}' is neither"
+ONE_NAME = "earlier() takes one name: a for_each variable or a `let` of its group"
+
+
+@pytest.mark.parametrize(
+    ("check", "kwargs", "message"),
+    [
+        ("len(earlier()) >= 0", {}, ONE_NAME),
+        ("len(earlier(it.size)) >= 0", {}, ONE_NAME),
+        ("len(earlier(top)) >= 0", {}, NEITHER.format("top")),
+        ("len(earlier(n)) >= 0", {}, NEITHER.format("n")),
+        ("all(x in xs: len(earlier(x)) >= 0)", {}, NEITHER.format("x")),
+        ("len(earlier(nope)) >= 0", {}, "unknown name 'nope'"),
+        (
+            "size > 0",
+            {"where": "len(earlier(it)) < 3"},
+            "earlier(it) cannot be used in the 'where' filter of its own for_each",
+        ),
+        ("len(earlier(prev)) >= 0", {"lets": "          size: it.size\n          prev: len(earlier(size))\n"},
+         "earlier(prev): 'prev' itself needs earlier(); list a value that does not"),
+    ],
+)  # fmt: skip
+def test_earlier_checker_errors(check: str, kwargs: dict[str, str], message: str) -> None:
+    _, _, diags = checked(_group_rule(check, **kwargs))
+    assert [d.message for d in diags if d.severity == "error"] == [message]
+
+
+def test_earlier_outside_any_group() -> None:
+    assert errors_of("len(earlier(n)) >= 0") == [NEITHER.format("n")]
+    _, _, diags = checked(rule_text("1", actions=("set item.x = len(earlier(item))",)))
+    assert [d.message for d in diags if d.severity == "error"] == [NEITHER.format("item")]
+
+
+def test_earlier_types_and_a_helper_of_that_name_wins() -> None:
+    _, compiled, diags = checked(_group_rule("all(z in earlier(size): z > 0) and len(earlier(it)) >= 0"))
+    assert compiled is not None and not [d for d in diags if d.severity == "error"]
+    assert len(compiled.res.earlier) == 2
+    cat = _catalogue()
+    cat.add_helper("earlier", "x: int", "int", "A domain helper that happens to be called earlier.", lambda x: x)
+    model, _ = read_rule_text(_group_rule("earlier(size) > 0"), "t.yaml")
+    assert model is not None
+    res, diags = check_rule(model.rules[0], cat)
+    assert not [d for d in diags if d.severity == "error"] and not res.earlier

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from rulepass.compiler.graph_file import graph_from_doc
+from rulepass.compiler.graph_file import graph_from_doc, load_graph_text
 from rulepass.compiler.ir import ComputeGraph
 from rulepass.compiler.passes import build_pass_manager
 from rulepass.dsl.load import RuleSet
@@ -243,3 +244,91 @@ def test_lets_are_computed_once_and_charged_once(a: int, b: int, tmp_path: Path)
         (d,) = [d for r in build_pass_manager(rules).run(g.copy()) for d in r.decisions]
         outcomes.add((d.check, d.fired))
     assert len(outcomes) >= (1 if a else 4)  # the budget stops it at several different checks, then it decides
+
+
+# ---- earlier(x): the values of a group's variable or `let` for the elements visited before this one ---------
+EARLIER_GRAPH = {
+    "nodes": [
+        {"name": "r1", "type": "ReLU", "outputs": ["float16[16,16]"]},
+        {"name": "r2", "type": "ReLU", "outputs": ["float16[16,16]"]},
+        {"name": "c", "type": "ConcatD", "attrs": {"concat_dim": 0}, "inputs": ["r1", "r2", "r1", "r2"],
+         "outputs": ["float16[64,16]"]},
+        {"name": "d", "type": "ConcatD", "attrs": {"concat_dim": 0}, "inputs": ["r1", "r2"],
+         "outputs": ["float16[32,16]"]},
+    ]
+}  # fmt: skip
+
+EARLIER = """
+rules:
+  - name: Earlier
+    match: [ConcatD]
+    checks:
+      - name: Inputs
+        for_each: i in node.inputs
+        where: i.connected
+        let:
+          src: ref_source(i.peer)
+          rank: i.desc.rank
+          risky: "[7][i.index - {shift}]"    # faults for the inputs past {shift}; no check needs it but Risky
+        checks:
+          - name: Count
+            require: len(earlier(i)) == i.index
+          - name: Risky
+            require: "i.index < {risky_from} or all(r in earlier(risky): r == 7)"
+          - name: Distinct
+            reject_if: src in earlier(src)
+          - name: PerDesc
+            for_each: d in node.input_descs
+            checks:
+              - name: OuterValues
+                require: "all(r in earlier(rank): r == d.rank) and len(earlier(d)) <= 3"
+"""
+
+
+@pytest.mark.parametrize(
+    "shift,risky_from,want",
+    [
+        # every input's `risky` is [7][0]: the second use of r1 misses at Distinct, `d` fires
+        (None, 99, [("c", "Distinct", "input 2 of c"), ("d", None, None)]),
+        # `risky` faults from input 1 on (index 1 - 0 = 1 is past [7]): computed at the end of input 1, it
+        # faults where Risky reads it, at input 2, in both compilations
+        (0, 2, [("c", "Risky", "input 2 of c"), ("d", None, None)]),
+    ],
+    ids=["distinct", "faulting-earlier-value"],
+)
+def test_earlier_agrees_with_the_closures(
+    shift: int | None, risky_from: int, want: list[tuple[str, str | None, str | None]], tmp_path: Path
+) -> None:
+    path = tmp_path / "earlier.yaml"
+    text = EARLIER.replace("{risky_from}", str(risky_from))
+    path.write_text(text.replace("i.index - {shift}", "0" if shift is None else f"i.index - {shift}"))
+    rules = load_rules([path])
+    g = load_graph_text(json.dumps(EARLIER_GRAPH))
+    assert assert_same(g, rules) == 2
+    got = [(d.node, d.check, d.elements[0].split(" (")[0].split("= ")[-1] if d.elements else None)
+           for r in build_pass_manager(rules).run(g.copy()) for d in r.decisions]  # fmt: skip
+    assert got == want
+    (miss,) = [d for r in build_pass_manager(rules).run(g.copy()) for d in r.decisions if d.check]
+    if miss.check == "Distinct":  # the explanation shows the earlier sources, as the closures compute them
+        assert miss.reason is not None and "earlier(src)" in json.dumps(miss.to_json())
+        assert "r1:0" in json.dumps(miss.to_json())
+    else:
+        assert miss.error is not None and "out of range" in miss.error
+
+
+def test_earlier_of_a_let_with_a_loop_runs_on_the_closures(tmp_path: Path) -> None:
+    path = tmp_path / "earlier.yaml"
+    path.write_text(
+        EARLIER.replace("{risky_from}", "99")
+        .replace("i.index - {shift}", "0")
+        .replace("rank: i.desc.rank", 'rank: "count(x in i.desc.shape: x > 0)"')
+        .replace("r == d.rank", "r >= 0")
+    )
+    rules = load_rules([path])
+    assert rules.rules[0].fast is None  # its value at the end of an element would charge steps
+    got = [
+        (d.node, d.check)
+        for r in build_pass_manager(rules).run(load_graph_text(json.dumps(EARLIER_GRAPH)))
+        for d in r.decisions
+    ]
+    assert got == [("c", "Distinct"), ("d", None)]
