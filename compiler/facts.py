@@ -351,6 +351,7 @@ def ge_catalogue() -> Catalogue:
         ],
         parents=("AttrHolder",),
         describe=lambda g: f"graph '{g.name}'",
+        attrs_inline="{0}.attrs",
     )
     c.add_entity(
         "Node",
@@ -389,6 +390,7 @@ def ge_catalogue() -> Catalogue:
         ],
         parents=("AttrHolder",),
         describe=lambda n: f"{n.name} ({n.type})",
+        attrs_inline="{0}.op.attrs",
         settable=NODE_FIELDS_SETTABLE,
     )
     c.add_entity(
@@ -477,6 +479,7 @@ def ge_catalogue() -> Catalogue:
         ],
         parents=("AttrHolder",),
         describe=_desc_text,
+        attrs_inline="{0}.attrs",
     )
     c.add_entity(
         "AxisMap",

@@ -120,6 +120,9 @@ class EntitySpec:
     parents: tuple[str, ...] = ()
     set_attr: Callable[[Any, str, Any], None] | None = None
     describe: Callable[[Any], str] = str
+    # the inline form of the dict an attribute (not a field) of this entity is stored in, e.g. `{0}.op.attrs`:
+    # generated actions write there directly, as `set_attr` would
+    attrs_inline: str | None = None
 
 
 _NO_DEFAULT: Any = object()
@@ -224,11 +227,13 @@ class Catalogue:
         set_attr: Callable[[Any, str, Any], None] | None = None,
         describe: Callable[[Any], str] = str,
         settable: Iterable[str] = (),
+        attrs_inline: str | None = None,
     ) -> None:
         """Register an entity type; fields are (name, type, doc, getter), the getter a function of the object or
         an attribute path (`"op.type"`), or (name, type, doc, function, inline form) where the inline form
         (`"len({0}.shape)"`, see `check_template`) is what generated code uses; `settable` fields may be set by
-        actions."""
+        actions; `attrs_inline` is the inline form of the dict the entity's attributes live in (what the
+        inherited `set_attr` writes for a name that is not a field)."""
         if name in self.entities or name in PRIMITIVES or name == "list":
             raise ValueError(f"entity '{name}' registered twice or shadows a builtin type")
         writable = set(settable)
@@ -243,7 +248,9 @@ class Catalogue:
                 if inline is not None:
                     check_template(f"field '{name}.{f}'", inline, 1)
                 specs[f] = FieldSpec(f, parse_type(t), d, g, f in writable, inline=inline)
-        self.entities[name] = EntitySpec(name, doc, specs, parents, set_attr, describe)
+        if attrs_inline is not None:
+            check_template(f"entity '{name}' attributes", attrs_inline, 1)
+        self.entities[name] = EntitySpec(name, doc, specs, parents, set_attr, describe, attrs_inline)
 
     def add_helper(
         self,

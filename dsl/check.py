@@ -32,6 +32,8 @@ class Resolution:
     let_refs: dict[int, Binding] = field(default_factory=dict)  # Name node -> the `let` it reads
     describers: dict[int, Callable[[Any], str]] = field(default_factory=dict)
     earlier: dict[int, Earlier] = field(default_factory=dict)  # `earlier(x)` Call node -> what it lists
+    # `set` action node -> the inline form of the dict its attribute is written to (when the entity declares one)
+    attr_dicts: dict[int, str] = field(default_factory=dict)
 
     def type_of(self, node: ast.Node) -> Type:
         """The static type of `node`."""
@@ -547,6 +549,9 @@ class _Checker:
                     n.value,
                 )
             return
+        form = self.cat.entities[target.name].attrs_inline
+        if form is not None:
+            self.res.attr_dicts[id(n)] = form
         ok = vt.name in ("bool", "int", "float", "str") or (
             vt.is_list and vt.elem is not None and vt.elem.name in ("bool", "int", "float", "str")
         )

@@ -83,14 +83,29 @@ class Site:
 class FastRule:
     """A rule's generated decision function, the sites its misses refer to, and its generated actions.
 
-    `actions(bindings, steps, effects)` appends the effects the closures' actions would, in the same order, and
-    returns the steps spent; on any fault it raises, and the engine runs the closures' actions instead.
+    `actions(bindings, steps, writes)` appends the writes the closures' actions' effects make, in the same order,
+    as `(container, name, value)` (`container[name] = value` applies one: the attribute dict itself where the
+    catalogue declares it, else the setter behind a `_Setter`), and returns the steps spent; on any fault it
+    raises, and the engine runs the closures' actions instead.
     """
 
     fn: FastFn
     sites: tuple[Site, ...]
     source: str
     actions: Callable[[dict[str, Any], int, list[Any]], int] | None = None
+
+
+class _Setter:
+    """A generated action's write through the catalogue's setter, as `container[name] = value`."""
+
+    __slots__ = ("set_attr", "target")
+
+    def __init__(self, set_attr: Callable[[Any, str, Any], None], target: Any) -> None:
+        self.set_attr = set_attr
+        self.target = target
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        self.set_attr(self.target, name, value)
 
 
 def _add(x: Any, y: Any) -> Any:
@@ -770,12 +785,16 @@ class _Gen:
         if target not in self.nonnull:
             self.emit(f"if {target} is None: raise _F")
             self.nonnull.add(target)
-        setter = self.const(self.res.setters[id(n)])
         if isinstance(n.value, ast.Lit):  # a scalar: _attr_value keeps it as it is
             value = self.const(n.value.value)
         else:
             value = f"{self.const(_attr_value)}({self.expr(n.value)})"
-        self.emit(f"E.append(({setter}, {target}, {self.const(n.attr)}, {value}))")
+        form = self.res.attr_dicts.get(id(n))
+        if form is not None:  # the dict the setter would write the attribute to
+            where = self.inline(form, [target])
+        else:
+            where = f"{self.const(_Setter)}({self.const(self.res.setters[id(n)])}, {target})"
+        self.emit(f"E.append(({where}, {self.const(n.attr)}, {value}))")
 
 
 class _Indent:

@@ -250,13 +250,14 @@ class Engine:
         generated function decided from `roots` having spent `steps` (its generated actions run, and on a fault
         the closures', to give the exact error)."""
         effects: list[Effect] = []
+        writes: list[tuple[Any, str, Any]] = []  # the generated actions' (container, name, value)
         try:
             actions = rule.fast.actions if env is None and rule.fast is not None else None
             if actions is not None:
                 try:
-                    actions(roots, steps, effects)
+                    actions(roots, steps, writes)
                 except Exception:  # a fault: the closures give the exact error (or raise what they raise)
-                    effects.clear()
+                    writes.clear()
                     actions = None
             if actions is None:
                 if env is None:
@@ -282,6 +283,8 @@ class Engine:
                 tuple(entries or ()),
             )
         if not dry_run:
+            for container, attr, value in writes:
+                container[attr] = value
             for setter, target, attr, value in effects:
                 setter(target, attr, value)
         return Decision(rule.name, gname, nname, otype, True, dry_run=dry_run, trace=tuple(entries or ()))
