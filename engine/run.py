@@ -229,6 +229,18 @@ class Engine:
         roots = self.access.bindings(graph, node)
         got = fast.fn(roots, 0)
         if got.__class__ is int:
+            actions = fast.actions
+            if actions is not None:
+                writes: list[tuple[Any, str, Any]] = []  # (container, name, value)
+                try:
+                    actions(roots, got, writes)
+                except Exception:  # a fault: the closures' actions give the exact error (or raise what they raise)
+                    pass
+                else:
+                    if not dry_run:
+                        for container, attr, value in writes:
+                            container[attr] = value
+                    return Decision(rule.name, gname, nname, otype, True, dry_run=dry_run)
             return self._act(rule, roots, got, None, gname, nname, otype, dry_run, None)  # type: ignore[arg-type]
         miss = self._fast_miss(rule, fast, got, roots)  # type: ignore[arg-type]
         return self._miss_decision(rule, miss, gname, nname, otype, dry_run, None, explain)
@@ -245,26 +257,17 @@ class Engine:
         dry_run: bool,
         entries: list[TraceEntry] | None,
     ) -> Decision:
-        """A candidate passed every check: evaluate all its actions, then apply their effects as one unit (unless
-        dry_run). `env` is the closures' environment when they decided (their actions run in it); None when the
-        generated function decided from `roots` having spent `steps` (its generated actions run, and on a fault
-        the closures', to give the exact error)."""
+        """A candidate passed every check: evaluate all its actions by the closures, then apply their effects as
+        one unit (unless dry_run). `env` is the closures' environment when they decided (the actions run in it);
+        None when the generated function decided from `roots` having spent `steps` and has no generated actions,
+        or they faulted (the closures give the exact error)."""
         effects: list[Effect] = []
-        writes: list[tuple[Any, str, Any]] = []  # the generated actions' (container, name, value)
         try:
-            actions = rule.fast.actions if env is None and rule.fast is not None else None
-            if actions is not None:
-                try:
-                    actions(roots, steps, writes)
-                except Exception:  # a fault: the closures give the exact error (or raise what they raise)
-                    writes.clear()
-                    actions = None
-            if actions is None:
-                if env is None:
-                    env = Env(roots, rule.step_limit)
-                    env.steps = steps
-                for act in rule.actions:
-                    act(env, effects)
+            if env is None:
+                env = Env(roots, rule.step_limit)
+                env.steps = steps
+            for act in rule.actions:
+                act(env, effects)
         except EvalError as exc:
             return Decision(
                 rule.name,
@@ -283,8 +286,6 @@ class Engine:
                 tuple(entries or ()),
             )
         if not dry_run:
-            for container, attr, value in writes:
-                container[attr] = value
             for setter, target, attr, value in effects:
                 setter(target, attr, value)
         return Decision(rule.name, gname, nname, otype, True, dry_run=dry_run, trace=tuple(entries or ()))
