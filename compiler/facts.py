@@ -591,6 +591,7 @@ def ge_catalogue() -> Catalogue:
         "GE's IsUnknownShape: any dim is negative.",
         formats.is_unknown_shape,
         group=g,
+        inline={"list/1": "len({0}) > 0 and min({0}) < 0"},  # the smallest dim, in one C call
     )
     c.add_helper(
         "tensor_bytes",

@@ -130,7 +130,7 @@ _ATTR_NAME = re.compile(r"[a-z][a-z0-9_]*")  # a public attribute name (no dunde
 
 
 # the builtins an inline form may call (the generated code's namespace holds them)
-INLINE_BUILTINS = frozenset({"len", "list", "isinstance", "int"})
+INLINE_BUILTINS = frozenset({"len", "list", "isinstance", "int", "min"})
 
 
 def _check_inline(helper: str, key: str, template: str) -> None:
@@ -143,8 +143,8 @@ def _check_inline(helper: str, key: str, template: str) -> None:
 
 def check_template(what: str, template: str, nargs: int) -> None:
     """An inline form (Python text standing for a call, `{0}`.. its arguments, `{t}` a fresh temporary) may hold
-    only its arguments and temporary, attribute names after a dot, operators, keywords and
-    :data:`INLINE_BUILTINS`."""
+    only its arguments and temporary, attribute names after a dot, operators, keywords, non-negative integer
+    literals and :data:`INLINE_BUILTINS`."""
     import io
     import tokenize
 
@@ -155,13 +155,17 @@ def check_template(what: str, template: str, nargs: int) -> None:
         raise ValueError(f"{what}: inline form '{template}' is malformed ({exc})") from None
     prev = ""
     for tok in tokens:
-        ok = tok.type in (tokenize.OP, tokenize.NEWLINE, tokenize.ENDMARKER) or (
-            tok.type == tokenize.NAME
-            and (
-                keyword.iskeyword(tok.string)
-                or re.fullmatch(r"a\d+|t0", tok.string) is not None
-                or (prev == "." and _ATTR_NAME.fullmatch(tok.string) is not None)
-                or (prev != "." and tok.string in INLINE_BUILTINS)
+        ok = (
+            tok.type in (tokenize.OP, tokenize.NEWLINE, tokenize.ENDMARKER)
+            or (tok.type == tokenize.NUMBER and tok.string.isdigit())
+            or (
+                tok.type == tokenize.NAME
+                and (
+                    keyword.iskeyword(tok.string)
+                    or re.fullmatch(r"a\d+|t0", tok.string) is not None
+                    or (prev == "." and _ATTR_NAME.fullmatch(tok.string) is not None)
+                    or (prev != "." and tok.string in INLINE_BUILTINS)
+                )
             )
         )
         if not ok:

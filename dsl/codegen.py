@@ -421,8 +421,9 @@ class _Gen:
             helper = self.res.helpers[id(n)]
             fn = self.const(helper.fn)
             arg_t = self.res.type_of(n.args[0]) if len(n.args) == 1 else None
-            if helper.fn is _len and arg_t is not None and arg_t.name in ("list", "str") and not arg_t.nullable:
-                return f"len({args[0]})"  # what _len does for the list or string the checker saw
+            if helper.fn is _len and arg_t is not None and arg_t.name in ("list", "str"):
+                # what _len does for the list or string the checker saw; null raises TypeError in both: a fault
+                return f"len({args[0]})"
             first = n.receiver if n.receiver is not None else (n.args[0] if n.args else None)
             first_t = self.res.type_of(first) if first is not None else None
             template = helper.inline.get(f"{first_t.name}/{len(args)}") if first_t and not first_t.nullable else None

@@ -577,7 +577,7 @@ def test_generated_code_agrees_with_the_closures_on_random_expressions(text: str
 
 @pytest.mark.parametrize(
     "template",
-    ["{0}.op.attrs.get({1}) is True", "{1} in {0}.attrs", "not {0}.op.subgraph_names"],
+    ["{0}.op.attrs.get({1}) is True", "{1} in {0}.attrs", "not {0}.op.subgraph_names", "len({0}) > 0 and min({0}) < 0"],
 )
 def test_inline_forms_of_attribute_names_and_operators_are_accepted(template: str) -> None:
     cat = Catalogue()
@@ -591,7 +591,8 @@ def test_inline_forms_of_attribute_names_and_operators_are_accepted(template: st
         "{0}.__class__",
         "eval({0})",
         "{0}.attrs.get('x')",
-        "{0} + 1",
+        "{0} + 1.5",
+        "{0} + 0x1f",
         "{0} if X else {1}",
     ],
 )
