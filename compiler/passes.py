@@ -65,6 +65,23 @@ class PassReport:
     decisions: list[Decision] = field(default_factory=list)
     stats: RuleStats | None = None
 
+    def __init__(
+        self,
+        name: str,
+        kind: str,
+        ran: bool,
+        skipped_reason: str = "",
+        decisions: list[Decision] | None = None,
+        stats: RuleStats | None = None,
+    ) -> None:
+        # the dataclass's own __init__, without its default-factory machinery (a run makes one per pass)
+        self.name = name
+        self.kind = kind
+        self.ran = ran
+        self.skipped_reason = skipped_reason
+        self.decisions = [] if decisions is None else decisions
+        self.stats = stats
+
 
 class Pass(Protocol):
     """A graph pass: a rule pass or a Python pass."""
@@ -274,14 +291,18 @@ class PassManager:
                 set(self.disabled),
                 [(p, p.name, p.kind, self.gate(p)) for p in self.passes],
             )
+        subs: list[ComputeGraph] | None = None
         for p, name, kind, why in plan[2]:
             report = PassReport(name, kind, not why, why)
             if not why and kind != "placeholder":  # GE's own passes stand in the order but do nothing here
                 p.run(graph, ctx, report)
-                for sub in graph.all_subgraphs():
+                if subs is None:
+                    subs = graph.all_subgraphs()
+                for sub in subs:
                     p.run(sub, ctx, report)
-                if kind != "rule":  # a Python pass may change op types without touching the order
+                if kind != "rule":  # a Python pass may change op types, or subgraphs, without touching the order
                     ctx.forget_indexes()
+                    subs = None
             reports.append(report)
         return reports
 
