@@ -195,6 +195,7 @@ class _Gen:
         self.nonnull: set[str] = set()  # locals tested not null on every path to here (they are not reassigned)
         # id(group check) -> the locals of its visited elements and, per id(let) earlier() reads, (values, fault)
         self.visited: dict[int, tuple[str, dict[int, tuple[str, str]]]] = {}
+        self.counters: set[str] = set()  # loop variables of a quantifier over range(n): non-negative ints
 
     # ---- emission ------------------------------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -488,8 +489,8 @@ class _Gen:
             o, i = self.seq([n.obj, n.index])
             it = self.res.type_of(n.index)
             lit = n.index.value if isinstance(n.index, ast.Lit) else None
-            if isinstance(lit, int) and not isinstance(lit, bool) and lit >= 0:
-                return f"{o}[{i}]"
+            if (isinstance(lit, int) and not isinstance(lit, bool) and lit >= 0) or i in self.counters:
+                return f"{o}[{i}]"  # a non-negative index: Python raises on null and past the end, as the closures
             if it.name == "int" and not it.nullable:
                 if not _ATOM.fullmatch(i):
                     o, i = self.atom(o), self.atom(i)
@@ -599,7 +600,8 @@ class _Gen:
     def quant(self, n: ast.Quant, t: str) -> None:
         coll = n.coll
         helper = self.res.helpers.get(id(coll))
-        if isinstance(coll, ast.Call) and helper is not None and helper.fn is _range:  # the same integers, no list
+        counting = isinstance(coll, ast.Call) and helper is not None and helper.fn is _range
+        if isinstance(coll, ast.Call) and counting:  # the same integers, no list
             c = self.atom(f"range(min({self.expr(coll.args[0])}, {self.const(RANGE_CAP)}))")
         else:
             c = self.atom(self.expr(coll))
@@ -611,6 +613,8 @@ class _Gen:
         else:
             self.emit(f"{t} = {start}")
         local, prev = self.bind_var(n.var)
+        if counting:
+            self.counters.add(local)
         self.loop_head(c, local)
         with self.loop():
             if n.where is not None:

@@ -656,3 +656,15 @@ def test_earlier_types_and_a_helper_of_that_name_wins() -> None:
     assert model is not None
     res, diags = check_rule(model.rules[0], cat)
     assert not [d for d in diags if d.severity == "error"] and not res.earlier
+
+
+def test_indexing_by_a_range_variable() -> None:
+    """A quantifier over range(n) indexes without a sign test; past the end it faults as the closures do."""
+    assert ev("all(a in range(3): xs[a] >= 0)") is True
+    assert ev("count(a in range(8): xs[a] > 2)") == 5
+    with pytest.raises(EvalError, match="index 8 is out of range"):
+        ev("all(a in range(10): xs[a] >= 0)")
+    rule, compiled, _ = checked(rule_text("all(a in range(3): xs[a] >= 0)"))
+    assert compiled is not None
+    src = codegen._generate(compiled.res, LIMIT, lambda g: g.expr(rule.lets[-1].expr.node), init_lets=True)
+    assert src is not None and " >= 0 else None]" not in src[1]
