@@ -835,13 +835,14 @@ def _build(gen: _Gen, returns: str, init_lets: bool = False, params: str = "R, s
     if init_lets:
         load += [f"        {m} = _U" for m in gen.memo.values()]
     load += [f"        {m} = {{}}" for m in gen.memo_dicts.values()]
-    # the constants and `_U` (a parameter of the factory) become keyword-only defaults of `fast`: read as its
-    # own locals, which is cheaper than closure cells (let alone globals)
+    # the constants and `_U` (a parameter of the factory) become defaults of `fast`: read as its own locals,
+    # which is cheaper than closure cells (let alone globals); positional, since keyword-only defaults cost a
+    # dict lookup each per call
     consts = "".join(f", k{i}=k{i}" for i in range(len(gen.consts)))
     head = [
         "def _factory(K, _U):",
         *(f"    k{i} = K[{i}]" for i in range(len(gen.consts))),
-        f"    def fast({params}, *{consts}, _U=_U):",
+        f"    def fast({params}{consts}, _U=_U):",
     ]
     body = []
     for line in gen.lines:
