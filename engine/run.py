@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..dsl.catalogue import Catalogue
-from ..dsl.codegen import FAULT, OVER_BUDGET, FastRule, Site
+from ..dsl.codegen import FAILED, FAULT, OVER_BUDGET, FastRule, Site
 from ..dsl.compile import CompiledCheck, CompiledRule, Effect, Env, EvalError, budget_error, restore, saved
 from .decisions import Decision, Reason, RuleStats, TraceEntry
 from .explain import Explainer
@@ -249,6 +249,14 @@ class Engine:
                             container[attr] = value
                     return Decision(rule.name, gname, nname, otype, True, dry_run=dry_run)
             return self._act(rule, roots, got, None, gname, nname, otype, dry_run, None)  # type: ignore[arg-type]
+        k, how, _, values = got  # type: ignore[misc]
+        if how == FAILED and not explain:  # a compile's usual miss: the record, no explanation to build
+            site = fast.sites[k]
+            c = site.check.check
+            elements = self._elements(rule, site, values, None)
+            return Decision(
+                rule.name, gname, nname, otype, False, c.name, site.path, c.kind, c.span, elements, dry_run=dry_run
+            )
         miss = self._fast_miss(rule, fast, got, roots)  # type: ignore[arg-type]
         return self._miss_decision(rule, miss, gname, nname, otype, dry_run, None, explain)
 
@@ -303,29 +311,42 @@ class Engine:
         """The miss the generated function located, as `_check` would have recorded it."""
         k, how, steps, values = got
         site = fast.sites[k]
-        ex = self.explainer(rule)
         vs = dict(roots)
-        elements = []
-        at = 0
-        for (var, elem_t), g in zip(self._site_vars(rule, site), site.groups, strict=True):
-            vs[var] = v = values[at]
-            elements.append(ex.describe_element(var, v, elem_t))
-            at += 1
-            if g.visited is not None:  # the group's visited elements follow its element
-                vs[g.visited] = values[at]
-                at += 1
+        elements = self._elements(rule, site, values, vs)
         if how == OVER_BUDGET:
-            return _Miss(site.check, site.path, tuple(elements), vs, budget_error(rule.step_limit))
+            return _Miss(site.check, site.path, elements, vs, budget_error(rule.step_limit))
         if how != FAULT:
-            return _Miss(site.check, site.path, tuple(elements), vs)
+            return _Miss(site.check, site.path, elements, vs)
         # a fault: the closures re-run this one check to give the exact error (with no budget left to exceed,
         # since the generated code stayed within it)
         env = Env(vs, 1 << 62)
         env.steps = steps
-        miss = self._check(rule, site.check, env, site.path[:-1], tuple(elements), None)
+        miss = self._check(rule, site.check, env, site.path[:-1], elements, None)
         if miss is None or miss.error is None:  # pragma: no cover - the two compilations disagree
             raise AssertionError(f"{rule.name}: generated code and closures disagree at {'/'.join(site.path)}")
         return miss
+
+    def _elements(
+        self, rule: CompiledRule, site: Site, values: tuple[Any, ...], vs: dict[str, Any] | None
+    ) -> tuple[str, ...]:
+        """The descriptions of the elements a miss at `site` reported (binding them, and the visited elements of
+        the groups that keep them, in `vs` when given)."""
+        if not values:
+            return ()
+        ex = self.explainer(rule)
+        elements = []
+        at = 0
+        for (var, elem_t), g in zip(self._site_vars(rule, site), site.groups, strict=True):
+            v = values[at]
+            elements.append(ex.describe_element(var, v, elem_t))
+            at += 1
+            if vs is not None:
+                vs[var] = v
+            if g.visited is not None:  # the group's visited elements follow its element
+                if vs is not None:
+                    vs[g.visited] = values[at]
+                at += 1
+        return tuple(elements)
 
     def _site_vars(self, rule: CompiledRule, site: Site) -> tuple[tuple[str, Any], ...]:
         """The variable and element type of each group enclosing `site` (worked out once per site)."""

@@ -46,12 +46,12 @@ def closures_only(rules: RuleSet) -> RuleSet:
     return dataclasses.replace(rules, rules=[dataclasses.replace(r, fast=None) for r in rules.rules])
 
 
-def assert_same(g: ComputeGraph, rules: RuleSet) -> int:
+def assert_same(g: ComputeGraph, rules: RuleSet, **run: Any) -> int:
     """Run `rules` generated and on closures over copies of `g`; the records and the graphs must agree."""
     assert all(r.fast is not None for r in rules.rules)
     a, b = g.copy(), g.copy()
-    fast = [d.to_json() for r in build_pass_manager(rules).run(a) for d in r.decisions]
-    slow = [d.to_json() for r in build_pass_manager(closures_only(rules)).run(b) for d in r.decisions]
+    fast = [d.to_json() for r in build_pass_manager(rules).run(a, **run) for d in r.decisions]
+    slow = [d.to_json() for r in build_pass_manager(closures_only(rules)).run(b, **run) for d in r.decisions]
     assert fast == slow
     assert a.attribute_state() == b.attribute_state()
     return len(fast)
@@ -80,6 +80,15 @@ def test_same_decisions_on_the_examples(name: str, rules: RuleSet) -> None:
 @pytest.mark.parametrize("workload", ["llm", "split", "cnn"])
 def test_same_decisions_on_synthetic_graphs(workload: str, rules: RuleSet) -> None:
     assert assert_same(_synthetic().generate(workload, 1500), rules) > 100
+
+
+@pytest.mark.parametrize("dry_run", [False, True], ids=["applied", "dry-run"])
+def test_same_records_without_explanations(dry_run: bool, rules: RuleSet) -> None:
+    """As `compile` runs the passes (no explanation: the engine's shortest path for a miss)."""
+    for fixture in _fixtures():
+        g = graph_from_doc(load_file(fixture, what="fixture").sub(["graph"]), fixture.stem)
+        assert_same(g, rules, explain=False, dry_run=dry_run)
+    assert assert_same(_synthetic().generate("llm", 1500), rules, explain=False, dry_run=dry_run) > 100
 
 
 HOSTILE = """
