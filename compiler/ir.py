@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import networkx as nx
 
@@ -90,6 +91,20 @@ class OpDesc:
     workspace_bytes: list[int] = field(default_factory=list)
 
 
+# Anchor equality and hash as the dataclass would make them (same class, same node, same index), without
+# building tuples: rules compare anchors in their checks.
+def _anchor_eq(self: Any, other: object) -> bool:
+    if other is self:
+        return True
+    if other.__class__ is not self.__class__:
+        return NotImplemented  # type: ignore[no-any-return]
+    return self.node is other.node and self.index == other.index  # type: ignore[attr-defined, no-any-return]
+
+
+def _anchor_hash(self: Any) -> int:
+    return (id(self.node) << 4) ^ self.index  # type: ignore[no-any-return]
+
+
 @dataclass(frozen=True, slots=True)
 class InAnchor:
     """Input anchor `node:index` (GE's InDataAnchor)."""
@@ -117,17 +132,8 @@ class InAnchor:
         """Whether a producer feeds this anchor."""
         return self.node.in_peers[self.index] is not None
 
-    # equality and hash as the dataclass would make them (same node, same index), without building tuples: rules
-    # compare anchors in their checks
-    def __eq__(self, other: object) -> bool:
-        if other is self:
-            return True
-        if other.__class__ is not InAnchor:
-            return NotImplemented
-        return self.node is other.node and self.index == other.index  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return (id(self.node) << 4) ^ self.index
+    __eq__ = _anchor_eq
+    __hash__ = _anchor_hash
 
     def __str__(self) -> str:
         return f"{self.node.name}:in{self.index}"
@@ -154,15 +160,8 @@ class OutAnchor:
         """Every input anchor this output feeds, in edge creation order."""
         return self.node.out_peers[self.index]
 
-    def __eq__(self, other: object) -> bool:
-        if other is self:
-            return True
-        if other.__class__ is not OutAnchor:
-            return NotImplemented
-        return self.node is other.node and self.index == other.index  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return (id(self.node) << 4) ^ self.index
+    __eq__ = _anchor_eq
+    __hash__ = _anchor_hash
 
     def __str__(self) -> str:
         return f"{self.node.name}:{self.index}"
