@@ -100,7 +100,7 @@ def attr_ints(holder: Any, name: str) -> list[int]:
 
 def _int_list(v: Any) -> list[int]:
     """A stored list-of-int attribute value as GetListInt reads it (a copy), empty when it is anything else."""
-    if v.__class__ is list and all(x.__class__ is int or (isinstance(x, int) and not isinstance(x, bool)) for x in v):
+    if isinstance(v, list) and all(x.__class__ is int or (isinstance(x, int) and not isinstance(x, bool)) for x in v):
         return list(v)
     return []
 

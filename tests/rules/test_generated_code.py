@@ -278,7 +278,7 @@ rules:
         let:
           src: ref_source(i.peer)
           rank: i.desc.rank
-          risky: "[7][i.index - {shift}]"    # faults for the inputs past {shift}; no check needs it but Risky
+          risky: "[7][i.index - {shift}]"    # faults once the index is past the list; only Risky reads it
         checks:
           - name: Count
             require: len(earlier(i)) == i.index
