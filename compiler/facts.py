@@ -264,18 +264,15 @@ def reshape_mask(desc: TensorDesc) -> int:
     """The desc's `_reshape_type_mask` (0 when absent), as attr_int reads it (inline: this is read for every
     input of every candidate)."""
     attrs = desc.attrs
-    return _mask(attrs.get("_reshape_type_mask", 0)) if attrs else 0
-
-
-def _mask(v: Any) -> int:
+    if not attrs:
+        return 0
+    v = attrs.get("_reshape_type_mask", 0)
     return v if v.__class__ is int or (isinstance(v, int) and not isinstance(v, bool)) else 0  # type: ignore[no-any-return]
 
 
 def aligned_shape(desc: TensorDesc) -> list[int] | None:
     """GetAlignedShape for a desc (origin format -> format, origin shape, dtype, mask); null where GE fails."""
-    attrs = desc.attrs  # reshape_mask, inline (called for every input of every candidate)
-    mask = _mask(attrs.get("_reshape_type_mask", 0)) if attrs else 0
-    key = (desc.origin_format, desc.format, len(desc.origin_shape), desc.dtype, mask)
+    key = (desc.origin_format, desc.format, len(desc.origin_shape), desc.dtype, reshape_mask(desc))
     a = _ALIGNED.get(key, _UNKNOWN)
     if a is _UNKNOWN:
         if len(_ALIGNED) >= _TABLE_LIMIT:  # graphs name few format pairs; a flood of odd ones must not grow it
@@ -287,9 +284,7 @@ def aligned_shape(desc: TensorDesc) -> list[int] | None:
 
 def axis_map(desc: TensorDesc) -> AxisLists | None:
     """TransferDims for a desc; null where GE fails."""
-    attrs = desc.attrs
-    mask = _mask(attrs.get("_reshape_type_mask", 0)) if attrs else 0
-    key = (desc.origin_format, desc.format, len(desc.origin_shape), mask)
+    key = (desc.origin_format, desc.format, len(desc.origin_shape), reshape_mask(desc))
     m = _AXIS_MAPS.get(key, _UNKNOWN)
     if m is _UNKNOWN:
         if len(_AXIS_MAPS) >= _TABLE_LIMIT:

@@ -65,23 +65,6 @@ class PassReport:
     decisions: list[Decision] = field(default_factory=list)
     stats: RuleStats | None = None
 
-    def __init__(
-        self,
-        name: str,
-        kind: str,
-        ran: bool,
-        skipped_reason: str = "",
-        decisions: list[Decision] | None = None,
-        stats: RuleStats | None = None,
-    ) -> None:
-        # the dataclass's own __init__, without its default-factory machinery (a run makes one per pass)
-        self.name = name
-        self.kind = kind
-        self.ran = ran
-        self.skipped_reason = skipped_reason
-        self.decisions = [] if decisions is None else decisions
-        self.stats = stats
-
 
 class Pass(Protocol):
     """A graph pass: a rule pass or a Python pass."""

@@ -72,22 +72,15 @@ class CandidateIndex:
         self.access = access
         self.all: Sequence[Any] = access.nodes(graph)
         self._found: dict[frozenset[str], list[Any]] = {}
-        self._asked: dict[tuple[str, ...], list[Any]] = {}  # the same, by the op types as a rule lists them
 
     def candidates(self, op_types: Sequence[str]) -> Sequence[Any]:
         """Nodes of any of `op_types` (`*`: every node), in topological order (a shared list: do not modify it)."""
-        key = tuple(op_types)
-        found = self._asked.get(key)
-        if found is not None:
-            return found
         if "*" in op_types:
-            found = list(self.all)
-        else:
-            wanted = frozenset(op_types)
-            found = self._found.get(wanted)
-            if found is None:
-                found = self._found[wanted] = self.access.of_types(self.all, wanted)
-        self._asked[key] = found
+            return self.all
+        wanted = frozenset(op_types)
+        found = self._found.get(wanted)
+        if found is None:
+            found = self._found[wanted] = self.access.of_types(self.all, wanted)
         return found
 
 
@@ -440,7 +433,8 @@ class Engine:
                         vs.pop(name, None)
                 for name in cc.lets:
                     vs.pop(name, None)
-                visited.append(x)
+                if key is not None:
+                    visited.append(x)
         except EvalError as exc:
             return _Miss(cc, here, elements, dict(vs), exc)
         finally:
