@@ -451,13 +451,21 @@ def ge_catalogue() -> Catalogue:
         "TensorDesc",
         "GE's GeTensorDesc: storage and origin shape/format, dtype, attributes.",
         [
-            ("shape", "list[int]", "The storage shape (GetShape).", lambda d: list(d.shape), "list({0}.shape)"),
+            (
+                "shape",
+                "list[int]",
+                "The storage shape (GetShape).",
+                lambda d: list(d.shape),
+                "list({0}.shape)",
+                "{0}.shape",  # the IR's tuple, where only its elements are read
+            ),
             (
                 "origin_shape",
                 "list[int]",
                 "The origin shape (GetOriginShape).",
                 lambda d: list(d.origin_shape),
                 "list({0}.origin_shape)",
+                "{0}.origin_shape",
             ),
             ("dtype", "str", "The data type, e.g. float16.", "dtype"),
             ("format", "str", "The storage format, e.g. NC1HWC0.", "format"),
@@ -578,6 +586,7 @@ def ge_catalogue() -> Catalogue:
         "GE's GetShapeSize: product of dims; 0 when empty or any dim is 0; -1 when any is unknown.",
         formats.shape_size,
         group=g,
+        reads_views=True,
     )
     c.add_helper(
         "is_unknown_shape",
@@ -587,6 +596,7 @@ def ge_catalogue() -> Catalogue:
         formats.is_unknown_shape,
         group=g,
         inline={"list/1": "len({0}) > 0 and min({0}) < 0"},  # the smallest dim, in one C call
+        reads_views=True,
     )
     c.add_helper(
         "tensor_bytes",

@@ -46,7 +46,12 @@ def builtin_catalogue() -> Catalogue:
         _range,
     )
     c.add_helper(
-        "index_of", "xs: list[any], x: any", "int", "Position of the first element equal to x, or -1.", _index_of
+        "index_of",
+        "xs: list[any], x: any",
+        "int",
+        "Position of the first element equal to x, or -1.",
+        _index_of,
+        reads_views=True,
     )
     c.add_helper(
         "min",
@@ -55,6 +60,7 @@ def builtin_catalogue() -> Catalogue:
         "Smallest element, or `default` for an empty list.",
         lambda xs, default=0: _minmax(xs, default, min),
         defaults={"default": 0},
+        reads_views=True,
     )
     c.add_helper(
         "max",
@@ -63,10 +69,16 @@ def builtin_catalogue() -> Catalogue:
         "Largest element, or `default` for an empty list.",
         lambda xs, default=0: _minmax(xs, default, max),
         defaults={"default": 0},
+        reads_views=True,
     )
-    c.add_helper("sum", "xs: list[int]", "int", "Sum of the elements.", lambda xs: sum(xs))
+    c.add_helper("sum", "xs: list[int]", "int", "Sum of the elements.", lambda xs: sum(xs), reads_views=True)
     c.add_helper(
-        "product", "xs: list[int]", "int", "Product of the elements (1 for an empty list).", lambda xs: _product(xs)
+        "product",
+        "xs: list[int]",
+        "int",
+        "Product of the elements (1 for an empty list).",
+        lambda xs: _product(xs),
+        reads_views=True,
     )
     c.add_helper("abs", "x: int", "int", "Absolute value.", abs)
     c.add_helper(

@@ -108,6 +108,10 @@ class FieldSpec:
     path: str | None = None
     # or this inline form of the getter (`len({0}.shape)`, see `check_template`), which generated code uses
     inline: str | None = None
+    # for a list field the getter copies (from an immutable sequence, e.g. a tuple): an inline form giving the
+    # stored sequence itself, which generated code uses where the value is only measured, indexed, sliced or
+    # iterated, or passed to a helper declaring `reads_views` (nowhere it is compared, joined or kept)
+    view: str | None = None
 
 
 @dataclass(frozen=True)
@@ -204,6 +208,9 @@ class HelperSpec:
     # a Python expression over the arguments {0}, {1}, ... (and a temporary {t}) with the same value (or a fault
     # where the call raises), written by the domain; `check_template` checks it when registered
     inline: Mapping[str, str] = field(default_factory=dict)
+    # the helper (and its inline forms) only reads its list-typed arguments (length, elements, iteration) and
+    # returns none of them, so generated code may pass a field's `view` (e.g. a tuple) for one
+    reads_views: bool = False
 
     def signature(self) -> str:
         """`name(a: T, b: U = d) -> R`."""
@@ -224,7 +231,9 @@ class Catalogue:
         name: str,
         doc: str,
         fields: Iterable[
-            tuple[str, str, str, Callable[[Any], Any] | str] | tuple[str, str, str, Callable[[Any], Any], str]
+            tuple[str, str, str, Callable[[Any], Any] | str]
+            | tuple[str, str, str, Callable[[Any], Any], str]
+            | tuple[str, str, str, Callable[[Any], Any], str, str]
         ],
         *,
         parents: tuple[str, ...] = (),
@@ -234,8 +243,10 @@ class Catalogue:
         attrs_inline: str | None = None,
     ) -> None:
         """Register an entity type; fields are (name, type, doc, getter), the getter a function of the object or
-        an attribute path (`"op.type"`), or (name, type, doc, function, inline form) where the inline form
-        (`"len({0}.shape)"`, see `check_template`) is what generated code uses; `settable` fields may be set by
+        an attribute path (`"op.type"`), or (name, type, doc, function, inline form[, view]) where the inline form
+        (`"len({0}.shape)"`, see `check_template`) is what generated code uses, and the view (a list field's
+        stored sequence without the getter's copy, see FieldSpec) what it uses where only the elements are read;
+        `settable` fields may be set by
         actions; `attrs_inline` is the inline form of the dict the entity's attributes live in (what the
         inherited `set_attr` writes for a name that is not a field)."""
         if name in self.entities or name in PRIMITIVES or name == "list":
@@ -249,9 +260,14 @@ class Catalogue:
                 specs[f] = FieldSpec(f, parse_type(t), d, operator.attrgetter(g), f in writable, g)
             else:
                 inline = form[0] if form else None
-                if inline is not None:
-                    check_template(f"field '{name}.{f}'", inline, 1)
-                specs[f] = FieldSpec(f, parse_type(t), d, g, f in writable, inline=inline)
+                view = form[1] if len(form) > 1 else None
+                for template in (inline, view):
+                    if template is not None:
+                        check_template(f"field '{name}.{f}'", template, 1)
+                ft = parse_type(t)
+                if view is not None and not ft.is_list:
+                    raise ValueError(f"field '{name}.{f}': only a list field has a view")
+                specs[f] = FieldSpec(f, ft, d, g, f in writable, inline=inline, view=view)
         if attrs_inline is not None:
             check_template(f"entity '{name}' attributes", attrs_inline, 1)
         self.entities[name] = EntitySpec(name, doc, specs, parents, set_attr, describe, attrs_inline)
@@ -268,8 +284,10 @@ class Catalogue:
         defaults: Mapping[str, Any] | None = None,
         memo: bool = False,
         inline: Mapping[str, str] | None = None,
+        reads_views: bool = False,
     ) -> None:
-        """Register a helper; `params` reads like `x: int, ys: list[int]`; `memo`, `inline`: see HelperSpec."""
+        """Register a helper; `params` reads like `x: int, ys: list[int]`; `memo`, `inline`, `reads_views`: see
+        HelperSpec."""
         if name in self.helpers:
             raise ValueError(f"helper '{name}' registered twice")
         ps: list[ParamSpec] = []
@@ -280,7 +298,9 @@ class Catalogue:
             ps.append(ParamSpec(pname, parse_type(ptype.strip()), default))
         for key, template in (inline or {}).items():
             _check_inline(name, key, template)
-        self.helpers[name] = HelperSpec(name, tuple(ps), parse_type(returns), doc, fn, group, memo, dict(inline or {}))
+        self.helpers[name] = HelperSpec(
+            name, tuple(ps), parse_type(returns), doc, fn, group, memo, dict(inline or {}), reads_views
+        )
 
     def add_root(self, name: str, type_: str, doc: str) -> None:
         """Declare a variable bound for every candidate (e.g. `node`)."""

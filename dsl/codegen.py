@@ -361,30 +361,49 @@ class _Gen:
         return name
 
     # ---- expressions ---------------------------------------------------------------------------------------
-    def expr(self, n: ast.Node) -> str:
-        """Emit the statements computing `n`; the returned local (or constant) holds its value."""
+    def expr(self, n: ast.Node, view: bool = False) -> str:
+        """Emit the statements computing `n`; the returned local (or constant) holds its value. With `view` (the
+        value's elements are only read: measured, indexed, sliced, iterated), a list field with a catalogue view
+        is read without the getter's copy."""
         if isinstance(n, (ast.Lit, ast.Name)) or (
             isinstance(n, ast.ListLit) and all(isinstance(i, ast.Lit) for i in n.items)
         ):
             return self._expr(n)
+        form = None
+        if view and isinstance(n, ast.Attr):
+            form = self.res.fields[id(n)].view
+            obj = n.obj
+        if form is not None:
+            viewed = form
+
+            def compute() -> str:
+                return self.inline(viewed, [self.expr(obj)])
+
+        else:
+
+            def compute() -> str:
+                return self._expr(n)
+
         k = self.key(n)
         if k is None:
-            return self._expr(n)
+            return compute()
         key, level = k
+        if form is not None:  # the view and the copy are different values
+            key = ("view", key)
         if self.hot is None:
             # inside a loop whose variable it does not read, one occurrence already repeats
             invariant = self.quant_depth > 0 or level < len(self.scopes) - 1
             self.counts[key] = self.counts.get(key, 0) + (2 if invariant else 1)
-            return self._expr(n)
+            return compute()
         if key not in self.hot:
-            return self._expr(n)
+            return compute()
         local = self.cse.get(key)
         if local is None:
             local = self.cse[key] = self.fresh("c")
             self.resets[self.scopes[level]].append(local)
             self.cse_level[local] = level
             self.birth[local] = self.scope_depth[level]
-        return self.memoised(local, lambda: self._expr(n))
+        return self.memoised(local, compute)
 
     def _expr(self, n: ast.Node) -> str:
         if isinstance(n, ast.Lit):
@@ -418,10 +437,14 @@ class _Gen:
             ref = self.res.earlier.get(id(n))
             if ref is not None:
                 return self.earlier(ref)
-            args = self.seq([*((n.receiver,) if n.receiver is not None else ()), *n.args])
             helper = self.res.helpers[id(n)]
-            fn = self.const(helper.fn)
             arg_t = self.res.type_of(n.args[0]) if len(n.args) == 1 else None
+            if helper.fn is _len:  # the length of a list reads no element
+                views: Sequence[bool] = (arg_t is not None and arg_t.is_list,)
+            else:
+                views = [helper.reads_views and p.type.is_list for p in helper.params]
+            args = self.seq([*((n.receiver,) if n.receiver is not None else ()), *n.args], views)
+            fn = self.const(helper.fn)
             if helper.fn is _len and arg_t is not None and arg_t.name in ("list", "str"):
                 # what _len does for the list or string the checker saw; null raises TypeError in both: a fault
                 return f"len({args[0]})"
@@ -486,7 +509,7 @@ class _Gen:
         elif isinstance(n, ast.Index):
             # null (TypeError) and past the end (IndexError) raise as they are: faults; a negative index, which
             # Python would count from the end, is turned into None (TypeError)
-            o, i = self.seq([n.obj, n.index])
+            o, i = self.seq([n.obj, n.index], (True,))
             it = self.res.type_of(n.index)
             lit = n.index.value if isinstance(n.index, ast.Lit) else None
             if (isinstance(lit, int) and not isinstance(lit, bool) and lit >= 0) or i in self.counters:
@@ -499,7 +522,7 @@ class _Gen:
             self.emit(f"if {o} is None or not isinstance({i}, int) or not 0 <= {i} < len({o}): raise _F")
             return f"{o}[{i}]"
         elif isinstance(n, ast.Slice):
-            parts = self.seq([x for x in (n.obj, n.lo, n.hi) if x is not None])
+            parts = self.seq([x for x in (n.obj, n.lo, n.hi) if x is not None], (True,))  # copied: a list
             o = parts.pop(0)
             lo = parts.pop(0) if n.lo is not None else "None"
             hi = parts.pop(0) if n.hi is not None else "None"
@@ -523,13 +546,14 @@ class _Gen:
             args = [self.atom(a) for a in args]  # in order
         return f"({template.format(*args, t=self.fresh())})"
 
-    def seq(self, nodes: Sequence[ast.Node]) -> list[str]:
+    def seq(self, nodes: Sequence[ast.Node], views: Sequence[bool] = ()) -> list[str]:
         """The values of `nodes`, evaluated in order: an earlier fused expression is pinned into a local when a
-        later operand needs statements (which would otherwise run before it)."""
+        later operand needs statements (which would otherwise run before it). `views[k]`: node k's elements are
+        only read (see `expr`)."""
         out: list[str] = []
-        for n in nodes:
+        for at, n in enumerate(nodes):
             mark = len(self.lines)
-            v = self.expr(n)
+            v = self.expr(n, at < len(views) and views[at])
             if len(self.lines) > mark:
                 for k, prev in enumerate(out):
                     if not _ATOM.fullmatch(prev):
@@ -582,7 +606,7 @@ class _Gen:
         self.done = after
 
     def compare(self, n: ast.Compare) -> str:
-        a, b = self.seq([n.left, n.right])
+        a, b = self.seq([n.left, n.right], (False, n.op in ("in", "not in")))  # membership reads the elements
         if n.op in ("==", "!=") and "None" in (a, b):  # no value of the language equals null but null itself
             return f"({a} {'is' if n.op == '==' else 'is not'} {b})"
         if n.op in ("==", "!=", "in", "not in"):  # `in` null raises TypeError: a fault, as the closures' check
@@ -604,7 +628,7 @@ class _Gen:
         if isinstance(coll, ast.Call) and counting:  # the same integers, no list
             c = self.atom(f"range(min({self.expr(coll.args[0])}, {self.const(RANGE_CAP)}))")
         else:
-            c = self.atom(self.expr(coll))
+            c = self.atom(self.expr(coll, view=True))  # iterated: its elements are read
         start = {"all": "True", "any": "False", "none": "True", "count": "0"}.get(n.kind)
         if start is None:  # distinct
             hashed, seen = self.fresh("h"), self.fresh("h")

@@ -602,6 +602,16 @@ def test_inline_forms_with_anything_else_are_refused(template: str) -> None:
         cat.add_helper("h", "x: any, y: any", "bool", "A helper.", lambda x, y: True, inline={"Node/2": template})
 
 
+def test_a_field_view_is_checked_like_an_inline_form_and_only_lists_have_one() -> None:
+    cat = Catalogue()
+    with pytest.raises(ValueError, match="may not contain"):
+        cat.add_entity("E", "An entity.", [("xs", "list[int]", "Items.", list, "list({0}.xs)", "eval({0})")])
+    with pytest.raises(ValueError, match="only a list field has a view"):
+        cat.add_entity("E", "An entity.", [("n", "int", "A number.", len, "len({0}.xs)", "{0}.xs")])
+    cat.add_entity("E", "An entity.", [("xs", "list[int]", "Items.", list, "list({0}.xs)", "{0}.xs")])
+    assert cat.entities["E"].fields["xs"].view == "{0}.xs"
+
+
 # ---- earlier(x) ----------------------------------------------------------------------------------------------
 def _group_rule(check: str, lets: str = "          size: it.size\n", where: str = "true", rule_let: str = "1") -> str:
     return (

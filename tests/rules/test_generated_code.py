@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -341,3 +342,42 @@ def test_earlier_of_a_let_with_a_loop_runs_on_the_closures(tmp_path: Path) -> No
         for d in r.decisions
     ]
     assert got == [("c", "Distinct"), ("d", None)]
+
+
+VIEWS = """
+rules:
+  - name: Views
+    match: [ConcatD]
+    checks:
+      - name: PerInput
+        for_each: d in node.input_descs
+        checks:
+          - name: Copies
+            description: "compared, joined, kept in a list literal, a member: the list copy"
+            require: >
+              d.shape == [2048, 12288] and d.shape + [] == d.origin_shape and [d.shape] == [[2048, 12288]]
+              and d.shape in [[2048, 12288]] and index_of([[1], [2048, 12288]], d.shape) == 1
+          - name: Views
+            description: "measured, indexed, sliced, iterated, read by helpers: the IR's tuple"
+            require: >
+              len(d.shape) == 2 and d.shape[0] == 2048 and d.shape[1:] == [12288] and d.origin_shape[:1] == [2048]
+              and all(x in d.shape: x > 0) and 12288 in d.shape and shape_size(d.shape) == 25165824
+              and not is_unknown_shape(d.origin_shape) and index_of(d.shape, 12288) == 1
+              and max(d.shape) == 12288 and sum(d.origin_shape) == 14336
+"""
+
+
+def test_list_fields_are_read_without_a_copy_only_where_no_list_is_needed(tmp_path: Path) -> None:
+    path = tmp_path / "views.yaml"
+    path.write_text(VIEWS)
+    rules = load_rules([path])
+    fast = rules.rules[0].fast
+    assert fast is not None
+    source = fast.source
+    copies, views = source.split("return (1, 0")  # the code up to the Copies check's miss, and after it
+    assert re.search(r"list\(v\d+\.shape\)", copies) and re.search(r"list\(v\d+\.origin_shape\)", copies)
+    assert re.search(r"= \(v\d+\.shape\)", views) and not re.search(r"list\(v\d+\.", views)
+    g = load_graph(example_path("allgather_concat.yaml"))
+    assert assert_same(g, rules) == 1
+    (d,) = [d for r in build_pass_manager(rules).run(g) for d in r.decisions]
+    assert d.fired, (d.check, d.error)  # a tuple where a list is compared would miss at Copies
