@@ -49,6 +49,21 @@ class Explainer:
         """`var = <value>` for a bound element."""
         return f"{var} = {self.show(value, t)}"
 
+    def element_shower(self, var: str, t: Type | None) -> Callable[[Any], str]:
+        """`describe_element` for `var` of static type `t`, as a function of the value (worked out once: an
+        entity's elements, the usual case, go straight to its describer)."""
+        if t is None or t.is_list or t.name not in self.cat.entities:
+            return lambda value: f"{var} = {self.show(value, t)}"
+        describe, prefix = self.cat.describer(t.name), f"{var} = "
+
+        def shown(value: Any) -> str:
+            if value is None or isinstance(value, (bool, list, tuple, str)):  # as `show` renders them
+                return prefix + self.show(value, t)
+            text = describe(value)
+            return prefix + (text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 3] + "...")
+
+        return shown
+
     def _fn(self, n: ast.Node) -> Callable[[Env], Any]:
         return self.rule.fns[id(n)]
 

@@ -11,7 +11,7 @@ action leaves nothing half-written. Dry-run decides without applying.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -92,7 +92,7 @@ class Engine:
         self.catalogue = catalogue
         self._explainers: dict[int, Explainer] = {}
         # per generated-code site: the variable and element type of each enclosing group (for miss records)
-        self._site_groups: dict[int, tuple[Site, tuple[tuple[str, Any], ...]]] = {}
+        self._site_groups: dict[int, tuple[Site, tuple[tuple[str, Callable[[Any], str]], ...]]] = {}
 
     def explainer(self, rule: CompiledRule) -> Explainer:
         """The explainer of `rule` (one per rule)."""
@@ -326,12 +326,11 @@ class Engine:
         the groups that keep them, in `vs` when given)."""
         if not values:
             return ()
-        ex = self.explainer(rule)
         elements = []
         at = 0
-        for (var, elem_t), g in zip(self._site_vars(rule, site), site.groups, strict=True):
+        for (var, shown), g in zip(self._site_vars(rule, site), site.groups, strict=True):
             v = values[at]
-            elements.append(ex.describe_element(var, v, elem_t))
+            elements.append(shown(v))
             at += 1
             if vs is not None:
                 vs[var] = v
@@ -341,14 +340,17 @@ class Engine:
                 at += 1
         return tuple(elements)
 
-    def _site_vars(self, rule: CompiledRule, site: Site) -> tuple[tuple[str, Any], ...]:
-        """The variable and element type of each group enclosing `site` (worked out once per site)."""
+    def _site_vars(self, rule: CompiledRule, site: Site) -> tuple[tuple[str, Callable[[Any], str]], ...]:
+        """The variable of each group enclosing `site` and how its element is described (worked out once per
+        site)."""
         known = self._site_groups.get(id(site))
         if known is None or known[0] is not site:
             out = []
+            ex = self.explainer(rule)
             for g in site.groups:
-                assert g.check.var is not None
-                out.append((g.check.var, self._elem_type(rule, g)))
+                var = g.check.var
+                assert var is not None
+                out.append((var, ex.element_shower(var, self._elem_type(rule, g))))
             known = self._site_groups[id(site)] = (site, tuple(out))
         return known[1]
 
