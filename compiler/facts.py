@@ -545,6 +545,12 @@ def ge_catalogue() -> Catalogue:
         "GE's AttrUtils::GetListInt: the list-of-int attribute, empty when absent.",
         attr_ints,
         group=g,
+        # absent (the common case) -> empty, without the call
+        inline={
+            "Node/2": "[] if {0}.op.attrs.get({1}) is None else {f}({0}, {1})",
+            "TensorDesc/2": "[] if {0}.attrs.get({1}) is None else {f}({0}, {1})",
+            "Graph/2": "[] if {0}.attrs.get({1}) is None else {f}({0}, {1})",
+        },
     )
     c.add_helper(
         "attr_str",

@@ -138,22 +138,24 @@ INLINE_BUILTINS = frozenset({"len", "list", "isinstance", "int", "min"})
 
 
 def _check_inline(helper: str, key: str, template: str) -> None:
-    """A helper's inline form, keyed `<first argument's type>/<argument count>`: see `check_template`."""
+    """A helper's inline form, keyed `<first argument's type>/<argument count>`: see `check_template` (`{f}`
+    is the helper itself, e.g. for the uncommon case of a form that shortcuts the common one)."""
     etype, _, count = key.partition("/")
     if not etype or not count.isdigit():
         raise ValueError(f"helper '{helper}': inline key '{key}' is not '<type>/<argument count>'")
-    check_template(f"helper '{helper}'", template, int(count))
+    check_template(f"helper '{helper}'", template, int(count), helper=True)
 
 
-def check_template(what: str, template: str, nargs: int) -> None:
-    """An inline form (Python text standing for a call, `{0}`.. its arguments, `{t}` a fresh temporary) may hold
-    only its arguments and temporary, attribute names after a dot, operators, keywords, non-negative integer
-    literals and :data:`INLINE_BUILTINS`."""
+def check_template(what: str, template: str, nargs: int, helper: bool = False) -> None:
+    """An inline form (Python text standing for a call, `{0}`.. its arguments, `{t}` a fresh temporary, and for
+    a helper `{f}` the helper itself) may hold only those, attribute names after a dot, operators, keywords,
+    non-negative integer literals and :data:`INLINE_BUILTINS`."""
     import io
     import tokenize
 
     try:
-        text = template.format(*(f"a{i}" for i in range(nargs)), t="t0")
+        names = {"t": "t0", **({"f": "f0"} if helper else {})}
+        text = template.format(*(f"a{i}" for i in range(nargs)), **names)
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (IndexError, KeyError, ValueError, tokenize.TokenError) as exc:
         raise ValueError(f"{what}: inline form '{template}' is malformed ({exc})") from None
@@ -166,7 +168,7 @@ def check_template(what: str, template: str, nargs: int) -> None:
                 tok.type == tokenize.NAME
                 and (
                     keyword.iskeyword(tok.string)
-                    or re.fullmatch(r"a\d+|t0", tok.string) is not None
+                    or re.fullmatch(r"a\d+|t0" + ("|f0" if helper else ""), tok.string) is not None
                     or (prev == "." and _ATTR_NAME.fullmatch(tok.string) is not None)
                     or (prev != "." and tok.string in INLINE_BUILTINS)
                 )

@@ -452,7 +452,7 @@ class _Gen:
             first_t = self.res.type_of(first) if first is not None else None
             template = helper.inline.get(f"{first_t.name}/{len(args)}") if first_t and not first_t.nullable else None
             if template is not None:  # the domain's inline form: same value, a fault where the call raises
-                return self.inline(template, args)
+                return self.inline(template, args, fn)
             if not helper.memo:
                 return f"{fn}({', '.join(args)})"
             # reused for the same argument objects while deciding this candidate, keyed by identity (cheap); the
@@ -538,13 +538,13 @@ class _Gen:
             raise AssertionError(f"unexpected node {type(n).__name__}")
         return t
 
-    def inline(self, template: str, args: list[str]) -> str:
+    def inline(self, template: str, args: list[str], fn: str = "") -> str:
         """A catalogue inline form applied to `args` (an argument used twice is evaluated once, into a local;
-        `{t}` becomes a fresh temporary)."""
+        `{t}` becomes a fresh temporary, a helper's `{f}` the constant `fn` holding the helper)."""
         used = [template.count(f"{{{i}}}") for i in range(len(args))]
         if any(k > 1 for k in used):
             args = [self.atom(a) for a in args]  # in order
-        return f"({template.format(*args, t=self.fresh())})"
+        return f"({template.format(*args, t=self.fresh(), f=fn)})"
 
     def seq(self, nodes: Sequence[ast.Node], views: Sequence[bool] = ()) -> list[str]:
         """The values of `nodes`, evaluated in order: an earlier fused expression is pinned into a local when a

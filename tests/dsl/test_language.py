@@ -602,6 +602,13 @@ def test_inline_forms_with_anything_else_are_refused(template: str) -> None:
         cat.add_helper("h", "x: any, y: any", "bool", "A helper.", lambda x, y: True, inline={"Node/2": template})
 
 
+def test_a_helpers_inline_form_may_call_the_helper_and_a_fields_may_not() -> None:
+    cat = Catalogue()
+    cat.add_helper("h", "x: any", "int", "A helper.", len, inline={"Node/1": "0 if {0} is None else {f}({0})"})
+    with pytest.raises(ValueError, match="malformed"):
+        cat.add_entity("E", "An entity.", [("n", "int", "A number.", len, "{f}({0})")])
+
+
 def test_a_field_view_is_checked_like_an_inline_form_and_only_lists_have_one() -> None:
     cat = Catalogue()
     with pytest.raises(ValueError, match="may not contain"):
