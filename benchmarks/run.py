@@ -94,6 +94,7 @@ def machine() -> dict[str, Any]:
         commit += " (with uncommitted changes)" if dirty else ""
     load = os.getloadavg() if hasattr(os, "getloadavg") else (0.0, 0.0, 0.0)
     return {
+        "caches": caches(),
         "platform": platform.platform(),
         "cpu": cpu,
         "cpus": os.cpu_count(),
@@ -105,10 +106,23 @@ def machine() -> dict[str, Any]:
     }
 
 
+def caches() -> str:
+    """The data caches of CPU 0 as Linux reports them (`L2 2048K, L3 491520K`), '' where it does not: how much of
+    a graph can stay in cache is what bends the scale benchmark's per-node times."""
+    out = []
+    with contextlib.suppress(OSError):
+        for d in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+            if (d / "type").read_text().strip() in ("Data", "Unified"):
+                out.append(f"L{(d / 'level').read_text().strip()} {(d / 'size').read_text().strip()}")
+    return ", ".join(out)
+
+
 def machine_line(m: dict[str, Any]) -> str:
     """One line for a machine record."""
     return (
-        f"{m['platform']}; {m['cpus']} CPU(s) ({m['cpu']}); {m['memory']} RAM; {m['python']}; "
+        f"{m['platform']}; {m['cpus']} CPU(s) ({m['cpu']}"
+        + (f"; caches {m['caches']}" if m.get("caches") else "")
+        + f"); {m['memory']} RAM; {m['python']}; "
         f"{m['date']}; commit {m['commit'] or '?'}; load average {m['loadavg']} at start"
     )
 
@@ -640,7 +654,7 @@ def render_scale(data: dict[str, Any]) -> str:
         )
     t1 = table(["workload", "nodes", *shown, "total s", "CPU s", "GC", "CPU µs/node"], trows)
     t2 = table(["workload", "nodes", *shown, "peak MiB", "KiB/node above start"], mrows)
-    # linearity: CPU time per node relative to the smallest size, in total and per stage
+    # linearity: CPU time per node at each size relative to each smaller one, in total and per stage
     lrows = []
     for w in synthetic.WORKLOADS:
         ok = [r for r in runs if r["workload"] == w and "error" not in r]
@@ -648,8 +662,7 @@ def render_scale(data: dict[str, Any]) -> str:
             ok = [{**r, "stages": {k: v for k, v in r["stages"].items() if k != "verify"}} for r in ok]
         if len(ok) < 2:
             continue
-        base = ok[0]
-        for r in ok[1:]:
+        for base, r in [(a, b) for i, a in enumerate(ok) for b in ok[i + 1 :]]:
             per = []
             for s in shown:
                 a, b = base["stages"].get(s), r["stages"].get(s)
@@ -680,11 +693,12 @@ def render_scale(data: dict[str, Any]) -> str:
     if len(ref) > 1:
         rrows = [
             [
-                f"{r['size'] // 1000}k vs {ref[0]['size'] // 1000}k",
-                *(f"{r[k] / ref[0][k]:.2f}" for k in ("build", "walk", "copy")),
+                f"{r['size'] // 1000}k vs {a['size'] // 1000}k",
+                *(f"{r[k] / a[k]:.2f}" for k in ("build", "walk", "copy")),
                 f"{r['walk']:.2f}",
             ]
-            for r in ref[1:]
+            for i, a in enumerate(ref)
+            for r in ref[i + 1 :]
         ]
         t3 += (
             "\n\nThe machine's own scaling, measured in the same run (`worker_reference`: no project code, a "
@@ -698,8 +712,11 @@ def render_scale(data: dict[str, Any]) -> str:
         + t1
         + "\n\nPeak RSS during each stage (MiB; the peak is reset at every stage start):\n\n"
         + t2
-        + "\n\nLinearity: CPU time per node at the larger size divided by the same at the smallest size "
-        "(1.00 = perfectly linear; the goal is within ~10%, i.e. at most 1.10); *total without GC* leaves out the "
+        + "\n\nLinearity: CPU time per node at the larger size divided by the same at the smaller size, for "
+        "every pair of sizes (1.00 = perfectly linear; the goal is within ~10%, i.e. at most 1.10; where the "
+        "smaller graph's whole compile fits in the CPU's last-level cache and the larger one's does not, the ratio "
+        "also measures the cache, see the findings); "
+        "*total without GC* leaves out the "
         "time in Python's cyclic garbage collector; *peak memory* compares the peak above the interpreter's own "
         "RSS per node:\n\n" + t3
     )
@@ -968,7 +985,7 @@ python benchmarks/run.py --render              # rewrite this page from benchmar
 ```
 
 Each section names the command and the machine it was measured with. Quote the ratios (engine / hand-written,
-time per node against the smallest size, arena against the lower bound): they are measured within one run and
+time per node against a smaller size, arena against the lower bound): they are measured within one run and
 carry over between machines; absolute times do not. The machine is a shared 2-core VM, so absolute times
 also vary with what else runs on it (the load average at the start of each run is recorded).
 """
