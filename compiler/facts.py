@@ -15,7 +15,7 @@ from functools import cache
 from typing import Any
 
 from ..dsl.builtins import builtin_catalogue
-from ..dsl.catalogue import Catalogue
+from ..dsl.catalogue import Catalogue, IndexedList
 from . import formats
 from .ir import (
     ATTR_PARENT_NODE_INDEX,
@@ -387,6 +387,8 @@ def ge_catalogue() -> Catalogue:
         describe=lambda n: f"{n.name} ({n.type})",
         attrs_inline="{0}.op.attrs",
         settable=NODE_FIELDS_SETTABLE,
+        # input k is InAnchor(node, k): generated code counts the producers rather than building the anchors
+        indexed={"inputs": IndexedList("len({0}.in_peers)", InAnchor, ("node", "index"))},
     )
     c.add_entity(
         "InputAnchor",

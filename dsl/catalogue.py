@@ -9,6 +9,7 @@ it, so the three cannot drift apart.
 
 from __future__ import annotations
 
+import dataclasses
 import keyword
 import operator
 import re
@@ -112,6 +113,22 @@ class FieldSpec:
     # stored sequence itself, which generated code uses where the value is only measured, indexed, sliced or
     # iterated, or passed to a helper declaring `reads_views` (nowhere it is compared, joined or kept)
     view: str | None = None
+    # for a list of entities each made of its owner and its position (a node's input anchors): how generated
+    # code loops over it without building the list, see IndexedList
+    indexed: IndexedList | None = None
+
+
+@dataclass(frozen=True)
+class IndexedList:
+    """A list field whose element k is `make(owner, k)` for k below `count` (an inline form of the owner, e.g.
+    `len({0}.in_peers)`), and whose element type has the fields `parts` = (owner field, index field) as attribute
+    paths of the same names. A loop over it in generated code counts instead of building the list: the
+    element's fields whose inline forms read it only through those two become reads of the owner and the count,
+    and the element itself is made only where its value is needed."""
+
+    count: str
+    make: Callable[[Any, int], Any]
+    parts: tuple[str, str]
 
 
 @dataclass(frozen=True)
@@ -243,6 +260,7 @@ class Catalogue:
         describe: Callable[[Any], str] = str,
         settable: Iterable[str] = (),
         attrs_inline: str | None = None,
+        indexed: Mapping[str, IndexedList] | None = None,
     ) -> None:
         """Register an entity type; fields are (name, type, doc, getter), the getter a function of the object or
         an attribute path (`"op.type"`), or (name, type, doc, function, inline form[, view]) where the inline form
@@ -250,7 +268,8 @@ class Catalogue:
         stored sequence without the getter's copy, see FieldSpec) what it uses where only the elements are read;
         `settable` fields may be set by
         actions; `attrs_inline` is the inline form of the dict the entity's attributes live in (what the
-        inherited `set_attr` writes for a name that is not a field)."""
+        inherited `set_attr` writes for a name that is not a field); `indexed` declares list fields whose
+        elements are made of the entity and a position (see IndexedList)."""
         if name in self.entities or name in PRIMITIVES or name == "list":
             raise ValueError(f"entity '{name}' registered twice or shadows a builtin type")
         writable = set(settable)
@@ -270,6 +289,11 @@ class Catalogue:
                 if view is not None and not ft.is_list:
                     raise ValueError(f"field '{name}.{f}': only a list field has a view")
                 specs[f] = FieldSpec(f, ft, d, g, f in writable, inline=inline, view=view)
+        for f, ix in (indexed or {}).items():
+            if f not in specs or not specs[f].type.is_list:
+                raise ValueError(f"entity '{name}': indexed field '{f}' is not one of its list fields")
+            check_template(f"field '{name}.{f}' count", ix.count, 1)
+            specs[f] = dataclasses.replace(specs[f], indexed=ix)
         if attrs_inline is not None:
             check_template(f"entity '{name}' attributes", attrs_inline, 1)
         self.entities[name] = EntitySpec(name, doc, specs, parents, set_attr, describe, attrs_inline)

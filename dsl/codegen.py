@@ -40,7 +40,7 @@ from typing import Any
 
 from . import ast
 from .builtins import RANGE_CAP, _len, _range
-from .catalogue import INT
+from .catalogue import INT, IndexedList
 from .check import Earlier, Resolution
 from .compile import CompiledCheck, CompiledRule, _attr_value, _hashable
 from .rules import Binding
@@ -196,6 +196,9 @@ class _Gen:
         # id(group check) -> the locals of its visited elements and, per id(let) earlier() reads, (values, fault)
         self.visited: dict[int, tuple[str, dict[int, tuple[str, str]]]] = {}
         self.counters: set[str] = set()  # loop variables of a quantifier over range(n): non-negative ints
+        # the element local of a loop over an indexed list -> (owner local, position local, maker constant, form):
+        # the element is `maker(owner, position)`, made only where its value is needed
+        self.indexed: dict[str, tuple[str, str, str, IndexedList]] = {}
 
     # ---- emission ------------------------------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -413,6 +416,8 @@ class _Gen:
             if binding is not None:
                 return self.let_value(binding)
             local = self.vars.get(n.id)
+            if local in self.indexed:
+                return self.element(local)
             if local is None:
                 local = self.roots.get(n.id)
                 if local is None:
@@ -424,6 +429,9 @@ class _Gen:
         # the fused expression as it would have in a statement of its own.
         if isinstance(n, ast.Attr):
             spec = self.res.fields[id(n)]
+            part = self.indexed_field(n, spec)
+            if part is not None:
+                return part
             if spec.path is not None:  # a catalogue-declared attribute path (null raises AttributeError: a fault)
                 return f"({self.expr(n.obj)}.{spec.path})"
             if spec.inline is not None:  # the catalogue's inline form of the getter (null raises likewise)
@@ -616,19 +624,76 @@ class _Gen:
         return f"({a} {n.op} {b})" if plain else f"bool({a} {n.op} {b})"
 
     def loop_head(self, coll: str, var_local: str) -> None:
-        """`for` over `coll`, its length charged to the budget (`len` of null raises: a fault)."""
-        self.emit(f"s += len({coll})")
+        """`for` over `coll`, its length charged to the budget (`len` of null raises: a fault); over the
+        positions when `var_local` is an indexed list's element (`coll` is then its count)."""
+        ix = self.indexed.get(var_local)
+        self.emit(f"s += {coll}" if ix is not None else f"s += len({coll})")
         self.emit(f"if s > {self.const(self.limit)}: raise _B")
-        self.emit(f"for {var_local} in {coll}:")
+        self.emit(f"for {ix[1]} in range({coll}):" if ix is not None else f"for {var_local} in {coll}:")
+
+    # ---- indexed lists -------------------------------------------------------------------------------------
+    # A loop over a list the catalogue declares indexed (a node's inputs: anchor k is InAnchor(node, k)) counts
+    # instead of building the list: the element's fields read through the owner and the position, and the
+    # element is made only where its value itself is needed (a helper's argument, a miss's record).
+    def indexed_items(self, coll: ast.Node) -> tuple[str, str, IndexedList] | None:
+        """For a loop over an indexed list field: emit its owner and count, (the count, the owner, its form);
+        else None."""
+        if not isinstance(coll, ast.Attr):
+            return None
+        form = self.res.fields[id(coll)].indexed
+        if form is None:
+            return None
+        owner = self.atom(self.expr(coll.obj))
+        count = self.atom(self.inline(form.count, [owner]))  # null raises: a fault, as reading the list would
+        return count, owner, form
+
+    def bind_indexed(self, local: str, items: tuple[str, str, IndexedList]) -> None:
+        """`local` (a loop variable just bound) is an element of the indexed list `indexed_items` emitted."""
+        _, owner, form = items
+        position = self.fresh("p")
+        self.counters.add(position)
+        self.indexed[local] = (owner, position, self.const(form.make), form)
+
+    def element(self, local: str) -> str:
+        """The value of an indexed list's element: made from its owner and position."""
+        owner, position, make, _ = self.indexed[local]
+        return f"{make}({owner}, {position})"
+
+    def indexed_field(self, n: ast.Attr, spec: Any) -> str | None:
+        """A field of an indexed list's element read through its owner and position, when the catalogue's form of
+        the field reads the element only through those; else None."""
+        obj = n.obj
+        if not isinstance(obj, ast.Name) or id(obj) in self.res.let_refs:
+            return None
+        ix = self.indexed.get(self.vars.get(obj.id, ""))
+        if ix is None:
+            return None
+        owner, position, _, form = ix
+        owner_part, index_part = form.parts
+        if spec.path is not None:
+            if spec.path == owner_part:
+                return owner
+            if spec.path == index_part:
+                return position
+            return f"({owner}.{spec.path[len(owner_part) + 1 :]})" if spec.path.startswith(owner_part + ".") else None
+        if spec.inline is None:
+            return None
+        parts = re.compile(r"\{0\}\.(" + re.escape(owner_part) + "|" + re.escape(index_part) + r")\b")
+        if "{0}" in parts.sub("", spec.inline):
+            return None
+        template = parts.sub(lambda m: "{0}" if m.group(1) == owner_part else "{1}", spec.inline)
+        return self.inline(template, [owner, position])
 
     def quant(self, n: ast.Quant, t: str) -> None:
         coll = n.coll
+        got: tuple[str, str, IndexedList] | None = None
         helper = self.res.helpers.get(id(coll))
         counting = isinstance(coll, ast.Call) and helper is not None and helper.fn is _range
         if isinstance(coll, ast.Call) and counting:  # the same integers, no list
             c = self.atom(f"range(min({self.expr(coll.args[0])}, {self.const(RANGE_CAP)}))")
         else:
-            c = self.atom(self.expr(coll, view=True))  # iterated: its elements are read
+            got = self.indexed_items(coll)
+            c = got[0] if got is not None else self.atom(self.expr(coll, view=True))  # iterated: elements read
         start = {"all": "True", "any": "False", "none": "True", "count": "0"}.get(n.kind)
         if start is None:  # distinct
             hashed, seen = self.fresh("h"), self.fresh("h")
@@ -639,6 +704,8 @@ class _Gen:
         local, prev = self.bind_var(n.var)
         if counting:
             self.counters.add(local)
+        elif got is not None:
+            self.bind_indexed(local, got)
         self.loop_head(c, local)
         with self.loop():
             if n.where is not None:
@@ -702,16 +769,22 @@ class _Gen:
                     self.done |= done
                 continue
             assert c.coll is not None and c.var is not None
+            # counted, unless `earlier` lists the elements themselves
+            itself = any(r.group is c and r.binding is None for r in self.res.earlier.values())
             self.emit("try:")
             with self.indent():
-                items = self.atom(self.expr(c.coll.node))
-                self.emit(f"s += len({items})")
+                got = None if itself else self.indexed_items(c.coll.node)
+                items = got[0] if got is not None else self.atom(self.expr(c.coll.node))
+                self.emit(f"s += {items}" if got is not None else f"s += len({items})")
                 self.emit(f"if s > {self.const(self.limit)}: raise _B")
             self.catch(k, vals)
             level = len(groups) + 1
             local, prev = self.bind_var(c.var, level, id(cc))
+            if got is not None:
+                self.bind_indexed(local, got)
             kept = self.visited_lists(cc)
-            self.emit(f"for {local} in {items}:")
+            ix = self.indexed.get(local)
+            self.emit(f"for {ix[1]} in range({items}):" if ix is not None else f"for {local} in {items}:")
             with self.loop():
                 self.open_scope(level)
                 self.reset_lets(c.lets, level)
@@ -734,9 +807,16 @@ class _Gen:
     # `earlier(x)` after it faults, as the closures' would when they compute it at the read.
     def site_values(self, g: CompiledCheck) -> str:
         """A miss's values for enclosing group `g`: its element, then (when it keeps them) its visited ones."""
-        out = f"{self.vars[g.check.var or '_']}, "
+        local = self.vars[g.check.var or "_"]
+        ix = self.indexed.get(local)
+        out = f"{self.element(local) if ix is not None else local}, "
         if g.visited is not None:
-            out += f"{self.visited[id(g.check)][0]}, "
+            h = self.visited[id(g.check)][0]
+            if ix is not None:  # the positions kept, made into elements for the record
+                j = self.fresh("j")
+                out += f"[{ix[2]}({ix[0]}, {j}) for {j} in {h}], "
+            else:
+                out += f"{h}, "
         return out
 
     def visited_lists(self, cc: CompiledCheck) -> tuple[str, dict[int, tuple[str, str]]] | None:
@@ -777,7 +857,8 @@ class _Gen:
             with self.indent():
                 self.emit(f"{hf} = True")
                 self.emit(f"{hv}.append(None)")
-        self.emit(f"{h}.append({local})")
+        ix = self.indexed.get(local)
+        self.emit(f"{h}.append({ix[1] if ix is not None else local})")
 
     def earlier(self, ref: Earlier) -> str:
         """`earlier(x)`: the kept list (a fault if computing one of its values faulted)."""
@@ -800,8 +881,11 @@ class _Gen:
     # ---- actions -------------------------------------------------------------------------------------------
     def action(self, n: ast.Node) -> None:
         if isinstance(n, ast.ForAction):
-            c = self.atom(self.expr(n.coll))
+            got = self.indexed_items(n.coll)
+            c = got[0] if got is not None else self.atom(self.expr(n.coll))
             local, prev = self.bind_var(n.var)
+            if got is not None:
+                self.bind_indexed(local, got)
             self.loop_head(c, local)
             with self.loop():
                 if n.where is not None:

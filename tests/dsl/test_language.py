@@ -497,7 +497,7 @@ def assert_template_only(src: str) -> None:
                 ), tok
             else:
                 ok = keyword.iskeyword(tok.string) or tok.string in TEMPLATE_NAMES
-                assert ok or re.fullmatch(r"[tkmvrhce]\d+|Mk\d+|h[vf]\d+", tok.string), tok
+                assert ok or re.fullmatch(r"[tkmvrhcepj]\d+|Mk\d+|h[vf]\d+", tok.string), tok
         elif tok.type == tokenize.NUMBER:
             assert tok.string.isdigit(), tok
         else:
@@ -617,6 +617,22 @@ def test_a_field_view_is_checked_like_an_inline_form_and_only_lists_have_one() -
         cat.add_entity("E", "An entity.", [("n", "int", "A number.", len, "len({0}.xs)", "{0}.xs")])
     cat.add_entity("E", "An entity.", [("xs", "list[int]", "Items.", list, "list({0}.xs)", "{0}.xs")])
     assert cat.entities["E"].fields["xs"].view == "{0}.xs"
+
+
+def test_an_indexed_field_must_be_a_list_field_with_a_well_formed_count() -> None:
+    from rulepass.dsl.catalogue import IndexedList
+
+    form = IndexedList("len({0}.xs)", lambda o, k: (o, k), ("owner", "index"))
+    fields: list[Any] = [("xs", "list[int]", "Items.", list, "list({0}.xs)"), ("n", "int", "A number.", len)]
+    with pytest.raises(ValueError, match="indexed field 'n' is not one of its list fields"):
+        Catalogue().add_entity("E", "An entity.", fields, indexed={"n": form})
+    with pytest.raises(ValueError, match="may not contain"):
+        Catalogue().add_entity(
+            "E", "An entity.", fields, indexed={"xs": IndexedList("eval({0})", form.make, form.parts)}
+        )
+    cat = Catalogue()
+    cat.add_entity("E", "An entity.", fields, indexed={"xs": form})
+    assert cat.entities["E"].fields["xs"].indexed is form
 
 
 # ---- earlier(x) ----------------------------------------------------------------------------------------------

@@ -381,3 +381,43 @@ def test_list_fields_are_read_without_a_copy_only_where_no_list_is_needed(tmp_pa
     assert assert_same(g, rules) == 1
     (d,) = [d for r in build_pass_manager(rules).run(g) for d in r.decisions]
     assert d.fired, (d.check, d.error)  # a tuple where a list is compared would miss at Copies
+
+
+COUNTED = """
+rules:
+  - name: Counted
+    match: [ConcatD]
+    checks:
+      - name: Inputs
+        for_each: i in node.inputs
+        where: i.connected
+        let:
+          src: ref_source(i.peer)
+        checks:
+          - name: Itself
+            require: "i == node.inputs[i.index] and i.node.name == node.name and i in node.inputs"
+          - name: Quantified
+            require: "count(j in node.inputs: j.connected and j.index <= i.index) == i.index + 1"
+          - name: Distinct
+            reject_if: src in earlier(src)
+    actions:
+      - "for i in node.inputs where i.connected and i.index > 0: set i.peer.desc.seen_by_counted = true"
+"""
+
+
+def test_a_nodes_inputs_are_counted_not_built_and_made_where_needed(tmp_path: Path) -> None:
+    path = tmp_path / "counted.yaml"
+    path.write_text(COUNTED)
+    rules = load_rules([path])
+    fast = rules.rules[0].fast
+    assert fast is not None and len(re.findall(r"for p\d+ in range\(", fast.source)) == 2  # group, quantifier
+    concat = next(r for r in load_rules().rules if r.name == "ConcatNotaskPass").fast
+    assert concat is not None and "in_anchors" not in concat.source  # its inputs are never built
+    g = load_graph_text(json.dumps(EARLIER_GRAPH))
+    assert assert_same(g, rules) == 2  # the records (elements, explanations) and the graphs agree
+    c, d = [d for r in build_pass_manager(rules).run(g) for d in r.decisions]
+    assert (c.check, c.elements) == ("Distinct", ("i = input 2 of c (from r1:0)",))
+    assert c.reason is not None and "r1:0" in json.dumps(c.to_json())  # the visited inputs, made for the record
+    assert d.fired
+    r1, r2 = (g.node(n).op.output_descs[0].attrs for n in ("r1", "r2"))
+    assert "seen_by_counted" not in r1 and r2["seen_by_counted"] is True  # input 0 of d (r1) is left out
