@@ -40,7 +40,7 @@ from typing import Any
 
 from . import ast
 from .builtins import RANGE_CAP, _len, _range
-from .catalogue import INT, IndexedList
+from .catalogue import INT, FieldSpec, IndexedList
 from .check import Earlier, Resolution
 from .compile import CompiledCheck, CompiledRule, _attr_value, _hashable
 from .rules import Binding
@@ -626,9 +626,17 @@ class _Gen:
     def loop_head(self, coll: str, var_local: str) -> None:
         """`for` over `coll`, its length charged to the budget (`len` of null raises: a fault); over the
         positions when `var_local` is an indexed list's element (`coll` is then its count)."""
-        ix = self.indexed.get(var_local)
-        self.emit(f"s += {coll}" if ix is not None else f"s += len({coll})")
+        self.charge(coll, var_local in self.indexed)
+        self.for_header(var_local, coll)
+
+    def charge(self, coll: str, counted: bool) -> None:
+        """A loop's length (`coll`'s, or `coll` itself when `counted`) charged to the budget."""
+        self.emit(f"s += {coll}" if counted else f"s += len({coll})")
         self.emit(f"if s > {self.const(self.limit)}: raise _B")
+
+    def for_header(self, var_local: str, coll: str) -> None:
+        """`for` binding `var_local` to each element of `coll` (to each position, for an indexed list's element)."""
+        ix = self.indexed.get(var_local)
         self.emit(f"for {ix[1]} in range({coll}):" if ix is not None else f"for {var_local} in {coll}:")
 
     # ---- indexed lists -------------------------------------------------------------------------------------
@@ -659,7 +667,7 @@ class _Gen:
         owner, position, make, _ = self.indexed[local]
         return f"{make}({owner}, {position})"
 
-    def indexed_field(self, n: ast.Attr, spec: Any) -> str | None:
+    def indexed_field(self, n: ast.Attr, spec: FieldSpec) -> str | None:
         """A field of an indexed list's element read through its owner and position, when the catalogue's form of
         the field reads the element only through those; else None."""
         obj = n.obj
@@ -775,16 +783,14 @@ class _Gen:
             with self.indent():
                 got = None if itself else self.indexed_items(c.coll.node)
                 items = got[0] if got is not None else self.atom(self.expr(c.coll.node))
-                self.emit(f"s += {items}" if got is not None else f"s += len({items})")
-                self.emit(f"if s > {self.const(self.limit)}: raise _B")
+                self.charge(items, got is not None)
             self.catch(k, vals)
             level = len(groups) + 1
             local, prev = self.bind_var(c.var, level, id(cc))
             if got is not None:
                 self.bind_indexed(local, got)
             kept = self.visited_lists(cc)
-            ix = self.indexed.get(local)
-            self.emit(f"for {ix[1]} in range({items}):" if ix is not None else f"for {local} in {items}:")
+            self.for_header(local, items)
             with self.loop():
                 self.open_scope(level)
                 self.reset_lets(c.lets, level)
