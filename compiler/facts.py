@@ -20,6 +20,7 @@ from . import formats
 from .ir import (
     ATTR_PARENT_NODE_INDEX,
     ATTR_SINGLE_OP_SCENE,
+    INVALID_DESC,
     AttrValue,
     ComputeGraph,
     InAnchor,
@@ -480,7 +481,13 @@ def ge_catalogue() -> Catalogue:
                 lambda d: len(d.origin_shape),
                 "len({0}.origin_shape)",
             ),
-            ("is_valid", "bool", "False only for GE's invalid desc (dtype undefined and format RESERVED).", "is_valid"),
+            (
+                "is_valid",
+                "bool",
+                "False only for GE's invalid desc (dtype undefined and format RESERVED).",
+                lambda d: d.is_valid,
+                "not ({{0}}.dtype == {!r} and {{0}}.format == {!r})".format(*INVALID_DESC),  # the property, inline
+            ),
         ],
         parents=("AttrHolder",),
         describe=_desc_text,

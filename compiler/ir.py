@@ -34,6 +34,9 @@ def copy_attrs(attrs: dict[str, AttrValue]) -> dict[str, AttrValue]:
     return out
 
 
+INVALID_DESC = ("undefined", "RESERVED")  # the (dtype, format) of GE's invalid desc (an absent optional input)
+
+
 @dataclass(eq=False)
 class TensorDesc:
     """GE's GeTensorDesc: storage and origin shape/format, dtype, and attributes (e.g. memory type)."""
@@ -59,7 +62,7 @@ class TensorDesc:
     @property
     def is_valid(self) -> bool:
         """GE treats a desc as invalid only when its dtype is undefined and its format RESERVED."""
-        return not (self.dtype == "undefined" and self.format == "RESERVED")
+        return not (self.dtype == INVALID_DESC[0] and self.format == INVALID_DESC[1])
 
     def same_as(self, other: TensorDesc) -> bool:
         """Field-by-field equality (descs are identity-compared elsewhere)."""

@@ -166,7 +166,7 @@ def _check_inline(helper: str, key: str, template: str) -> None:
 def check_template(what: str, template: str, nargs: int, helper: bool = False) -> None:
     """An inline form (Python text standing for a call, `{0}`.. its arguments, `{t}` a fresh temporary, and for
     a helper `{f}` the helper itself) may hold only those, attribute names after a dot, operators, keywords,
-    non-negative integer literals and :data:`INLINE_BUILTINS`."""
+    non-negative integer literals, plain string literals and :data:`INLINE_BUILTINS`."""
     import io
     import tokenize
 
@@ -181,6 +181,7 @@ def check_template(what: str, template: str, nargs: int, helper: bool = False) -
         ok = (
             tok.type in (tokenize.OP, tokenize.NEWLINE, tokenize.ENDMARKER)
             or (tok.type == tokenize.NUMBER and tok.string.isdigit())
+            or (tok.type == tokenize.STRING and tok.string[0] in "'\"")  # a plain string literal
             or (
                 tok.type == tokenize.NAME
                 and (

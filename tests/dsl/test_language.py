@@ -461,16 +461,23 @@ def test_no_user_text_reaches_eval_or_exec(monkeypatch: pytest.MonkeyPatch) -> N
 TEMPLATE_NAMES = {"_factory", "fast", "K", "R", "s", "_F", "_B", "_U", *codegen._BUILTINS}
 
 
-def catalogue_paths() -> set[str]:
-    """The attribute names of the fields the catalogues declare as paths, and of their helpers' inline forms
-    (domain code, not rule text)."""
+def catalogue_templates() -> list[str]:
+    """Every inline form the catalogues declare (domain code, not rule text)."""
     from rulepass.compiler.facts import ge_catalogue
 
-    templates = [
-        *(t for cat in (CAT, ge_catalogue()) for h in cat.helpers.values() for t in h.inline.values()),
-        *(f.inline for cat in (CAT, ge_catalogue()) for e in cat.entities.values() for f in e.fields.values()),
+    cats = (CAT, ge_catalogue())
+    return [
+        *(t for cat in cats for h in cat.helpers.values() for t in h.inline.values()),
+        *(t for cat in cats for e in cat.entities.values() for f in e.fields.values() for t in (f.inline, f.view) if t),
+        *(f.indexed.count for cat in cats for e in cat.entities.values() for f in e.fields.values() if f.indexed),
     ]
-    inline_names = {name for template in templates if template for name in re.findall(r"\.([a-z_]+)", template)}
+
+
+def catalogue_paths() -> set[str]:
+    """The attribute names of the fields the catalogues declare as paths, and of their inline forms."""
+    from rulepass.compiler.facts import ge_catalogue
+
+    inline_names = {name for template in catalogue_templates() for name in re.findall(r"\.([a-z_]+)", template)}
     return inline_names | {
         part
         for cat in (CAT, ge_catalogue())
@@ -485,6 +492,12 @@ def assert_template_only(src: str) -> None:
     """Every token of generated source is the templates' own: generated names, indices, keywords, operators, and
     after a `.` an attribute path the catalogue declares."""
     paths = catalogue_paths()
+    strings = {  # the string literals of the catalogue's inline forms (a rule's strings are passed in as data)
+        tok.string
+        for template in catalogue_templates()
+        for tok in tokenize.generate_tokens(io.StringIO(template.replace("{", "(").replace("}", ")")).readline)
+        if tok.type == tokenize.STRING
+    }
     prev = None
     prev_name = ""
     for tok in tokenize.generate_tokens(io.StringIO(src).readline):
@@ -501,7 +514,7 @@ def assert_template_only(src: str) -> None:
         elif tok.type == tokenize.NUMBER:
             assert tok.string.isdigit(), tok
         else:
-            assert tok.type not in (tokenize.STRING, tokenize.ERRORTOKEN), tok
+            assert tok.type != tokenize.ERRORTOKEN and (tok.type != tokenize.STRING or tok.string in strings), tok
         if tok.type == tokenize.NAME:
             prev_name = tok.string
         prev = tok
@@ -590,10 +603,12 @@ def test_inline_forms_of_attribute_names_and_operators_are_accepted(template: st
         "__import__('os').system({0})",
         "{0}.__class__",
         "eval({0})",
-        "{0}.attrs.get('x')",
+        "{0}.attrs.get(x)",
         "{0} + 1.5",
         "{0} + 0x1f",
         "{0} if X else {1}",
+        "{0} == f'x'",
+        "{0} == b'x'",
     ],
 )
 def test_inline_forms_with_anything_else_are_refused(template: str) -> None:
@@ -604,6 +619,7 @@ def test_inline_forms_with_anything_else_are_refused(template: str) -> None:
 
 def test_a_helpers_inline_form_may_call_the_helper_and_a_fields_may_not() -> None:
     cat = Catalogue()
+    cat.add_helper("g", "x: any", "bool", "A helper.", bool, inline={"Node/1": "{0}.name == 'x' or {0}.name == \"y\""})
     cat.add_helper("h", "x: any", "int", "A helper.", len, inline={"Node/1": "0 if {0} is None else {f}({0})"})
     with pytest.raises(ValueError, match="malformed"):
         cat.add_entity("E", "An entity.", [("n", "int", "A number.", len, "{f}({0})")])

@@ -421,3 +421,26 @@ def test_a_nodes_inputs_are_counted_not_built_and_made_where_needed(tmp_path: Pa
     assert d.fired
     r1, r2 = (g.node(n).op.output_descs[0].attrs for n in ("r1", "r2"))
     assert "seen_by_counted" not in r1 and r2["seen_by_counted"] is True  # input 0 of d (r1) is left out
+
+
+INVALID_DESC_GRAPH = {
+    "nodes": [
+        {"name": "r1", "type": "ReLU", "outputs": ["float16[16,16]"]},
+        {"name": "r2", "type": "ReLU", "outputs": ["float16[16,16]"]},
+        # an absent optional input whose invalid desc carries an unknown dim: GE skips invalid descs
+        {"name": "skipped", "type": "ConcatD", "attrs": {"concat_dim": 0},
+         "inputs": ["r1", "r2", {"desc": "undefined[-1] RESERVED"}], "outputs": ["float16[32,16]"]},
+        # the same dim on a valid desc makes the op unknown-shaped
+        {"name": "unknown", "type": "ConcatD", "attrs": {"concat_dim": 0},
+         "inputs": ["r1", "r2", {"desc": "float16[-1] RESERVED"}], "outputs": ["float16[32,16]"]},
+    ]
+}  # fmt: skip
+
+
+def test_an_invalid_desc_is_skipped_by_is_unknown_shape_op_in_both_compilations(rules: RuleSet) -> None:
+    g = load_graph_text(json.dumps(INVALID_DESC_GRAPH))
+    assert assert_same(g, rules) >= 2
+    got = {
+        d.node: d.check for r in build_pass_manager(rules).run(g) for d in r.decisions if d.rule == "ConcatNotaskPass"
+    }
+    assert got["unknown"] == "IsUnknownShapeOp" and got["skipped"] != "IsUnknownShapeOp"
