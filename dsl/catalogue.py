@@ -287,8 +287,9 @@ class Catalogue:
                     if template is not None:
                         check_template(f"field '{name}.{f}'", template, 1)
                 ft = parse_type(t)
-                if view is not None and not ft.is_list:
-                    raise ValueError(f"field '{name}.{f}': only a list field has a view")
+                if view is not None and not (ft.is_list and ft.elem is not None and not ft.elem.is_list):
+                    # a view's elements are the stored ones: only scalars compare alike in a tuple and a list
+                    raise ValueError(f"field '{name}.{f}': only a list of scalars has a view")
                 specs[f] = FieldSpec(f, ft, d, g, f in writable, inline=inline, view=view)
         for f, ix in (indexed or {}).items():
             if f not in specs or not specs[f].type.is_list:
@@ -298,6 +299,23 @@ class Catalogue:
         if attrs_inline is not None:
             check_template(f"entity '{name}' attributes", attrs_inline, 1)
         self.entities[name] = EntitySpec(name, doc, specs, parents, set_attr, describe, attrs_inline)
+        self._check_indexed()
+
+    def _check_indexed(self) -> None:
+        """Every indexed list whose element type is registered: the element has its parts as attribute paths."""
+        for e in self.entities.values():
+            for f in e.fields.values():
+                elem = f.type.elem
+                owner = self.entities.get(elem.name) if f.indexed is not None and elem is not None else None
+                if owner is None or f.indexed is None:
+                    continue
+                for part in f.indexed.parts:
+                    spec = owner.fields.get(part)
+                    if spec is None or spec.path != part:
+                        raise ValueError(
+                            f"field '{e.name}.{f.name}': indexed elements need '{owner.name}.{part}' as the path "
+                            f"'{part}'"
+                        )
 
     def add_helper(
         self,

@@ -629,8 +629,10 @@ def test_a_field_view_is_checked_like_an_inline_form_and_only_lists_have_one() -
     cat = Catalogue()
     with pytest.raises(ValueError, match="may not contain"):
         cat.add_entity("E", "An entity.", [("xs", "list[int]", "Items.", list, "list({0}.xs)", "eval({0})")])
-    with pytest.raises(ValueError, match="only a list field has a view"):
+    with pytest.raises(ValueError, match="only a list of scalars has a view"):
         cat.add_entity("E", "An entity.", [("n", "int", "A number.", len, "len({0}.xs)", "{0}.xs")])
+    with pytest.raises(ValueError, match="only a list of scalars has a view"):
+        cat.add_entity("E", "An entity.", [("xss", "list[list[int]]", "Rows.", list, "list({0}.x)", "{0}.x")])
     cat.add_entity("E", "An entity.", [("xs", "list[int]", "Items.", list, "list({0}.xs)", "{0}.xs")])
     assert cat.entities["E"].fields["xs"].view == "{0}.xs"
 
@@ -649,6 +651,15 @@ def test_an_indexed_field_must_be_a_list_field_with_a_well_formed_count() -> Non
     cat = Catalogue()
     cat.add_entity("E", "An entity.", fields, indexed={"xs": form})
     assert cat.entities["E"].fields["xs"].indexed is form
+    # the element type's parts must be attribute paths of those names (checked once both are registered)
+    cat = Catalogue()
+    items = [("items", "list[Item]", "Items.", "items")]
+    cat.add_entity("Box", "A box.", items, indexed={"items": form})
+    with pytest.raises(ValueError, match=r"indexed elements need 'Item\.index' as the path 'index'"):
+        cat.add_entity("Item", "An item.", [("owner", "Box", "Its box.", "owner"), ("index", "int", "Where.", len)])
+    cat = Catalogue()
+    cat.add_entity("Item", "An item.", [("owner", "any", "Its box.", "owner"), ("index", "int", "Where.", "index")])
+    cat.add_entity("Box", "A box.", items, indexed={"items": form})
 
 
 # ---- earlier(x) ----------------------------------------------------------------------------------------------
