@@ -123,8 +123,8 @@ class IndexedList:
     """A list field whose element k is `make(owner, k)` for k below `count` (an inline form of the owner, e.g.
     `len({0}.in_peers)`), and whose element type has the fields `parts` = (owner field, index field) as attribute
     paths of the same names. A loop over it in generated code counts instead of building the list: the
-    element's fields whose inline forms read it only through those two become reads of the owner and the count,
-    and the element itself is made only where its value is needed."""
+    element's fields whose inline forms read it only through those two become reads of the owner and the
+    position, and the element itself is made only where its value is needed."""
 
     count: str
     make: Callable[[Any, int], Any]
@@ -267,10 +267,9 @@ class Catalogue:
         an attribute path (`"op.type"`), or (name, type, doc, function, inline form[, view]) where the inline form
         (`"len({0}.shape)"`, see `check_template`) is what generated code uses, and the view (a list field's
         stored sequence without the getter's copy, see FieldSpec) what it uses where only the elements are read;
-        `settable` fields may be set by
-        actions; `attrs_inline` is the inline form of the dict the entity's attributes live in (what the
-        inherited `set_attr` writes for a name that is not a field); `indexed` declares list fields whose
-        elements are made of the entity and a position (see IndexedList)."""
+        `settable` fields may be set by actions; `attrs_inline` is the inline form of the dict the entity's
+        attributes live in (what the inherited `set_attr` writes for a name that is not a field); `indexed`
+        declares list fields whose elements are made of the entity and a position (see IndexedList)."""
         if name in self.entities or name in PRIMITIVES or name == "list":
             raise ValueError(f"entity '{name}' registered twice or shadows a builtin type")
         writable = set(settable)

@@ -20,6 +20,11 @@ from .decisions import Reason
 MAX_VALUE_CHARS = 160
 
 
+def _capped(text: str) -> str:
+    """`text`, cut to MAX_VALUE_CHARS."""
+    return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 3] + "..."
+
+
 class Explainer:
     """Builds :class:`Reason` chains for one compiled rule."""
 
@@ -43,7 +48,7 @@ class Explainer:
             text = self.cat.describer(t.name)(value)
         else:
             text = str(value)
-        return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 3] + "..."
+        return _capped(text)
 
     def describe_element(self, var: str, value: Any, t: Type | None) -> str:
         """`var = <value>` for a bound element."""
@@ -59,8 +64,7 @@ class Explainer:
         def shown(value: Any) -> str:
             if value is None or isinstance(value, (bool, list, tuple, str)):  # as `show` renders them
                 return prefix + self.show(value, t)
-            text = describe(value)
-            return prefix + (text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 3] + "...")
+            return prefix + _capped(describe(value))
 
         return shown
 

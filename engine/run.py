@@ -91,7 +91,7 @@ class Engine:
         self.access = access
         self.catalogue = catalogue
         self._explainers: dict[int, Explainer] = {}
-        # per generated-code site: the variable and element type of each enclosing group (for miss records)
+        # per generated-code site: the variable of each enclosing group and how its element is described
         self._site_groups: dict[int, tuple[Site, tuple[tuple[str, Callable[[Any], str]], ...]]] = {}
 
     def explainer(self, rule: CompiledRule) -> Explainer:
