@@ -625,7 +625,7 @@ def test_a_helpers_inline_form_may_call_the_helper_and_a_fields_may_not() -> Non
         cat.add_entity("E", "An entity.", [("n", "int", "A number.", len, "{f}({0})")])
 
 
-def test_a_field_view_is_checked_like_an_inline_form_and_only_lists_have_one() -> None:
+def test_a_field_view_is_checked_like_an_inline_form_and_only_lists_of_scalars_have_one() -> None:
     cat = Catalogue()
     with pytest.raises(ValueError, match="may not contain"):
         cat.add_entity("E", "An entity.", [("xs", "list[int]", "Items.", list, "list({0}.xs)", "eval({0})")])
