@@ -58,12 +58,12 @@ class Explainer:
         """`describe_element` for `var` of static type `t`, as a function of the value (worked out once: an
         entity's elements, the usual case, go straight to its describer)."""
         if t is None or t.is_list or t.name not in self.cat.entities:
-            return lambda value: f"{var} = {self.show(value, t)}"
+            return lambda value: self.describe_element(var, value, t)
         describe, prefix = self.cat.describer(t.name), f"{var} = "
 
         def shown(value: Any) -> str:
             if value is None or isinstance(value, (bool, list, tuple, str)):  # as `show` renders them
-                return prefix + self.show(value, t)
+                return self.describe_element(var, value, t)
             return prefix + _capped(describe(value))
 
         return shown
