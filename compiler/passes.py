@@ -13,7 +13,7 @@ import heapq
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from ..dsl.check import order_cycle
 from ..dsl.compile import CompiledRule
@@ -54,14 +54,23 @@ class PassContext:
         return got[2]
 
 
-@dataclass(slots=True)
-class PassReport:
-    """One pass's outcome over a graph and its subgraphs."""
+class PassReport(NamedTuple):
+    """One pass's outcome over a graph and its subgraphs: a value (a pass manager returns the same report of a
+    pass that does not run on every run). A named tuple: a third of a frozen dataclass's cost to make."""
 
     name: str
     kind: str
     ran: bool
     skipped_reason: str = ""
+    decisions: tuple[Decision, ...] = ()
+    stats: RuleStats | None = None
+
+
+@dataclass(slots=True)
+class PassOutput:
+    """What a running pass adds to over a graph and its subgraphs: its decisions and (a rule pass) its counters."""
+
+    name: str
     decisions: list[Decision] = field(default_factory=list)
     stats: RuleStats | None = None
 
@@ -93,8 +102,8 @@ class Pass(Protocol):
     def enabled(self) -> bool:
         """Its own enabled flag."""
 
-    def run(self, graph: ComputeGraph, ctx: PassContext, report: PassReport) -> None:
-        """Run on one graph (root or subgraph), adding to `report`."""
+    def run(self, graph: ComputeGraph, ctx: PassContext, out: PassOutput) -> None:
+        """Run on one graph (root or subgraph), adding to `out`."""
 
 
 @dataclass
@@ -129,7 +138,7 @@ class RulePass:
         """The rule's own enabled flag."""
         return self.rule.rule.enabled
 
-    def run(self, graph: ComputeGraph, ctx: PassContext, report: PassReport) -> None:
+    def run(self, graph: ComputeGraph, ctx: PassContext, out: PassOutput) -> None:
         """Decide every candidate of the rule in `graph`."""
         run = ctx.engine.run(
             self.rule,
@@ -139,11 +148,11 @@ class RulePass:
             trace_node=ctx.trace_node,
             explain=ctx.explain,
         )
-        report.decisions.extend(run.decisions)
-        if report.stats is None:
-            report.stats = run.stats  # the first graph's counters (the run is not kept)
+        out.decisions.extend(run.decisions)
+        if out.stats is None:
+            out.stats = run.stats  # the first graph's counters (the run is not kept)
         else:
-            report.stats.merge(run.stats)
+            out.stats.merge(run.stats)
 
 
 @dataclass
@@ -151,17 +160,17 @@ class PythonPass:
     """A pass written in Python (for what is not a rule), or a named placeholder when `fn` is None."""
 
     name: str
-    fn: Callable[[ComputeGraph, PassContext, PassReport], None] | None = None
+    fn: Callable[[ComputeGraph, PassContext, PassOutput], None] | None = None
     levels: tuple[str, ...] = LEVELS
     after: tuple[str, ...] = ()
     before: tuple[str, ...] = ()
     enabled: bool = True
     kind: str = "python"
 
-    def run(self, graph: ComputeGraph, ctx: PassContext, report: PassReport) -> None:
+    def run(self, graph: ComputeGraph, ctx: PassContext, out: PassOutput) -> None:
         """Call the function (placeholders do nothing)."""
         if self.fn is not None:
-            self.fn(graph, ctx, report)
+            self.fn(graph, ctx, out)
 
 
 def placeholder_passes() -> list[PythonPass]:
@@ -248,8 +257,8 @@ class PassManager:
         for d in sorted(self.disabled - names):
             raise error("usage", f"cannot disable unknown pass '{d}'", hint=did_you_mean(d, names))
         self.engine = engine or Engine(GeGraphAccess(), ge_catalogue())
-        # for (level, disabled): every pass with its name, kind and gate, worked out once
-        self._plan: tuple[str, set[str], list[tuple[Pass, str, str, str]]] | None = None
+        # for (level, disabled): the reports of passes that decide nothing, and the passes that run (_work_out_plan)
+        self._plan: tuple[str, set[str], tuple[PassReport, ...], tuple[tuple[int, Pass], ...]] | None = None
 
     def gate(self, p: Pass) -> str:
         """Why `p` does not run ('' when it runs)."""
@@ -261,32 +270,39 @@ class PassManager:
             return f"not registered at level {self.level} (levels: {', '.join(p.levels)})"
         return ""
 
+    def _work_out_plan(self) -> tuple[tuple[PassReport, ...], tuple[tuple[int, Pass], ...]]:
+        """Every pass's report when it decides nothing (a pass that does not run, or a placeholder, keeps it),
+        and the passes that run, with their positions."""
+        fixed: list[PassReport] = []
+        running: list[tuple[int, Pass]] = []
+        for i, p in enumerate(self.passes):
+            why = self.gate(p)
+            fixed.append(PassReport(p.name, p.kind, not why, why))
+            if not why and p.kind != "placeholder":  # GE's own passes stand in the order but do nothing here
+                running.append((i, p))
+        return tuple(fixed), tuple(running)
+
     def run(
         self, graph: ComputeGraph, *, dry_run: bool = False, trace_node: str | None = None, explain: bool = True
     ) -> list[PassReport]:
         """Run every pass in order over `graph` and its subgraphs (explain=False: misses carry no Reason)."""
         ctx = PassContext(self.engine, dry_run, trace_node, explain)
-        reports = []
         plan = self._plan
         if plan is None or plan[0] != self.level or plan[1] != self.disabled:
-            plan = self._plan = (
-                self.level,
-                set(self.disabled),
-                [(p, p.name, p.kind, self.gate(p)) for p in self.passes],
-            )
+            plan = self._plan = (self.level, set(self.disabled), *self._work_out_plan())
+        reports = list(plan[2])  # every pass's report as if it ran and decided nothing; a running pass's replaced
         subs: list[ComputeGraph] | None = None
-        for p, name, kind, why in plan[2]:
-            report = PassReport(name, kind, not why, why)
-            if not why and kind != "placeholder":  # GE's own passes stand in the order but do nothing here
-                p.run(graph, ctx, report)
-                if subs is None:
-                    subs = graph.all_subgraphs()
-                for sub in subs:
-                    p.run(sub, ctx, report)
-                if kind != "rule":  # a Python pass may change op types, or subgraphs, without touching the order
-                    ctx.forget_indexes()
-                    subs = None
-            reports.append(report)
+        for i, p in plan[3]:
+            out = PassOutput(p.name)
+            p.run(graph, ctx, out)
+            if subs is None:
+                subs = graph.all_subgraphs()
+            for sub in subs:
+                p.run(sub, ctx, out)
+            if p.kind != "rule":  # a Python pass may change op types, or subgraphs, without touching the order
+                ctx.forget_indexes()
+                subs = None
+            reports[i] = PassReport(out.name, p.kind, True, "", tuple(out.decisions), out.stats)
         return reports
 
 
@@ -300,7 +316,7 @@ ZERO_COPY_ATTRS = (
 )
 
 
-def resolve_layout_conflicts(graph: ComputeGraph, ctx: PassContext, report: PassReport) -> None:
+def resolve_layout_conflicts(graph: ComputeGraph, ctx: PassContext, out: PassOutput) -> None:
     """GE's memory-layout conflict step: undo the zero-copy op whose layout would overlap live bytes.
 
     Zero-copy decisions are local (a concat checks its direct producers), so two of them can demand
@@ -330,7 +346,7 @@ def resolve_layout_conflicts(graph: ComputeGraph, ctx: PassContext, report: Pass
         for attr in ZERO_COPY_ATTRS:
             undo.op.attrs.pop(attr, None)
         reason = Reason("", None, f"zero-copy undone: {c}")
-        report.decisions.append(Decision(report.name, undo.graph.name, undo.name, undo.type, True, reason=reason))
+        out.decisions.append(Decision(out.name, undo.graph.name, undo.name, undo.type, True, reason=reason))
         conflicts = find_layout_conflicts(graph)
     raise error("memory-layout", "layout conflicts did not settle", where=graph.name)
 

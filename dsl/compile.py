@@ -112,6 +112,11 @@ class CompiledRule:
     fns: dict[int, Fn]
     step_limit: int = DEFAULT_STEP_LIMIT
     fast: Any = None  # the generated decision function (codegen.FastRule), or None: closures only
+    # the op types it matches as a set, or None for `*` (every node): what a candidate index looks up
+    match_types: frozenset[str] | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.match_types = None if "*" in self.rule.match else frozenset(self.rule.match)
 
     @property
     def name(self) -> str:

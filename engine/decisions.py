@@ -148,7 +148,7 @@ class Decision:
         }
 
 
-@dataclass
+@dataclass(slots=True)
 class RuleStats:
     """Per-rule counters over a run: candidates seen, fired, misses by check, and time spent."""
 

@@ -56,7 +56,7 @@ class _Miss:
     error: EvalError | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class RuleRun:
     """The decisions and counters of one rule over one graph."""
 
@@ -73,14 +73,13 @@ class CandidateIndex:
         self.all: Sequence[Any] = access.nodes(graph)
         self._found: dict[frozenset[str], list[Any]] = {}
 
-    def candidates(self, op_types: Sequence[str]) -> Sequence[Any]:
-        """Nodes of any of `op_types` (`*`: every node), in topological order (a shared list: do not modify it)."""
-        if "*" in op_types:
+    def candidates(self, op_types: frozenset[str] | None) -> Sequence[Any]:
+        """Nodes of any of `op_types` (None: every node), in topological order (a shared list: do not modify it)."""
+        if op_types is None:
             return self.all
-        wanted = frozenset(op_types)
-        found = self._found.get(wanted)
+        found = self._found.get(op_types)
         if found is None:
-            found = self._found[wanted] = self.access.of_types(self.all, wanted)
+            found = self._found[op_types] = self.access.of_types(self.all, op_types)
         return found
 
 
@@ -118,7 +117,7 @@ class Engine:
         a compile needs; `explain` and `optimize` build reasons, and a traced node always gets one)."""
         run = RuleRun(rule.name, stats=RuleStats(rule.name))
         t0 = time.perf_counter()
-        candidates = (index or CandidateIndex(self.access, graph)).candidates(rule.rule.match)
+        candidates = (index or CandidateIndex(self.access, graph)).candidates(rule.match_types)
         if not candidates:
             return run
         access = self.access

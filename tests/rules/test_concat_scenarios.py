@@ -267,6 +267,29 @@ def test_gating_skips_the_pass(rules: api.RuleSet, kwargs: dict[str, Any], why: 
     assert dump_graph(g) == before
 
 
+def test_reports_are_values_and_follow_the_gates(rules: api.RuleSet) -> None:
+    """A pass manager keeps the report of a pass that does not run and returns it on every run: reports are
+    immutable, a running pass's report is new each run, and a change of level or of the disabled set is seen."""
+    from rulepass.compiler.passes import build_pass_manager
+
+    pm = build_pass_manager(rules, disabled=[PASS])
+    first, second = pm.run(graph(ALLGATHER)), pm.run(graph(ALLGATHER))
+    assert [r.name for r in first] == [p.name for p in pm.passes]
+    for a, b in zip(first, second, strict=True):
+        assert a == b
+        assert (a is b) == (not a.ran or a.kind == "placeholder")
+    with pytest.raises(AttributeError):
+        first[0].ran = False  # type: ignore[misc]
+    (concat,) = [r for r in first if r.name == PASS]
+    assert not concat.ran and concat.decisions == ()
+    pm.disabled = set()
+    (concat,) = [r for r in pm.run(graph(ALLGATHER)) if r.name == PASS]
+    assert concat.ran and [d.fired for d in concat.decisions] == [True]
+    pm.level = "O2"
+    (concat,) = [r for r in pm.run(graph(ALLGATHER)) if r.name == PASS]
+    assert not concat.ran and "not registered at level O2" in concat.skipped_reason
+
+
 @pytest.mark.parametrize(
     ("args", "why"),
     [(["--disable", PASS], "disabled by option"), (["--level", "O2"], "not registered at level O2")],

@@ -163,7 +163,7 @@ def test_a_python_pass_that_changes_op_types_is_seen_by_later_rule_passes(tmp_pa
     """Rule passes share one candidate index per graph; a Python pass between them may change op types."""
     from rulepass.compiler.passes import PassManager, PythonPass
 
-    def unhide(graph: ComputeGraph, ctx: Any, report: Any) -> None:
+    def unhide(graph: ComputeGraph, ctx: Any, out: Any) -> None:
         for n in graph.nodes_in_insertion_order():
             if n.op.type == "HiddenConcat":
                 n.op.type = "ConcatD"
