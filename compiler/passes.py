@@ -13,7 +13,7 @@ import heapq
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 from ..dsl.check import order_cycle
 from ..dsl.compile import CompiledRule
@@ -38,8 +38,8 @@ class PassContext:
     dry_run: bool = False
     trace_node: str | None = None
     explain: bool = True  # build the explanation (Reason) of every miss
-    # per graph: its topological order when indexed, and the candidate index (shared by the rule passes)
-    _indexes: dict[int, tuple[Any, ComputeGraph, CandidateIndex]] = field(default_factory=dict)
+    # per graph: the graph and its candidate index (shared by the rule passes)
+    _indexes: dict[int, tuple[ComputeGraph, CandidateIndex]] = field(default_factory=dict)
 
     def forget_indexes(self) -> None:
         """Drop the candidate indexes (after a pass that may have changed what they hold)."""
@@ -49,9 +49,9 @@ class PassContext:
         """The candidate index of `graph`, rebuilt when its topological order changed since (a pass edited it)."""
         order = graph.topological_order()
         got = self._indexes.get(id(graph))
-        if got is None or got[0] is not order or got[1] is not graph:
-            got = self._indexes[id(graph)] = (order, graph, CandidateIndex(self.engine.access, graph))
-        return got[2]
+        if got is None or got[1].all is not order or got[0] is not graph:
+            got = self._indexes[id(graph)] = (graph, CandidateIndex(self.engine.access, order))
+        return got[1]
 
 
 class PassReport(NamedTuple):
@@ -140,11 +140,16 @@ class RulePass:
 
     def run(self, graph: ComputeGraph, ctx: PassContext, out: PassOutput) -> None:
         """Decide every candidate of the rule in `graph`."""
+        rule, index = self.rule, ctx.index(graph)
+        if not index.candidates(rule.match_types):  # most graphs, for most rules: counters of nothing decided
+            if out.stats is None:
+                out.stats = RuleStats(rule.name)
+            return
         run = ctx.engine.run(
-            self.rule,
+            rule,
             graph,
             dry_run=ctx.dry_run,
-            index=ctx.index(graph),
+            index=index,
             trace_node=ctx.trace_node,
             explain=ctx.explain,
         )
@@ -296,7 +301,7 @@ class PassManager:
             out = PassOutput(p.name)
             p.run(graph, ctx, out)
             if subs is None:
-                subs = graph.all_subgraphs()
+                subs = graph.all_subgraphs() if graph.root.subgraphs else []
             for sub in subs:
                 p.run(sub, ctx, out)
             if p.kind != "rule":  # a Python pass may change op types, or subgraphs, without touching the order

@@ -68,9 +68,9 @@ class RuleRun:
 class CandidateIndex:
     """A graph's candidates per set of op types, in topological order (each set found by one scan, then kept)."""
 
-    def __init__(self, access: GraphAccess, graph: Any) -> None:
+    def __init__(self, access: GraphAccess, nodes: Sequence[Any]) -> None:
         self.access = access
-        self.all: Sequence[Any] = access.nodes(graph)
+        self.all = nodes  # the graph's own nodes, topologically ordered (access.nodes)
         self._found: dict[frozenset[str], list[Any]] = {}
 
     def candidates(self, op_types: frozenset[str] | None) -> Sequence[Any]:
@@ -117,7 +117,7 @@ class Engine:
         a compile needs; `explain` and `optimize` build reasons, and a traced node always gets one)."""
         run = RuleRun(rule.name, stats=RuleStats(rule.name))
         t0 = time.perf_counter()
-        candidates = (index or CandidateIndex(self.access, graph)).candidates(rule.match_types)
+        candidates = (index or CandidateIndex(self.access, self.access.nodes(graph))).candidates(rule.match_types)
         if not candidates:
             return run
         access = self.access

@@ -285,6 +285,9 @@ def test_reports_are_values_and_follow_the_gates(rules: api.RuleSet) -> None:
     pm.disabled = set()
     (concat,) = [r for r in pm.run(graph(ALLGATHER)) if r.name == PASS]
     assert concat.ran and [d.fired for d in concat.decisions] == [True]
+    (concat,) = [r for r in pm.run(ComputeGraph("empty")) if r.name == PASS]  # no candidate: counters of none
+    assert concat.ran and concat.decisions == () and concat.stats is not None
+    assert concat.stats.to_json() == {"pass": PASS, "candidates": 0, "fired": 0, "graphs_skipped": 0, "misses": {}}
     pm.level = "O2"
     (concat,) = [r for r in pm.run(graph(ALLGATHER)) if r.name == PASS]
     assert not concat.ran and "not registered at level O2" in concat.skipped_reason
