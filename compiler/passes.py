@@ -301,7 +301,7 @@ class PassManager:
             out = PassOutput(p.name)
             p.run(graph, ctx, out)
             if subs is None:
-                subs = graph.all_subgraphs() if graph.root.subgraphs else []
+                subs = graph.all_subgraphs()
             for sub in subs:
                 p.run(sub, ctx, out)
             if p.kind != "rule":  # a Python pass may change op types, or subgraphs, without touching the order
