@@ -697,12 +697,13 @@ class _Gen:
         got: tuple[str, str, IndexedList] | None = None
         helper = self.res.helpers.get(id(coll))
         counting = isinstance(coll, ast.Call) and helper is not None and helper.fn is _range
-        if isinstance(coll, ast.Call) and counting:  # the same integers, no list
-            c = self.atom(f"range(min({self.expr(coll.args[0])}, {self.const(RANGE_CAP)}))")
+        if isinstance(coll, ast.Call) and counting:  # the same integers, no list (and nothing to do for none)
+            c = self.atom(self.expr(coll.args[0]))
         else:
             got = self.indexed_items(coll)
             c = got[0] if got is not None else self.atom(self.expr(coll, view=True))  # iterated: elements read
         start = {"all": "True", "any": "False", "none": "True", "count": "0"}.get(n.kind)
+        hashed = seen = ""
         if start is None:  # distinct
             hashed, seen = self.fresh("h"), self.fresh("h")
             self.emit(f"{hashed} = set()")
@@ -714,7 +715,24 @@ class _Gen:
             self.counters.add(local)
         elif got is not None:
             self.bind_indexed(local, got)
-        self.loop_head(c, local)
+        if counting:  # range(c): min(c, RANGE_CAP) integers, none when c <= 0 (null or not a number: a fault)
+            self.emit(f"if {c} > 0:")
+            with self.branch():
+                capped = self.fresh()
+                cap = self.const(RANGE_CAP)
+                self.emit(f"{capped} = {c} if {c} < {cap} else {cap}")
+                self.charge(capped, True)
+                self.emit(f"for {local} in range({capped}):")
+                self.quant_body(n, t, hashed, seen)
+        else:
+            self.loop_head(c, local)
+            self.quant_body(n, t, hashed, seen)
+        self.unbind(n.var, prev)
+        if start is None:
+            self.emit(f"{t} = len({hashed}) + len({seen})")
+
+    def quant_body(self, n: ast.Quant, t: str, hashed: str, seen: str) -> None:
+        """The loop body of quantifier `n` (the loop header just emitted), folding each element into `t`."""
         with self.loop():
             if n.where is not None:
                 self.emit(f"if not {self.expr(n.where)}: continue")
@@ -733,9 +751,6 @@ class _Gen:
                 self.emit(f"if {b}: {t} += 1")
             else:
                 self.emit(f"{self.const(_distinct_add)}({hashed}, {seen}, {b})")
-        self.unbind(n.var, prev)
-        if start is None:
-            self.emit(f"{t} = len({hashed}) + len({seen})")
 
     def catch(self, k: int, vals: str) -> None:
         """The handlers closing a `try:` around site `k`'s evaluation."""

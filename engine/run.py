@@ -145,16 +145,14 @@ class Engine:
                         dry_run,
                     )
                 )
+        elif rule.fast is not None:
+            self._run_fast(rule, rule.fast, graph, gname, candidates, dry_run, explain, trace_node, decisions)
         else:
-            fast: FastRule | None = rule.fast
             for node in candidates:
-                nname = node_name(node)
-                if fast is not None and nname != trace_node:
-                    d = self._decide_fast(rule, fast, graph, node, gname, nname, op_type(node), dry_run, explain)
-                else:
-                    tracing = nname == trace_node
-                    d = self.decide(rule, graph, node, dry_run=dry_run, trace=tracing, explain=explain or tracing)
-                decisions.append(d)
+                tracing = node_name(node) == trace_node
+                decisions.append(
+                    self.decide(rule, graph, node, dry_run=dry_run, trace=tracing, explain=explain or tracing)
+                )
         run.stats.add_all(decisions)
         run.stats.seconds += time.perf_counter() - t0
         return run
@@ -202,7 +200,9 @@ class Engine:
         gname, nname, otype = access.graph_name(graph), access.node_name(node), access.op_type(node)
         fast: FastRule | None = rule.fast
         if fast is not None and not trace:
-            return self._decide_fast(rule, fast, graph, node, gname, nname, otype, dry_run, explain)
+            out: list[Decision] = []
+            self._run_fast(rule, fast, graph, gname, (node,), dry_run, explain, None, out)
+            return out[0]
         # the closures, checking in order (and tracing every check when asked)
         env = Env(access.bindings(graph, node), rule.step_limit)
         entries: list[TraceEntry] | None = [] if trace else None
@@ -212,45 +212,68 @@ class Engine:
                 return self._miss_decision(rule, miss, gname, nname, otype, dry_run, entries, explain)
         return self._act(rule, env.vars, env.steps, env, gname, nname, otype, dry_run, entries)
 
-    def _decide_fast(
+    def _run_fast(
         self,
         rule: CompiledRule,
         fast: FastRule,
         graph: Any,
-        node: Any,
         gname: str,
-        nname: str,
-        otype: str,
+        candidates: Sequence[Any],
         dry_run: bool,
         explain: bool,
-    ) -> Decision:
-        """`decide` by the generated function (no trace)."""
-        roots = self.access.bindings(graph, node)
-        got = fast.fn(roots, 0)
-        if got.__class__ is int:
-            actions = fast.actions
-            if actions is not None:
-                writes: list[tuple[Any, str, Any]] = []  # (container, name, value)
-                try:
-                    actions(roots, got, writes)
-                except Exception:  # a fault: the closures' actions give the exact error (or raise what they raise)
-                    pass
-                else:
-                    if not dry_run:
-                        for container, attr, value in writes:
-                            container[attr] = value
-                    return Decision(rule.name, gname, nname, otype, True, dry_run=dry_run)
-            return self._act(rule, roots, got, None, gname, nname, otype, dry_run, None)  # type: ignore[arg-type]
-        k, how, _, values = got  # type: ignore[misc]
-        if how == FAILED and not explain:  # a compile's usual miss: the record, no explanation to build
-            site = fast.sites[k]
-            c = site.check.check
-            elements = self._elements(rule, site, values, None)
-            return Decision(
-                rule.name, gname, nname, otype, False, c.name, site.path, c.kind, c.span, elements, dry_run=dry_run
-            )
-        miss = self._fast_miss(rule, fast, got, roots)  # type: ignore[arg-type]
-        return self._miss_decision(rule, miss, gname, nname, otype, dry_run, None, explain)
+        trace_node: str | None,
+        out: list[Decision],
+    ) -> None:
+        """Decide `candidates` in order by the generated function, appending to `out` (the node named
+        `trace_node` is decided by the closures, with its trace). One loop: a pass decides every candidate here."""
+        access = self.access
+        bindings, node_name, op_type = access.bindings, access.node_name, access.op_type
+        fn, actions, sites, name = fast.fn, fast.actions, fast.sites, rule.name
+        for node in candidates:
+            nname = node_name(node)
+            if nname == trace_node:
+                out.append(self.decide(rule, graph, node, dry_run=dry_run, trace=True))
+                continue
+            roots = bindings(graph, node)
+            got = fn(roots, 0)
+            if got.__class__ is int:
+                if actions is not None:
+                    writes: list[tuple[Any, str, Any]] = []  # (container, name, value)
+                    try:
+                        actions(roots, got, writes)
+                    except Exception:  # a fault: the closures' actions give the exact error (or raise what they raise)
+                        pass
+                    else:
+                        if not dry_run:
+                            for container, attr, value in writes:
+                                container[attr] = value
+                        out.append(Decision(name, gname, nname, op_type(node), True, dry_run=dry_run))
+                        continue
+                out.append(self._act(rule, roots, got, None, gname, nname, op_type(node), dry_run, None))
+                continue
+            k, how, _, values = got
+            if how == FAILED and not explain:  # a compile's usual miss: the record, no explanation to build
+                site = sites[k]
+                c = site.check.check
+                elements = self._elements(rule, site, values, None) if values else ()
+                out.append(
+                    Decision(
+                        name,
+                        gname,
+                        nname,
+                        op_type(node),
+                        False,
+                        c.name,
+                        site.path,
+                        c.kind,
+                        c.span,
+                        elements,
+                        dry_run=dry_run,
+                    )
+                )
+                continue
+            miss = self._fast_miss(rule, fast, got, roots)
+            out.append(self._miss_decision(rule, miss, gname, nname, op_type(node), dry_run, None, explain))
 
     def _act(
         self,
