@@ -251,7 +251,7 @@ class Engine:
                         continue
                 out.append(self._act(rule, roots, got, None, gname, nname, op_type(node), dry_run, None))
                 continue
-            k, how, _, values = got
+            k, how, _, values = got  # type: ignore[misc]
             if how == FAILED and not explain:  # a compile's usual miss: the record, no explanation to build
                 site = sites[k]
                 c = site.check.check
@@ -272,7 +272,7 @@ class Engine:
                     )
                 )
                 continue
-            miss = self._fast_miss(rule, fast, got, roots)
+            miss = self._fast_miss(rule, fast, got, roots)  # type: ignore[arg-type]
             out.append(self._miss_decision(rule, miss, gname, nname, op_type(node), dry_run, None, explain))
 
     def _act(
