@@ -12,7 +12,8 @@ GE's GetBool with default false), ref-chain tracing once per input (through `com
 GE's IsRefFromInput, the one definition both sides share; GE's IsSingleOpScene likewise through
 `compiler/facts.is_single_op_scene`) with GE's set semantics instead of the rule's pairwise
 re-tracing, and the shape-transfer tables (aligned shape, axis map) cached per (formats, rank, dtype, mask).
-Used only by `benchmarks/run.py` and by `tests/test_benchmark_handwritten.py`.
+`as_pass` hosts it in a pass manager in the rule pass's place. Used only by `benchmarks/run.py` and by
+`tests/test_benchmark_handwritten.py`.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 from rulepass.compiler import formats
 from rulepass.compiler.facts import REF_TRACE_DEPTH_LIMIT, is_single_op_scene, ref_input_index
 from rulepass.compiler.ir import ComputeGraph, Node, OutAnchor
+from rulepass.compiler.passes import Pass, PassContext, PassOutput, PythonPass
 from rulepass.engine.decisions import Decision
 
 RULE = "ConcatNotaskPass"
@@ -347,6 +349,17 @@ def concat_notask_pass(graph: ComputeGraph, *, dry_run: bool = False) -> list[De
         for sub in _subgraphs(graph, []):
             run_graph(sub, out, dry_run=dry_run)
     return out
+
+
+def as_pass(rule_pass: Pass) -> PythonPass:
+    """This pass in the rule pass's place: a Python pass with its name, levels and order, which a pass manager
+    runs as it runs the rule (on the root graph, then every subgraph), so the two compare without the manager's
+    own cost counted against either."""
+
+    def run(graph: ComputeGraph, ctx: PassContext, out: PassOutput) -> None:
+        run_graph(graph, out.decisions, dry_run=ctx.dry_run)
+
+    return PythonPass(rule_pass.name, run, levels=rule_pass.levels, after=rule_pass.after, before=rule_pass.before)
 
 
 def decision_key(d: Decision) -> tuple[Any, ...]:

@@ -216,13 +216,17 @@ def graph_state(graphs: Sequence[ComputeGraph]) -> list[Any]:
 
 def bench_engine(quick: bool, log: Callable[[str], None]) -> dict[str, Any]:
     """Engine vs hand-written on each case; per case the median times and the ratios."""
-    from rulepass.compiler.passes import build_pass_manager
+    from rulepass.compiler.passes import PassManager, build_pass_manager
 
     rules = load_rules()
     # every pass but the concat rule (GE's placeholders do nothing); Python passes (e.g. MemLayoutConflictPass,
     # which may revert a zero-copy op) are not part of the rule's decisions
     others = [p.name for p in build_pass_manager(rules).passes if p.kind != "placeholder" and p.name != CONCAT]
     pm = build_pass_manager(rules, disabled=others)
+    # the hand-written pass in the rule pass's place, run by the same kind of pass manager
+    hand_pm = PassManager(
+        [hand.as_pass(p) if p.name == CONCAT else p for p in build_pass_manager(rules).passes], disabled=others
+    )
     reps = 5 if quick else 9
     rows = []
 
@@ -235,13 +239,17 @@ def bench_engine(quick: bool, log: Callable[[str], None]) -> dict[str, Any]:
     def api_run(graphs: list[ComputeGraph]) -> list[Any]:
         return [d for g in graphs for d in optimize(g, rules, disabled=others).decisions if d.rule == CONCAT]
 
-    def hand_run(graphs: list[ComputeGraph]) -> list[Any]:
+    def hand_pm_run(graphs: list[ComputeGraph]) -> list[Any]:  # as compile would run a hand-written pass
+        return [d for g in graphs for r in hand_pm.run(g, explain=False) for d in r.decisions if d.rule == CONCAT]
+
+    def hand_run(graphs: list[ComputeGraph]) -> list[Any]:  # the bare function
         return [d for g in graphs for d in hand.concat_notask_pass(g)]
 
     contenders: dict[str, Callable[[list[ComputeGraph]], list[Any]]] = {
         "engine": engine_run,
         "explained": explained_run,
         "api": api_run,
+        "hand_pm": hand_pm_run,
         "hand": hand_run,
     }
     for label, graphs in engine_cases(quick):
@@ -251,7 +259,7 @@ def bench_engine(quick: bool, log: Callable[[str], None]) -> dict[str, Any]:
             copies = [warm(g.copy()) for g in graphs]
             decisions = fn(copies)
             results[name] = ([hand.decision_key(d) for d in decisions], graph_state(copies))
-        identical = results["engine"] == results["hand"] == results["api"] == results["explained"]
+        identical = all(results[k] == results["hand"] for k in contenders)
         keys = results["engine"][0]
         # batch size: enough copies per sample for ~5 ms of hand-written CPU time (the CPU clock has ns resolution)
         first = [warm(g.copy()) for g in graphs]
@@ -283,17 +291,20 @@ def bench_engine(quick: bool, log: Callable[[str], None]) -> dict[str, Any]:
             "explained_s": med["explained"],
             "api_s": med["api"],
             "hand_s": med["hand"],
-            "ratio": med["engine"] / med["hand"],
-            "explained_ratio": med["explained"] / med["hand"],
-            "api_ratio": med["api"] / med["hand"],
+            "hand_pm_s": med["hand_pm"],
+            "ratio": med["engine"] / med["hand"],  # against the bare function
+            "pm_ratio": med["engine"] / med["hand_pm"],  # both run by a pass manager: the figure
+            "explained_ratio": med["explained"] / med["hand_pm"],
+            "api_ratio": med["api"] / med["hand_pm"],
             "identical": identical,
             "batch": batch,
             "reps": reps,
         }
         rows.append(row)
         log(
-            f"  engine: {label}: engine {fmt_ms(row['engine_s'])} ms, hand {fmt_ms(row['hand_s'])} ms, "
-            f"ratio {row['ratio']:.2f}{'' if identical else '  DECISIONS DIFFER'}"
+            f"  engine: {label}: engine {fmt_ms(row['engine_s'])} ms, hand in the pass manager "
+            f"{fmt_ms(row['hand_pm_s'])} ms, ratio {row['pm_ratio']:.2f} (bare function {fmt_ms(row['hand_s'])} ms, "
+            f"ratio {row['ratio']:.2f}){'' if identical else '  DECISIONS DIFFER'}"
         )
     return {"rows": rows}
 
@@ -301,17 +312,20 @@ def bench_engine(quick: bool, log: Callable[[str], None]) -> dict[str, Any]:
 def render_engine(data: dict[str, Any]) -> str:
     """The engine table and its summary line."""
     rows = data["rows"]
+    hosted = all("pm_ratio" in r for r in rows)  # rows of earlier runs have the bare function only
+    if not hosted:
+        return _render_engine_bare(rows)
     body = [
         [
             r["case"],
             r["nodes"],
             f"{r['fired']}/{r['concats']}",
             fmt_ms(r["engine_s"]),
-            fmt_ms(r.get("explained_s", r["engine_s"])),
-            fmt_ms(r["api_s"]),
+            fmt_ms(r["hand_pm_s"]),
             fmt_ms(r["hand_s"]),
-            f"**{r['ratio']:.2f}**",
-            f"{r.get('explained_ratio', r['ratio']):.2f}",
+            f"**{r['pm_ratio']:.2f}**",
+            f"{r['ratio']:.2f}",
+            f"{r['explained_ratio']:.2f}",
             f"{r['api_ratio']:.2f}",
             "yes" if r["identical"] else "**NO**",
         ]
@@ -323,29 +337,65 @@ def render_engine(data: dict[str, Any]) -> str:
             "nodes",
             "concats fired",
             "engine CPU ms",
-            "engine + explanations CPU ms",
-            "api.optimize CPU ms",
-            "hand-written CPU ms",
-            "engine / hand",
-            "explained / hand",
-            "api / hand",
+            "hand-written pass CPU ms",
+            "hand-written function CPU ms",
+            "engine / hand-written pass",
+            "engine / hand-written function",
+            "explained / hand-written pass",
+            "api / hand-written pass",
             "identical",
         ],
         body,
         "lrrrrrrrrrl",
     )
-    with_concats = [r["ratio"] for r in rows if r["concats"]]
-    all_r = [r["ratio"] for r in rows]
-    explained = [r.get("explained_ratio", r["ratio"]) for r in rows]
+    pm_r = [r["pm_ratio"] for r in rows]
+    with_concats = [r["pm_ratio"] for r in rows if r["concats"]]
+    bare = [r["ratio"] for r in rows]
+    explained = [r["explained_ratio"] for r in rows]
     summary = (
-        f"Engine / hand-written: geometric mean **{geomean(all_r):.2f}** over all {len(all_r)} graphs, "
-        f"{geomean(with_concats):.2f} over the {len(with_concats)} with concats (min {min(all_r):.2f}, "
-        f"max {max(all_r):.2f}); with an explanation built for every miss, {geomean(explained):.2f}. "
-        f"Goal: at most 1.2 (aim 1.0): "
-        f"**{'met' if max(all_r) <= 1.2 else 'not met'}**. Decisions identical on every graph: "
+        f"Engine / hand-written pass (both run by the pass manager): geometric mean **{geomean(pm_r):.2f}** over "
+        f"all {len(pm_r)} graphs, {geomean(with_concats):.2f} over the {len(with_concats)} with concats (min "
+        f"{min(pm_r):.2f}, max {max(pm_r):.2f}); with an explanation built for every miss, "
+        f"{geomean(explained):.2f}. Against the bare hand-written function (the pass manager's own cost counted "
+        f"against the engine, the figure of the earlier runs): {geomean(bare):.2f} (min {min(bare):.2f}, max "
+        f"{max(bare):.2f}). Goal: at most 1.2 on every graph (aim 1.0): "
+        f"**{'met' if max(pm_r) <= 1.2 else 'not met'}**. Decisions identical on every graph: "
         f"**{'yes' if all(r['identical'] for r in rows) else 'NO'}**."
     )
     return t + "\n\n" + summary
+
+
+def _render_engine_bare(rows: list[dict[str, Any]]) -> str:
+    """The table of a run from before the hand-written pass was also run by the pass manager."""
+    body = [
+        [
+            r["case"],
+            r["nodes"],
+            f"{r['fired']}/{r['concats']}",
+            fmt_ms(r["engine_s"]),
+            fmt_ms(r["hand_s"]),
+            f"**{r['ratio']:.2f}**",
+            f"{r.get('explained_ratio', r['ratio']):.2f}",
+            "yes" if r["identical"] else "**NO**",
+        ]
+        for r in rows
+    ]
+    t = table(
+        [
+            "graph",
+            "nodes",
+            "concats fired",
+            "engine CPU ms",
+            "hand-written CPU ms",
+            "engine / hand",
+            "explained / hand",
+            "identical",
+        ],
+        body,
+        "lrrrrrrl",
+    )
+    all_r = [r["ratio"] for r in rows]
+    return t + f"\n\nEngine / hand-written function: geometric mean **{geomean(all_r):.2f}** (max {max(all_r):.2f})."
 
 
 # ---- 2. scale ----------------------------------------------------------------------------------------------
@@ -992,24 +1042,31 @@ also vary with what else runs on it (the load average at the start of each run i
 
 ENGINE_TEXT = """## 1. Engine overhead: the Concat rule file versus hand-written Python
 
-What it measures: `rules/concat_notask.yaml` run by the rule engine against
-`benchmarks/handwritten_concat.py`, a plain-Python ConcatNotaskPass with exactly the same checks (spec §2.2–§2.4,
-§3) in GE's order and the same actions, written for speed (inlined attribute reads, one ref trace per input,
-transfer tables cached per format pair). Both run on fresh copies (`graph.copy()`) of the same graph, with the
-topological order computed beforehand (both need it and it is cached on the graph, so it is not part of the
-comparison); the other rule passes are disabled. *engine* drives the pass manager (`build_pass_manager`, built
-once) as `compile` does: every candidate gets its decision record (fired, or the failing check, its path, the
-elements and any error), without the explanation; *engine + explanations* also builds the explanation
-(`reason`: the failing sub-expression, its span and values) of every miss, as `optimize` and `explain` do;
-*api.optimize* is that library call itself, which also builds the pass manager on every call. The engine runs
-each rule's generated decision function (`dsl/codegen.py`); the closures are the reference it falls back to.
-Repetitions are interleaved (engine, explained, api, hand; then reversed), each sample runs a batch of copies
-(≥ 5 ms of hand-written work) with the cyclic GC off (as `timeit` does) and is timed in process CPU time (the
-machine is shared); the table shows the median of the samples, per graph (all files together for the fixtures).
-How to read it: *engine / hand* is the figure (goal ≤ 1.2); *identical* says that both produced the same
-decision for every candidate (fired, or the same failing check and check path, in the same order) and left
-the same attributes on every node and output desc. The hand-written pass records the failing check only, so
-*engine / hand* compares like with like; *explained / hand* shows what the explanations cost on top.
+What it measures: `rules/concat_notask.yaml` run by the rule engine against `benchmarks/handwritten_concat.py`, a
+plain-Python ConcatNotaskPass with exactly the same checks (spec §2.2–§2.4, §3) in GE's order and the same actions,
+written for speed (inlined attribute reads, one ref trace per input, transfer tables cached per format pair). Both
+run on fresh copies (`graph.copy()`) of the same graph, with the topological order computed beforehand (both need
+it and it is cached on the graph, so it is not part of the comparison); the other rule passes are disabled.
+*engine* drives the pass manager (`build_pass_manager`, built once) as `compile` does: every candidate gets its
+decision record (fired, or the failing check, its path, the elements and any error), without the explanation;
+*engine + explanations* also builds the explanation (`reason`: the failing sub-expression, its span and values) of
+every miss, as `optimize` and `explain` do; *api.optimize* is that library call itself, which also builds the pass
+manager on every call. The engine runs each rule's generated decision function (`dsl/codegen.py`); the closures are
+the reference it falls back to. Repetitions are interleaved (engine, explained, api, hand-written pass,
+hand-written function; then reversed), each sample runs a batch of copies (≥ 5 ms of hand-written work) with the
+cyclic GC off (as `timeit` does) and is timed in process CPU time (the machine is shared); the table shows the
+median of the samples, per graph (all files together for the fixtures).
+The hand-written pass is timed twice: as a *pass*, in the rule pass's place in the same pass manager
+(`handwritten_concat.as_pass`: a Python pass with the rule's name, levels and order, run on the root graph and
+every subgraph as the rule is), and as the bare *function* `concat_notask_pass`. How to read it: *engine /
+hand-written pass* is the figure (goal ≤ 1.2): the rule file against the same checks written in Python, each
+run as `compile` would run it, so the pass manager's own cost (gates, reports, the subgraph walk), which either
+pays, is not counted against the engine. *engine / hand-written function* counts it against the engine (the
+figure of the runs up to the sixth session); on the graphs without a concat that cost is most of the
+difference. *identical* says that all five produced the same decision for every candidate (fired, or the same
+failing check and check path, in the same order) and left the same attributes on every node and output desc.
+The hand-written pass records the failing check only, so the engine is timed without explanations too;
+*explained / hand-written pass* shows what the explanations cost on top.
 """
 
 SCALE_TEXT = """## 2. Scale: synthetic workloads at 10k, 100k and 1M nodes
