@@ -92,6 +92,8 @@ class Engine:
         self._explainers: dict[int, Explainer] = {}
         # per generated-code site: the variable of each enclosing group and how its element is described
         self._site_groups: dict[int, tuple[Site, tuple[tuple[str, Callable[[Any], str]], ...]]] = {}
+        # per generated function: for each of its sites, the function describing a miss's elements (made on use)
+        self._describers: dict[int, tuple[FastRule, list[Callable[[tuple[Any, ...]], tuple[str, ...]] | None]]] = {}
 
     def explainer(self, rule: CompiledRule) -> Explainer:
         """The explainer of `rule` (one per rule)."""
@@ -229,6 +231,10 @@ class Engine:
         access = self.access
         bindings, node_name, op_type = access.bindings, access.node_name, access.op_type
         fn, actions, sites, name = fast.fn, fast.actions, fast.sites, rule.name
+        known = self._describers.get(id(fast))
+        if known is None or known[0] is not fast:
+            known = self._describers[id(fast)] = (fast, [None] * len(sites))
+        describers = known[1]
         for node in candidates:
             nname = node_name(node)
             if nname == trace_node:
@@ -255,7 +261,10 @@ class Engine:
             if how == FAILED and not explain:  # a compile's usual miss: the record, no explanation to build
                 site = sites[k]
                 c = site.check.check
-                elements = self._elements(rule, site, values, None) if values else ()
+                describe = describers[k]
+                if describe is None:
+                    describe = describers[k] = self._describer(rule, site)
+                elements = describe(values)
                 out.append(
                     Decision(
                         name,
@@ -361,6 +370,21 @@ class Engine:
                     vs[g.visited] = values[at]
                 at += 1
         return tuple(elements)
+
+    def _describer(self, rule: CompiledRule, site: Site) -> Callable[[tuple[Any, ...]], tuple[str, ...]]:
+        """`_elements` without binding, for one site, as one function of the values (each group's element, and
+        its visited elements after it when the group keeps them)."""
+        plan = []
+        at = 0
+        for (_, shown), g in zip(self._site_vars(rule, site), site.groups, strict=True):
+            plan.append((shown, at))
+            at += 1 if g.visited is None else 2
+        if not plan:
+            return lambda values: ()
+        if len(plan) == 1:  # the usual case: one group encloses the check
+            shown, first = plan[0]
+            return lambda values: (shown(values[first]),) if values else ()
+        return lambda values: tuple([shown(values[i]) for shown, i in plan]) if values else ()
 
     def _site_vars(self, rule: CompiledRule, site: Site) -> tuple[tuple[str, Callable[[Any], str]], ...]:
         """The variable of each group enclosing `site` and how its element is described (worked out once per
