@@ -326,6 +326,21 @@ def test_earlier_agrees_with_the_closures(
         assert miss.error is not None and "out of range" in miss.error
 
 
+@pytest.mark.parametrize("explain", [False, True])
+def test_a_miss_in_a_nested_group_names_both_elements(explain: bool, tmp_path: Path) -> None:
+    """A check two groups deep misses at the second desc of the first input: its record names the input and the
+    desc, as the closures' record does (the generated path describes both groups' elements)."""
+    path = tmp_path / "nested.yaml"
+    path.write_text(EARLIER.replace("{risky_from}", "99").replace("i.index - {shift}", "0").replace("<= 3", "< 1"))
+    rules = load_rules([path])
+    assert rules.rules[0].fast is not None
+    g = load_graph_text(json.dumps(EARLIER_GRAPH))
+    assert assert_same(g, rules, explain=explain) == 2
+    miss = next(d for r in build_pass_manager(rules).run(g.copy(), explain=explain) for d in r.decisions)
+    assert miss.check == "OuterValues"
+    assert [e.split(" (")[0] for e in miss.elements] == ["i = input 0 of c", "d = float16[16,16] ND"]
+
+
 def test_earlier_of_a_let_with_a_loop_runs_on_the_closures(tmp_path: Path) -> None:
     path = tmp_path / "earlier.yaml"
     path.write_text(
