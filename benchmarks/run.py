@@ -312,9 +312,6 @@ def bench_engine(quick: bool, log: Callable[[str], None]) -> dict[str, Any]:
 def render_engine(data: dict[str, Any]) -> str:
     """The engine table and its summary line."""
     rows = data["rows"]
-    hosted = all("pm_ratio" in r for r in rows)  # rows of earlier runs have the bare function only
-    if not hosted:
-        return _render_engine_bare(rows)
     body = [
         [
             r["case"],
@@ -363,39 +360,6 @@ def render_engine(data: dict[str, Any]) -> str:
         f"**{'yes' if all(r['identical'] for r in rows) else 'NO'}**."
     )
     return t + "\n\n" + summary
-
-
-def _render_engine_bare(rows: list[dict[str, Any]]) -> str:
-    """The table of a run from before the hand-written pass was also run by the pass manager."""
-    body = [
-        [
-            r["case"],
-            r["nodes"],
-            f"{r['fired']}/{r['concats']}",
-            fmt_ms(r["engine_s"]),
-            fmt_ms(r["hand_s"]),
-            f"**{r['ratio']:.2f}**",
-            f"{r.get('explained_ratio', r['ratio']):.2f}",
-            "yes" if r["identical"] else "**NO**",
-        ]
-        for r in rows
-    ]
-    t = table(
-        [
-            "graph",
-            "nodes",
-            "concats fired",
-            "engine CPU ms",
-            "hand-written CPU ms",
-            "engine / hand",
-            "explained / hand",
-            "identical",
-        ],
-        body,
-        "lrrrrrrl",
-    )
-    all_r = [r["ratio"] for r in rows]
-    return t + f"\n\nEngine / hand-written function: geometric mean **{geomean(all_r):.2f}** (max {max(all_r):.2f})."
 
 
 # ---- 2. scale ----------------------------------------------------------------------------------------------
