@@ -273,11 +273,7 @@ def reshape_mask(desc: TensorDesc) -> int:
 
 def aligned_shape(desc: TensorDesc) -> list[int] | None:
     """GetAlignedShape for a desc (origin format -> format, origin shape, dtype, mask); null where GE fails."""
-    attrs = desc.attrs
-    mask = attrs.get("_reshape_type_mask", 0) if attrs else 0  # reshape_mask, its call saved in the usual case
-    if mask.__class__ is not int:
-        mask = reshape_mask(desc)
-    key = (desc.origin_format, desc.format, len(desc.origin_shape), desc.dtype, mask)
+    key = (desc.origin_format, desc.format, len(desc.origin_shape), desc.dtype, reshape_mask(desc))
     a = _ALIGNED.get(key, _UNKNOWN)
     if a is _UNKNOWN:
         if len(_ALIGNED) >= _TABLE_LIMIT:  # graphs name few format pairs; a flood of odd ones must not grow it
@@ -289,11 +285,7 @@ def aligned_shape(desc: TensorDesc) -> list[int] | None:
 
 def axis_map(desc: TensorDesc) -> AxisLists | None:
     """TransferDims for a desc; null where GE fails."""
-    attrs = desc.attrs
-    mask = attrs.get("_reshape_type_mask", 0) if attrs else 0  # as in aligned_shape
-    if mask.__class__ is not int:
-        mask = reshape_mask(desc)
-    key = (desc.origin_format, desc.format, len(desc.origin_shape), mask)
+    key = (desc.origin_format, desc.format, len(desc.origin_shape), reshape_mask(desc))
     m = _AXIS_MAPS.get(key, _UNKNOWN)
     if m is _UNKNOWN:
         if len(_AXIS_MAPS) >= _TABLE_LIMIT:

@@ -90,8 +90,8 @@ class Engine:
         self.access = access
         self.catalogue = catalogue
         self._explainers: dict[int, Explainer] = {}
-        # per generated-code site: the variable of each enclosing group and how its element is described
-        self._site_groups: dict[int, tuple[Site, tuple[tuple[str, Callable[[Any], str]], ...]]] = {}
+        # per generated-code site: each enclosing group's variable, its element's describer and place in a miss's values
+        self._site_groups: dict[int, tuple[Site, tuple[tuple[str, Callable[[Any], str], int, str | None], ...]]] = {}
         # per generated function: for each of its sites, the function describing a miss's elements (made on use)
         self._describers: dict[int, tuple[FastRule, list[Callable[[tuple[Any, ...]], tuple[str, ...]] | None]]] = {}
 
@@ -358,27 +358,18 @@ class Engine:
         if not values:
             return ()
         elements = []
-        at = 0
-        for (var, shown), g in zip(self._site_vars(rule, site), site.groups, strict=True):
+        for var, shown, at, visited in self._site_vars(rule, site):
             v = values[at]
             elements.append(shown(v))
-            at += 1
             if vs is not None:
                 vs[var] = v
-            if g.visited is not None:  # the group's visited elements follow its element
-                if vs is not None:
-                    vs[g.visited] = values[at]
-                at += 1
+                if visited is not None:
+                    vs[visited] = values[at + 1]
         return tuple(elements)
 
     def _describer(self, rule: CompiledRule, site: Site) -> Callable[[tuple[Any, ...]], tuple[str, ...]]:
-        """`_elements` without binding, for one site, as one function of the values (each group's element, and
-        its visited elements after it when the group keeps them)."""
-        plan = []
-        at = 0
-        for (_, shown), g in zip(self._site_vars(rule, site), site.groups, strict=True):
-            plan.append((shown, at))
-            at += 1 if g.visited is None else 2
+        """`_elements` without binding, for one site, as one function of the values."""
+        plan = [(shown, at) for _, shown, at, _ in self._site_vars(rule, site)]
         if not plan:
             return lambda values: ()
         if len(plan) == 1:  # the usual case: one group encloses the check
@@ -386,17 +377,22 @@ class Engine:
             return lambda values: (shown(values[first]),) if values else ()
         return lambda values: tuple([shown(values[i]) for shown, i in plan]) if values else ()
 
-    def _site_vars(self, rule: CompiledRule, site: Site) -> tuple[tuple[str, Callable[[Any], str]], ...]:
-        """The variable of each group enclosing `site` and how its element is described (worked out once per
-        site)."""
+    def _site_vars(
+        self, rule: CompiledRule, site: Site
+    ) -> tuple[tuple[str, Callable[[Any], str], int, str | None], ...]:
+        """For each group enclosing `site`: its variable, how its element is described, where the element is in
+        a miss's values, and the name of its visited elements when it keeps them (they follow the element).
+        Worked out once per site."""
         known = self._site_groups.get(id(site))
         if known is None or known[0] is not site:
             out = []
             ex = self.explainer(rule)
+            at = 0
             for g in site.groups:
                 var = g.check.var
                 assert var is not None
-                out.append((var, ex.element_shower(var, self._elem_type(rule, g))))
+                out.append((var, ex.element_shower(var, self._elem_type(rule, g)), at, g.visited))
+                at += 1 if g.visited is None else 2
             known = self._site_groups[id(site)] = (site, tuple(out))
         return known[1]
 
