@@ -12,7 +12,7 @@ GE's GetBool with default false), ref-chain tracing once per input (through `com
 GE's IsRefFromInput, the one definition both sides share; GE's IsSingleOpScene likewise through
 `compiler/facts.is_single_op_scene`) with GE's set semantics instead of the rule's pairwise
 re-tracing, and the shape-transfer tables (aligned shape, axis map) cached per (formats, rank, dtype, mask).
-`as_pass` hosts it in a pass manager in the rule pass's place. Used only by `benchmarks/run.py` and by
+`as_pass` and `hosted` put it in a pass manager in the rule pass's place. Used only by `benchmarks/run.py` and by
 `tests/test_benchmark_handwritten.py`.
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 from rulepass.compiler import formats
 from rulepass.compiler.facts import REF_TRACE_DEPTH_LIMIT, is_single_op_scene, ref_input_index
 from rulepass.compiler.ir import ComputeGraph, Node, OutAnchor
-from rulepass.compiler.passes import Pass, PassContext, PassOutput, PythonPass
+from rulepass.compiler.passes import Pass, PassContext, PassManager, PassOutput, PythonPass
 from rulepass.engine.decisions import Decision
 
 RULE = "ConcatNotaskPass"
@@ -360,6 +360,11 @@ def as_pass(rule_pass: Pass) -> PythonPass:
         run_graph(graph, out.decisions, dry_run=ctx.dry_run)
 
     return PythonPass(rule_pass.name, run, levels=rule_pass.levels, after=rule_pass.after, before=rule_pass.before)
+
+
+def hosted(pm: PassManager) -> PassManager:
+    """A pass manager with `pm`'s passes, level and disabled set, this pass in the rule pass's place."""
+    return PassManager([as_pass(p) if p.name == RULE else p for p in pm.passes], level=pm.level, disabled=pm.disabled)
 
 
 def decision_key(d: Decision) -> tuple[Any, ...]:

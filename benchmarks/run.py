@@ -216,17 +216,14 @@ def graph_state(graphs: Sequence[ComputeGraph]) -> list[Any]:
 
 def bench_engine(quick: bool, log: Callable[[str], None]) -> dict[str, Any]:
     """Engine vs hand-written on each case; per case the median times and the ratios."""
-    from rulepass.compiler.passes import PassManager, build_pass_manager
+    from rulepass.compiler.passes import build_pass_manager
 
     rules = load_rules()
     # every pass but the concat rule (GE's placeholders do nothing); Python passes (e.g. MemLayoutConflictPass,
     # which may revert a zero-copy op) are not part of the rule's decisions
     others = [p.name for p in build_pass_manager(rules).passes if p.kind != "placeholder" and p.name != CONCAT]
     pm = build_pass_manager(rules, disabled=others)
-    # the hand-written pass in the rule pass's place, run by the same kind of pass manager
-    hand_pm = PassManager(
-        [hand.as_pass(p) if p.name == CONCAT else p for p in build_pass_manager(rules).passes], disabled=others
-    )
+    hand_pm = hand.hosted(pm)  # the hand-written pass in the rule pass's place, run by the same pass manager
     reps = 5 if quick else 9
     rows = []
 

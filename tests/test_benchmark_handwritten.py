@@ -56,9 +56,8 @@ def _concat_only(rules: Any) -> PassManager:
 def _compare(g: ComputeGraph, pm: PassManager) -> int:
     """The engine (`pm`), the bare hand-written function and the hand-written pass in the rule's place in the
     same pass manager decide alike and leave the same attributes."""
-    hosted = PassManager(
-        [hand.as_pass(p) if p.name == CONCAT else p for p in pm.passes], level=pm.level, disabled=pm.disabled
-    )
+    hosted = hand.hosted(pm)
+    assert [p.kind for p in hosted.passes if p.name == CONCAT] == ["python"]  # the hand-written pass, not the rule
     a, b, c = g.copy(), g.copy(), g.copy()
     engine = [hand.decision_key(d) for r in pm.run(a) for d in r.decisions if d.rule == CONCAT]
     written = [hand.decision_key(d) for d in hand.concat_notask_pass(b)]
