@@ -32,7 +32,8 @@ class Resolution:
     let_refs: dict[int, Binding] = field(default_factory=dict)  # Name node -> the `let` it reads
     describers: dict[int, Callable[[Any], str]] = field(default_factory=dict)
     earlier: dict[int, Earlier] = field(default_factory=dict)  # `earlier(x)` Call node -> what it lists
-    # `set` action node -> the inline form of the dict its attribute is written to (when the entity declares one)
+    # `set` action node -> the inline form of the dict its attribute is written to, and helper call with an inline
+    # form -> that of the dict its first argument's attributes live in (when the entity declares one)
     attr_dicts: dict[int, str] = field(default_factory=dict)
 
     def type_of(self, node: ast.Node) -> Type:
@@ -373,6 +374,10 @@ class _Checker:
                     a,
                     hint=f"signature: {helper.signature()}",
                 )
+        if arg_types and helper.inline:
+            entity = self.cat.entities.get(arg_types[0].name)
+            if entity is not None and entity.attrs_inline is not None:
+                self.res.attr_dicts[id(n)] = entity.attrs_inline  # an inline form's attribute dict (codegen)
         return helper.returns
 
     def earlier(self, n: ast.Call, scope: _Scope) -> Type:

@@ -400,13 +400,34 @@ class _Gen:
             return compute()
         if key not in self.hot:
             return compute()
+        return self.memoised(self.cse_local(key, level), compute)
+
+    def attrs_dict(self, holder: ast.Node, value: str, form: str) -> str | None:
+        """The local holding the attribute dict of `holder` (whose value is `value`; `form` the entity's inline
+        form of its dict) when several attribute reads of the same holder share it, like a common
+        sub-expression; None where the read keeps its own form. No check changes a dict while a candidate is
+        decided, and actions only write into it."""
+        k = self.key(holder)
+        if k is None:
+            return None
+        key, level = ("attrs", k[0]), k[1]
+        if self.hot is None:
+            invariant = self.quant_depth > 0 or level < len(self.scopes) - 1
+            self.counts[key] = self.counts.get(key, 0) + (2 if invariant else 1)
+            return None
+        if key not in self.hot:
+            return None
+        return self.memoised(self.cse_local(key, level), lambda: f"({form.format(value)})")
+
+    def cse_local(self, key: object, level: int) -> str:
+        """The memo local of common sub-expression `key` (of scope `level`), made on first use."""
         local = self.cse.get(key)
         if local is None:
             local = self.cse[key] = self.fresh("c")
             self.resets[self.scopes[level]].append(local)
             self.cse_level[local] = level
             self.birth[local] = self.scope_depth[level]
-        return self.memoised(local, compute)
+        return local
 
     def _expr(self, n: ast.Node) -> str:
         if isinstance(n, ast.Lit):
@@ -460,6 +481,11 @@ class _Gen:
             first_t = self.res.type_of(first) if first is not None else None
             template = helper.inline.get(f"{first_t.name}/{len(args)}") if first_t and not first_t.nullable else None
             if template is not None:  # the domain's inline form: same value, a fault where the call raises
+                form = self.res.attr_dicts.get(id(n))
+                if form is not None and form in template and first is not None:
+                    attrs = self.attrs_dict(first, args[0], form)
+                    if attrs is not None:
+                        template = template.replace(form, attrs)
                 return self.inline(template, args, fn)
             if not helper.memo:
                 return f"{fn}({', '.join(args)})"

@@ -459,3 +459,58 @@ def test_an_invalid_desc_is_skipped_by_is_unknown_shape_op_in_both_compilations(
         d.node: d.check for r in build_pass_manager(rules).run(g) for d in r.decisions if d.rule == "ConcatNotaskPass"
     }
     assert got["unknown"] == "IsUnknownShapeOp" and got["skipped"] != "IsUnknownShapeOp"
+
+
+ATTRS = """
+rules:
+  - name: Attrs
+    match: [ConcatD]
+    checks:
+      - name: Producers
+        for_each: i in node.inputs
+        where: i.connected
+        let:
+          p: i.peer.node
+        checks:
+          - name: Flags
+            reject_if: >
+              p.attr_bool('a') or p.attr_bool('b', false) or p.attr_int('n', 0) > 2
+              or len(p.attr_ints('list')) > 1 or p.attr_bool('c')
+          - name: Once
+            require: i.peer.desc.attr_bool('ok', true)
+    actions:
+      - set node.marked = true
+"""
+
+ATTRS_GRAPH = {
+    "nodes": [
+        {"name": "plain", "type": "ReLU", "outputs": ["float16[16,16]"]},
+        {"name": "wrong_types", "type": "ReLU", "attrs": {"a": 1, "b": "yes", "n": True, "list": [1.5, 2.5]},
+         "outputs": ["float16[16,16]"]},
+        {"name": "flag_b", "type": "ReLU", "attrs": {"b": True}, "outputs": ["float16[16,16]"]},
+        {"name": "big_n", "type": "ReLU", "attrs": {"n": 3}, "outputs": ["float16[16,16]"]},
+        {"name": "flag_c", "type": "ReLU", "attrs": {"c": True}, "outputs": ["float16[16,16]"]},
+        {"name": "two", "type": "ReLU", "attrs": {"list": [1, 2]}, "outputs": ["float16[16,16]"]},
+        {"name": "c1", "type": "ConcatD", "inputs": ["plain", "wrong_types"], "outputs": ["float16[32,16]"]},
+        {"name": "c2", "type": "ConcatD", "inputs": ["plain", "flag_b"], "outputs": ["float16[32,16]"]},
+        {"name": "c3", "type": "ConcatD", "inputs": ["big_n", "plain"], "outputs": ["float16[32,16]"]},
+        {"name": "c4", "type": "ConcatD", "inputs": ["plain", "flag_c"], "outputs": ["float16[32,16]"]},
+        {"name": "c5", "type": "ConcatD", "inputs": ["two", "plain"], "outputs": ["float16[32,16]"]},
+    ]
+}  # fmt: skip
+
+
+def test_attribute_reads_of_one_holder_share_its_dict(tmp_path: Path) -> None:
+    path = tmp_path / "attrs.yaml"
+    path.write_text(ATTRS)
+    rules = load_rules([path])
+    fast = rules.rules[0].fast
+    assert fast is not None
+    source = fast.source
+    # the producer's dict is read once for its five reads; the desc's one read keeps its own form
+    assert len(re.findall(r"\.op\.attrs\b", source)) == 1, source
+    assert re.search(r"\.attrs\.get\(k\d+\)\) is True or", source)
+    g = load_graph_text(json.dumps(ATTRS_GRAPH))
+    assert assert_same(g, rules) == 5
+    got = {d.node: d.check for r in build_pass_manager(rules).run(g) for d in r.decisions}
+    assert got == {"c1": None, "c2": "Flags", "c3": "Flags", "c4": "Flags", "c5": "Flags"}
