@@ -950,8 +950,8 @@ class _Gen:
         else:
             value = f"{self.const(_attr_value)}({self.expr(n.value)})"
         form = self.res.attr_dicts.get(id(n))
-        if form is not None:  # the dict the setter would write the attribute to
-            where = self.inline(form, [target])
+        if form is not None:  # the dict the setter would write the attribute to (shared by the target's writes)
+            where = self.attrs_dict(n.target, target, form) or self.inline(form, [target])
         else:
             where = f"{self.const(_Setter)}({self.const(self.res.setters[id(n)])}, {target})"
         self.emit(f"E.append(({where}, {self.const(n.attr)}, {value}))")

@@ -480,6 +480,8 @@ rules:
             require: i.peer.desc.attr_bool('ok', true)
     actions:
       - set node.marked = true
+      - set node.count = 2
+      - "for i in node.inputs where i.connected: set i.peer.node.fed = true"
 """
 
 ATTRS_GRAPH = {
@@ -514,3 +516,5 @@ def test_attribute_reads_of_one_holder_share_its_dict(tmp_path: Path) -> None:
     assert assert_same(g, rules) == 5
     got = {d.node: d.check for r in build_pass_manager(rules).run(g) for d in r.decisions}
     assert got == {"c1": None, "c2": "Flags", "c3": "Flags", "c4": "Flags", "c5": "Flags"}
+    c1, plain = g.node("c1").op.attrs, g.node("plain").op.attrs
+    assert (c1["marked"], c1["count"], plain["fed"]) == (True, 2, True)  # writes to one dict, shared too
