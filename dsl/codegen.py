@@ -482,10 +482,12 @@ class _Gen:
             template = helper.inline.get(f"{first_t.name}/{len(args)}") if first_t and not first_t.nullable else None
             if template is not None:  # the domain's inline form: same value, a fault where the call raises
                 form = self.res.attr_dicts.get(id(n))
-                if form is not None and form in template and first is not None:
-                    attrs = self.attrs_dict(first, args[0], form)
-                    if attrs is not None:
-                        template = template.replace(form, attrs)
+                if form is not None and first is not None:
+                    dict_read = re.compile(re.escape(form) + r"(?!\w)")  # the holder's dict, not a longer name
+                    if dict_read.search(template):
+                        attrs = self.attrs_dict(first, args[0], form)
+                        if attrs is not None:
+                            template = dict_read.sub(attrs, template)
                 return self.inline(template, args, fn)
             if not helper.memo:
                 return f"{fn}({', '.join(args)})"

@@ -518,3 +518,40 @@ def test_attribute_reads_of_one_holder_share_its_dict(tmp_path: Path) -> None:
     assert got == {"c1": None, "c2": "Flags", "c3": "Flags", "c4": "Flags", "c5": "Flags"}
     c1, plain = g.node("c1").op.attrs, g.node("plain").op.attrs
     assert (c1["marked"], c1["count"], plain["fed"]) == (True, 2, True)  # writes to one dict, shared too
+
+
+GUARDED_ATTRS = """
+rules:
+  - name: Guarded
+    match: [ConcatD]
+    checks:
+      - name: Each
+        for_each: i in node.inputs
+        checks:
+          - name: Flags
+            require: "i.peer == null or not (i.peer.node.attr_bool('a') or i.peer.node.attr_bool('b'))"
+"""
+
+
+def test_a_shared_attribute_dict_is_read_only_where_the_reads_are_reached(tmp_path: Path) -> None:
+    # input 1 is unconnected: its producer's dict must not be read (that faults) where `i.peer == null` decides
+    path = tmp_path / "guarded.yaml"
+    path.write_text(GUARDED_ATTRS)
+    rules = load_rules([path])
+    fast = rules.rules[0].fast
+    assert fast is not None and len(re.findall(r"\.op\.attrs\b", fast.source)) == 1
+    graph = {
+        "nodes": [
+            {"name": "r1", "type": "ReLU", "outputs": ["float16[16,16]"]},
+            {
+                "name": "c",
+                "type": "ConcatD",
+                "inputs": ["r1", {"desc": "float16[16,16]"}],
+                "outputs": ["float16[32,16]"],
+            },
+        ]
+    }
+    g = load_graph_text(json.dumps(graph))
+    assert assert_same(g, rules) == 1
+    (d,) = [d for r in build_pass_manager(rules).run(g) for d in r.decisions]
+    assert d.fired and d.error is None
