@@ -58,6 +58,16 @@ def assert_same(g: ComputeGraph, rules: RuleSet, **run: Any) -> int:
     return len(fast)
 
 
+def generated(tmp_path: Path, name: str, text: str) -> tuple[RuleSet, str]:
+    """The rules of `text` (written to `name`) and the source of its first rule's generated function."""
+    path = tmp_path / name
+    path.write_text(text)
+    rules = load_rules([path])
+    fast = rules.rules[0].fast
+    assert fast is not None
+    return rules, fast.source
+
+
 @pytest.fixture(scope="module")
 def rules() -> RuleSet:
     return load_rules()
@@ -383,12 +393,7 @@ rules:
 
 
 def test_list_fields_are_read_without_a_copy_only_where_no_list_is_needed(tmp_path: Path) -> None:
-    path = tmp_path / "views.yaml"
-    path.write_text(VIEWS)
-    rules = load_rules([path])
-    fast = rules.rules[0].fast
-    assert fast is not None
-    source = fast.source
+    rules, source = generated(tmp_path, "views.yaml", VIEWS)
     copies, views = source.split("return (1, 0")  # the code up to the Copies check's miss, and after it
     assert re.search(r"list\(v\d+\.shape\)", copies) and re.search(r"list\(v\d+\.origin_shape\)", copies)
     assert re.search(r"= \(v\d+\.shape\)", views) and not re.search(r"list\(v\d+\.", views)
@@ -421,11 +426,8 @@ rules:
 
 
 def test_a_nodes_inputs_are_counted_not_built_and_made_where_needed(tmp_path: Path) -> None:
-    path = tmp_path / "counted.yaml"
-    path.write_text(COUNTED)
-    rules = load_rules([path])
-    fast = rules.rules[0].fast
-    assert fast is not None and len(re.findall(r"for p\d+ in range\(", fast.source)) == 2  # group, quantifier
+    rules, source = generated(tmp_path, "counted.yaml", COUNTED)
+    assert len(re.findall(r"for p\d+ in range\(", source)) == 2  # group, quantifier
     concat = next(r for r in load_rules().rules if r.name == "ConcatNotaskPass").fast
     assert concat is not None and "in_anchors" not in concat.source  # its inputs are never built
     g = load_graph_text(json.dumps(EARLIER_GRAPH))
@@ -503,12 +505,7 @@ ATTRS_GRAPH = {
 
 
 def test_attribute_reads_of_one_holder_share_its_dict(tmp_path: Path) -> None:
-    path = tmp_path / "attrs.yaml"
-    path.write_text(ATTRS)
-    rules = load_rules([path])
-    fast = rules.rules[0].fast
-    assert fast is not None
-    source = fast.source
+    rules, source = generated(tmp_path, "attrs.yaml", ATTRS)
     # the producer's dict is read once for its five reads; the desc's one read keeps its own form
     assert len(re.findall(r"\.op\.attrs\b", source)) == 1, source
     assert re.search(r"\.attrs\.get\(k\d+\)\) is True or", source)
@@ -535,11 +532,8 @@ rules:
 
 def test_a_shared_attribute_dict_is_read_only_where_the_reads_are_reached(tmp_path: Path) -> None:
     # input 1 is unconnected: its producer's dict must not be read (that faults) where `i.peer == null` decides
-    path = tmp_path / "guarded.yaml"
-    path.write_text(GUARDED_ATTRS)
-    rules = load_rules([path])
-    fast = rules.rules[0].fast
-    assert fast is not None and len(re.findall(r"\.op\.attrs\b", fast.source)) == 1
+    rules, source = generated(tmp_path, "guarded.yaml", GUARDED_ATTRS)
+    assert len(re.findall(r"\.op\.attrs\b", source)) == 1
     graph = {
         "nodes": [
             {"name": "r1", "type": "ReLU", "outputs": ["float16[16,16]"]},
