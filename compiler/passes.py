@@ -253,17 +253,45 @@ class PassManager:
         disabled: Iterable[str] = (),
         engine: Engine | None = None,
     ) -> None:
-        if level not in LEVELS:
-            raise error("usage", f"unknown optimisation level '{level}'; expected one of {', '.join(LEVELS)}")
         self.passes = resolve_order(list(passes))
         self.level = level
-        self.disabled = set(disabled)
-        names = {p.name for p in self.passes}
-        for d in sorted(self.disabled - names):
-            raise error("usage", f"cannot disable unknown pass '{d}'", hint=did_you_mean(d, names))
+        self.disabled = disabled  # any iterable of names, kept as a frozen set
         self.engine = engine or Engine(GeGraphAccess(), ge_catalogue())
         # for (level, disabled): the reports of passes that decide nothing, and the passes that run (_work_out_plan)
-        self._plan: tuple[str, set[str], tuple[PassReport, ...], tuple[tuple[int, Pass], ...]] | None = None
+        self._plan: tuple[str, frozenset[str], tuple[PassReport, ...], tuple[tuple[int, Pass], ...]] | None = None
+
+    @property
+    def level(self) -> str:
+        """The optimisation level the passes are gated by (checked when set, as at construction)."""
+        return self._level
+
+    @level.setter
+    def level(self, level: str) -> None:
+        if not isinstance(level, str) or level not in LEVELS:
+            raise error("usage", f"unknown optimisation level {level!r}; expected one of {', '.join(LEVELS)}")
+        self._level = level
+
+    @property
+    def disabled(self) -> frozenset[str]:
+        """The names of the passes disabled by option (checked when set: every one must name a pass)."""
+        return self._disabled
+
+    @disabled.setter
+    def disabled(self, names: Iterable[str]) -> None:
+        if isinstance(names, str) or not isinstance(names, Iterable):
+            raise error(
+                "usage",
+                f"the passes to disable must be a collection of pass names, not {type(names).__name__} {names!r}",
+                hint=f"write [{names!r}]" if isinstance(names, str) else None,
+            )
+        wanted = list(names)
+        for d in wanted:
+            if not isinstance(d, str):
+                raise error("usage", f"a pass to disable must be named by a string, not {type(d).__name__} {d!r}")
+        known = {p.name for p in self.passes}
+        for d in sorted(set(wanted) - known):
+            raise error("usage", f"cannot disable unknown pass '{d}'", hint=did_you_mean(d, known))
+        self._disabled = frozenset(wanted)
 
     def gate(self, p: Pass) -> str:
         """Why `p` does not run ('' when it runs)."""
@@ -294,7 +322,7 @@ class PassManager:
         ctx = PassContext(self.engine, dry_run, trace_node, explain)
         plan = self._plan
         if plan is None or plan[0] != self.level or plan[1] != self.disabled:
-            plan = self._plan = (self.level, set(self.disabled), *self._work_out_plan())
+            plan = self._plan = (self.level, self.disabled, *self._work_out_plan())
         reports = list(plan[2])  # every pass's report as if it ran and decided nothing; a running pass's replaced
         subs: list[ComputeGraph] | None = None
         for i, p in plan[3]:

@@ -294,6 +294,40 @@ def test_reports_are_values_and_follow_the_gates(rules: api.RuleSet) -> None:
 
 
 @pytest.mark.parametrize(
+    ("change", "message", "hint"),
+    [
+        ({"level": "O9"}, "unknown optimisation level 'O9'; expected one of O0, O1, O2, O3", None),
+        ({"level": None}, "unknown optimisation level None", None),
+        ({"disabled": {"ConcatNotaskPas"}}, "cannot disable unknown pass 'ConcatNotaskPas'", PASS),
+        ({"disabled": PASS}, "must be a collection of pass names, not str 'ConcatNotaskPass'", f"['{PASS}']"),
+        ({"disabled": [PASS, 3]}, "a pass to disable must be named by a string, not int 3", None),
+        ({"disabled": 3}, "must be a collection of pass names, not int 3", None),
+    ],
+    ids=["level", "no-level", "misspelt-pass", "one-string", "not-a-name", "not-a-collection"],
+)
+def test_a_wrong_level_or_disabled_pass_is_refused_when_set(
+    rules: api.RuleSet, change: dict[str, Any], message: str, hint: str | None
+) -> None:
+    """The pass manager checks its level and disabled passes whenever they are set, not only when built: one
+    clear error, and the settings it had stay in force."""
+    from rulepass.compiler.passes import build_pass_manager
+
+    pm = build_pass_manager(rules, level="O3", disabled=["PackNotaskPass"])
+    ((name, value),) = change.items()
+    with pytest.raises(api.RulepassError) as got:
+        setattr(pm, name, value)
+    (diag,) = got.value.diagnostics
+    assert diag.code == "usage" and message in diag.message
+    assert hint is None or (diag.hint is not None and hint in diag.hint)
+    assert (pm.level, pm.disabled) == ("O3", frozenset({"PackNotaskPass"}))
+    (concat,) = [r for r in pm.run(graph(ALLGATHER)) if r.name == PASS]
+    assert concat.ran and [d.fired for d in concat.decisions] == [True]
+    with pytest.raises(api.RulepassError) as again:  # the library calls refuse it alike
+        api.optimize(graph(ALLGATHER), rules, **change)
+    assert message in again.value.diagnostics[0].message
+
+
+@pytest.mark.parametrize(
     ("args", "why"),
     [(["--disable", PASS], "disabled by option"), (["--level", "O2"], "not registered at level O2")],
     ids=["disabled", "O2"],
