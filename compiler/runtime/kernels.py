@@ -173,26 +173,45 @@ def _pad_to(a: Array, shape: Sequence[int]) -> Array:
     return out
 
 
+def _unpadded(a: Array, desc: TensorDesc, what: str, to_storage: bool) -> Array | None:
+    """What both directions share: the array as it is in the other layout when no padding is involved (the
+    formats agree, either is ND, the shape is empty: a reshape; two plain formats: a transpose); None for the
+    padded formats (5HD, fractal), which each direction converts its own way."""
+    fmt, ofmt = _primary(desc.format), _primary(desc.origin_format)
+    oshape = origin_shape(desc)
+    target, src_fmt, dst_fmt = (tuple(desc.shape), ofmt, fmt) if to_storage else (oshape, fmt, ofmt)
+    if fmt == ofmt or (fmt in _PLAIN and ofmt in _PLAIN and "ND" in (fmt, ofmt)) or not oshape:
+        if a.size != math.prod(target):
+            raise _layout_error(desc, what)
+        return a.reshape(target)
+    if fmt in _PLAIN and ofmt in _PLAIN:
+        src, dst = _letters(src_fmt, a.ndim), _letters(dst_fmt, len(target))
+        if src is None or dst is None or sorted(src) != sorted(dst):
+            raise _layout_error(desc, what)
+        return a.transpose([src.index(ch) for ch in dst])
+    return None
+
+
+def _expanded_5hd(desc: TensorDesc, what: str) -> tuple[tuple[int, ...], str]:
+    """A 5HD desc's origin shape expanded to its letters (NCHW for a 4-D ND origin), or a layout error."""
+    ofmt, oshape = _primary(desc.origin_format), origin_shape(desc)
+    ex = _expanded(desc, "NCHW" if ofmt == "ND" and len(oshape) == 4 else ofmt)
+    if ex is None:
+        raise _layout_error(desc, what)
+    return ex
+
+
 def storage_to_origin(a: Array, desc: TensorDesc, what: str = "tensor") -> Array:
     """An array in `desc`'s storage layout as an array in its origin layout (padding dropped)."""
     fmt, ofmt = _primary(desc.format), _primary(desc.origin_format)
     oshape = origin_shape(desc)
     if tuple(a.shape) != tuple(desc.shape):
         raise error("runtime-layout", f"{what}: array of shape {list(a.shape)}, storage shape is {list(desc.shape)}")
-    if fmt == ofmt or (fmt in _PLAIN and ofmt in _PLAIN and "ND" in (fmt, ofmt)) or not oshape:
-        if a.size != math.prod(oshape):
-            raise _layout_error(desc, what)
-        return a.reshape(oshape)
-    if fmt in _PLAIN and ofmt in _PLAIN:
-        src, dst = _letters(fmt, a.ndim), _letters(ofmt, len(oshape))
-        if src is None or dst is None or sorted(src) != sorted(dst):
-            raise _layout_error(desc, what)
-        return a.transpose([src.index(ch) for ch in dst])
+    plain = _unpadded(a, desc, what, to_storage=False)
+    if plain is not None:
+        return plain
     if fmt in ("NC1HWC0", "NDC1HWC0"):
-        ex = _expanded(desc, "NCHW" if ofmt == "ND" and len(oshape) == 4 else ofmt)
-        if ex is None:
-            raise _layout_error(desc, what)
-        full, letters = ex
+        full, letters = _expanded_5hd(desc, what)
         canon = _canonical_shape(full, letters)
         if fmt == "NC1HWC0" and a.ndim == 5 and len(canon) == 4:
             n, c1, h, w, c0 = a.shape
@@ -242,20 +261,11 @@ def origin_to_storage(a: Array, desc: TensorDesc, what: str = "tensor") -> Array
     shape = tuple(desc.shape)
     if tuple(a.shape) != oshape:
         raise error("runtime-layout", f"{what}: array of shape {list(a.shape)}, origin shape is {list(oshape)}")
-    if fmt == ofmt or (fmt in _PLAIN and ofmt in _PLAIN and "ND" in (fmt, ofmt)) or not oshape:
-        if a.size != math.prod(shape):
-            raise _layout_error(desc, what)
-        return a.reshape(shape)
-    if fmt in _PLAIN and ofmt in _PLAIN:
-        src, dst = _letters(ofmt, a.ndim), _letters(fmt, len(shape))
-        if src is None or dst is None or sorted(src) != sorted(dst):
-            raise _layout_error(desc, what)
-        return a.transpose([src.index(ch) for ch in dst])
+    plain = _unpadded(a, desc, what, to_storage=True)
+    if plain is not None:
+        return plain
     if fmt in ("NC1HWC0", "NDC1HWC0"):
-        ex = _expanded(desc, "NCHW" if ofmt == "ND" and len(oshape) == 4 else ofmt)
-        if ex is None:
-            raise _layout_error(desc, what)
-        full, letters = ex
+        full, letters = _expanded_5hd(desc, what)
         canon = _to_canonical(a.reshape(full), letters)
         if fmt == "NC1HWC0" and len(shape) == 5 and canon.ndim == 4:
             n, c1, h, w, c0 = shape
