@@ -393,14 +393,8 @@ class _Gen:
         key, level = k
         if form is not None:  # the view and the copy are different values
             key = ("view", key)
-        if self.hot is None:
-            # inside a loop whose variable it does not read, one occurrence already repeats
-            invariant = self.quant_depth > 0 or level < len(self.scopes) - 1
-            self.counts[key] = self.counts.get(key, 0) + (2 if invariant else 1)
-            return compute()
-        if key not in self.hot:
-            return compute()
-        return self.memoised(self.cse_local(key, level), compute)
+        local = self.shared(key, level)
+        return compute() if local is None else self.memoised(local, compute)
 
     def attrs_dict(self, holder: ast.Node, value: str, form: str) -> str | None:
         """The local holding the attribute dict of `holder` (whose value is `value`; `form` the entity's inline
@@ -408,19 +402,19 @@ class _Gen:
         sub-expression; None where the read keeps its own form. No check changes a dict while a candidate is
         decided, and actions only write into it."""
         k = self.key(holder)
-        if k is None:
-            return None
-        key, level = ("attrs", k[0]), k[1]
+        local = self.shared(("attrs", k[0]), k[1]) if k is not None else None
+        return None if local is None else self.memoised(local, lambda: f"({form.format(value)})")
+
+    def shared(self, key: object, level: int) -> str | None:
+        """The memo local of the sub-expression `key` (of scope `level`) when it repeats, made on first use;
+        None when it is computed where it stands. The first generation pass only counts the occurrences."""
         if self.hot is None:
+            # inside a loop whose variable it does not read, one occurrence already repeats
             invariant = self.quant_depth > 0 or level < len(self.scopes) - 1
             self.counts[key] = self.counts.get(key, 0) + (2 if invariant else 1)
             return None
         if key not in self.hot:
             return None
-        return self.memoised(self.cse_local(key, level), lambda: f"({form.format(value)})")
-
-    def cse_local(self, key: object, level: int) -> str:
-        """The memo local of common sub-expression `key` (of scope `level`), made on first use."""
         local = self.cse.get(key)
         if local is None:
             local = self.cse[key] = self.fresh("c")

@@ -231,10 +231,6 @@ class Engine:
         access = self.access
         bindings, node_name, op_type = access.bindings, access.node_name, access.op_type
         fn, actions, sites, name = fast.fn, fast.actions, fast.sites, rule.name
-        known = self._describers.get(id(fast))
-        if known is None or known[0] is not fast:
-            known = self._describers[id(fast)] = (fast, [None] * len(sites))
-        describers = known[1]
         for node in candidates:
             nname = node_name(node)
             if nname == trace_node:
@@ -261,10 +257,7 @@ class Engine:
             if how == FAILED and not explain:  # a compile's usual miss: the record, no explanation to build
                 site = sites[k]
                 c = site.check.check
-                describe = describers[k]
-                if describe is None:
-                    describe = describers[k] = self._describer(rule, site)
-                elements = describe(values)
+                elements = self._describe(rule, fast, k, values)
                 out.append(
                     Decision(
                         name,
@@ -336,7 +329,12 @@ class Engine:
         k, how, steps, values = got
         site = fast.sites[k]
         vs = dict(roots)
-        elements = self._elements(rule, site, values, vs)
+        elements = self._describe(rule, fast, k, values)
+        if values:  # bind each group's element, and the visited elements of the groups that keep them
+            for var, _, at, visited in self._site_vars(rule, site):
+                vs[var] = values[at]
+                if visited is not None:
+                    vs[visited] = values[at + 1]
         if how == OVER_BUDGET:
             return _Miss(site.check, site.path, elements, vs, budget_error(rule.step_limit))
         if how != FAULT:
@@ -350,25 +348,19 @@ class Engine:
             raise AssertionError(f"{rule.name}: generated code and closures disagree at {'/'.join(site.path)}")
         return miss
 
-    def _elements(
-        self, rule: CompiledRule, site: Site, values: tuple[Any, ...], vs: dict[str, Any] | None
-    ) -> tuple[str, ...]:
-        """The descriptions of the elements a miss at `site` reported (binding them, and the visited elements of
-        the groups that keep them, in `vs` when given)."""
-        if not values:
-            return ()
-        elements = []
-        for var, shown, at, visited in self._site_vars(rule, site):
-            v = values[at]
-            elements.append(shown(v))
-            if vs is not None:
-                vs[var] = v
-                if visited is not None:
-                    vs[visited] = values[at + 1]
-        return tuple(elements)
+    def _describe(self, rule: CompiledRule, fast: FastRule, k: int, values: tuple[Any, ...]) -> tuple[str, ...]:
+        """The descriptions of the elements a miss at site `k` of `fast` reported (each site's describer is made
+        on its first miss and kept)."""
+        known = self._describers.get(id(fast))
+        if known is None or known[0] is not fast:
+            known = self._describers[id(fast)] = (fast, [None] * len(fast.sites))
+        describe = known[1][k]
+        if describe is None:
+            describe = known[1][k] = self._describer(rule, fast.sites[k])
+        return describe(values)
 
     def _describer(self, rule: CompiledRule, site: Site) -> Callable[[tuple[Any, ...]], tuple[str, ...]]:
-        """`_elements` without binding, for one site, as one function of the values."""
+        """How the elements a miss at `site` reported are described, as one function of the values."""
         plan = [(shown, at) for _, shown, at, _ in self._site_vars(rule, site)]
         if not plan:
             return lambda values: ()
