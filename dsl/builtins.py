@@ -81,8 +81,14 @@ def builtin_catalogue() -> Catalogue:
         reads_views=True,
     )
     c.add_helper("abs", "x: int", "int", "Absolute value.", abs)
+    # the string tests inline: their arguments are typed str (never null), where these cannot fault
     c.add_helper(
-        "contains", "s: str, part: str", "bool", "Whether `part` occurs in string `s`.", lambda s, part: part in s
+        "contains",
+        "s: str, part: str",
+        "bool",
+        "Whether `part` occurs in string `s`.",
+        lambda s, part: part in s,
+        inline={"str/2": "{1} in {0}"},
     )
     c.add_helper(
         "starts_with",
@@ -90,6 +96,7 @@ def builtin_catalogue() -> Catalogue:
         "bool",
         "Whether `s` starts with `prefix`.",
         lambda s, prefix: s.startswith(prefix),
+        inline={"str/2": "{0}.startswith({1})"},
     )
     c.add_helper(
         "ends_with",
@@ -97,6 +104,7 @@ def builtin_catalogue() -> Catalogue:
         "bool",
         "Whether `s` ends with `suffix`.",
         lambda s, suffix: s.endswith(suffix),
+        inline={"str/2": "{0}.endswith({1})"},
     )
     return c
 
