@@ -367,7 +367,15 @@ def ge_catalogue() -> Catalogue:
                 "op.input_descs",
             ),
             ("output_descs", "list[TensorDesc]", "The op's output descs.", "op.output_descs"),
-            ("consumers", "list[InputAnchor]", "Every peer in-anchor of every output, output by output.", _consumers),
+            (
+                "consumers",
+                "list[InputAnchor]",
+                "Every peer in-anchor of every output, output by output.",
+                _consumers,
+                None,
+                # read only: a node with one output (most) has its consumers stored as they are
+                "{0}.out_peers[0] if len({0}.out_peers) == 1 else {f}({0})",
+            ),
             (
                 "out_data_nodes",
                 "list[Node]",

@@ -109,9 +109,10 @@ class FieldSpec:
     path: str | None = None
     # or this inline form of the getter (`len({0}.shape)`, see `check_template`), which generated code uses
     inline: str | None = None
-    # for a list field the getter copies (from an immutable sequence, e.g. a tuple): an inline form giving the
-    # stored sequence itself, which generated code uses where the value is only measured, indexed, sliced or
-    # iterated, or passed to a helper declaring `reads_views` (nowhere it is compared, joined or kept)
+    # for a list field the getter copies (from an immutable sequence, e.g. a tuple) or builds: an inline form
+    # giving the stored sequence itself (`{f}`, the getter, where there is none), which generated code uses where
+    # the value is only measured, indexed, sliced or iterated (a quantifier's or a group's collection), or passed
+    # to a helper declaring `reads_views` (nowhere it is compared, joined or kept)
     view: str | None = None
     # for a list of entities each made of its owner and its position (a node's input anchors): how generated
     # code loops over it without building the list, see IndexedList
@@ -166,9 +167,9 @@ def _check_inline(helper: str, key: str, template: str) -> None:
 
 
 def check_template(what: str, template: str, nargs: int, helper: bool = False) -> None:
-    """An inline form (Python text standing for a call, `{0}`.. its arguments, `{t}` a fresh temporary, and for
-    a helper `{f}` the helper itself) may hold only those, attribute names after a dot, operators, keywords,
-    non-negative integer literals, plain string literals and :data:`INLINE_BUILTINS`."""
+    """An inline form (Python text standing for a call, `{0}`.. its arguments, `{t}` a fresh temporary, and with
+    `helper` `{f}`: a helper itself, or a field's getter in its view) may hold only those, attribute names after
+    a dot, operators, keywords, non-negative integer literals, plain string literals and :data:`INLINE_BUILTINS`."""
     import io
     import tokenize
 
@@ -255,7 +256,7 @@ class Catalogue:
         fields: Iterable[
             tuple[str, str, str, Callable[[Any], Any] | str]
             | tuple[str, str, str, Callable[[Any], Any], str]
-            | tuple[str, str, str, Callable[[Any], Any], str, str]
+            | tuple[str, str, str, Callable[[Any], Any], str | None, str]
         ],
         *,
         parents: tuple[str, ...] = (),
@@ -267,8 +268,9 @@ class Catalogue:
     ) -> None:
         """Register an entity type; fields are (name, type, doc, getter), the getter a function of the object or
         an attribute path (`"op.type"`), or (name, type, doc, function, inline form[, view]) where the inline form
-        (`"len({0}.shape)"`, see `check_template`) is what generated code uses, and the view (a list field's
-        stored sequence without the getter's copy, see FieldSpec) what it uses where only the elements are read;
+        (`"len({0}.shape)"`, see `check_template`; None for none) is what generated code uses, and the view (a list
+        field's stored sequence without the getter's copy, see FieldSpec) what it uses where only the elements are
+        read;
         `settable` fields may be set by actions; `attrs_inline` is the inline form of the dict the entity's
         attributes live in (what the inherited `set_attr` writes for a name that is not a field); `indexed`
         declares list fields whose elements are made of the entity and a position (see IndexedList)."""
@@ -284,13 +286,15 @@ class Catalogue:
             else:
                 inline = form[0] if form else None
                 view = form[1] if len(form) > 1 else None
-                for template in (inline, view):
-                    if template is not None:
-                        check_template(f"field '{name}.{f}'", template, 1)
+                if inline is not None:
+                    check_template(f"field '{name}.{f}'", inline, 1)
+                if view is not None:  # `{f}` is the getter (a view may give the stored sequence only where one is)
+                    check_template(f"field '{name}.{f}' view", view, 1, helper=True)
                 ft = parse_type(t)
                 if view is not None and not (ft.is_list and ft.elem is not None and not ft.elem.is_list):
-                    # a view's elements are the stored ones: only scalars compare alike in a tuple and a list
-                    raise ValueError(f"field '{name}.{f}': only a list of scalars has a view")
+                    # a view's elements are the stored ones: scalars and entities compare alike in a tuple and a
+                    # list, lists do not (a tuple of tuples is not a list of lists)
+                    raise ValueError(f"field '{name}.{f}': only a list of scalars or entities has a view")
                 specs[f] = FieldSpec(f, ft, d, g, f in writable, inline=inline, view=view)
         for f, ix in (indexed or {}).items():
             if f not in specs or not specs[f].type.is_list:

@@ -374,13 +374,14 @@ class _Gen:
             return self._expr(n)
         form = None
         if view and isinstance(n, ast.Attr):
-            form = self.res.fields[id(n)].view
+            spec = self.res.fields[id(n)]
+            form = spec.view
             obj = n.obj
         if form is not None:
             viewed = form
 
             def compute() -> str:
-                return self.inline(viewed, [self.expr(obj)])
+                return self.inline(viewed, [self.expr(obj)], self.const(spec.get) if "{f}" in viewed else "")
 
         else:
 
@@ -819,7 +820,8 @@ class _Gen:
             self.emit("try:")
             with self.indent():
                 got = None if itself else self.indexed_items(c.coll.node)
-                items = got[0] if got is not None else self.atom(self.expr(c.coll.node))
+                # the elements are only read (each bound in turn): a view serves
+                items = got[0] if got is not None else self.atom(self.expr(c.coll.node, view=True))
                 self.charge(items, got is not None)
             self.catch(k, vals)
             level = len(groups) + 1

@@ -636,16 +636,22 @@ def test_a_helpers_inline_form_may_call_the_helper_and_a_fields_may_not() -> Non
         cat.add_entity("E", "An entity.", [("n", "int", "A number.", len, "{f}({0})")])
 
 
-def test_a_field_view_is_checked_like_an_inline_form_and_only_lists_of_scalars_have_one() -> None:
+def test_a_field_view_is_checked_like_an_inline_form_and_only_lists_of_scalars_or_entities_have_one() -> None:
     cat = Catalogue()
     with pytest.raises(ValueError, match="may not contain"):
         cat.add_entity("E", "An entity.", [("xs", "list[int]", "Items.", list, "list({0}.xs)", "eval({0})")])
-    with pytest.raises(ValueError, match="only a list of scalars has a view"):
+    with pytest.raises(ValueError, match="only a list of scalars or entities has a view"):
         cat.add_entity("E", "An entity.", [("n", "int", "A number.", len, "len({0}.xs)", "{0}.xs")])
-    with pytest.raises(ValueError, match="only a list of scalars has a view"):
+    with pytest.raises(ValueError, match="only a list of scalars or entities has a view"):
         cat.add_entity("E", "An entity.", [("xss", "list[list[int]]", "Rows.", list, "list({0}.x)", "{0}.x")])
+    # the getter `{f}` may stand in a view (where there is no stored sequence), not in an inline form
+    with pytest.raises(ValueError, match=r"inline form '\{f\}\(\{0\}\)' is malformed"):
+        cat.add_entity("E", "An entity.", [("xs", "list[int]", "Items.", list, "{f}({0})")])
     cat.add_entity("E", "An entity.", [("xs", "list[int]", "Items.", list, "list({0}.xs)", "{0}.xs")])
     assert cat.entities["E"].fields["xs"].view == "{0}.xs"
+    view = "{0}.parts[0] if len({0}.parts) == 1 else {f}({0})"
+    cat.add_entity("Box", "A box.", [("items", "list[E]", "Its items.", list, None, view)])
+    assert cat.entities["Box"].fields["items"].view == view
 
 
 def test_an_indexed_field_must_be_a_list_field_with_a_well_formed_count() -> None:

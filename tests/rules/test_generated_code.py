@@ -403,6 +403,43 @@ def test_list_fields_are_read_without_a_copy_only_where_no_list_is_needed(tmp_pa
     assert d.fired, (d.check, d.error)  # a tuple where a list is compared would miss at Copies
 
 
+CONSUMERS = """
+rules:
+  - name: Consumers
+    match: [SplitD, ConcatD]
+    checks:
+      - name: Counted
+        require: "len(node.consumers) >= node.output_count and count(c in node.consumers: c.connected) > 0"
+      - name: Each
+        for_each: c in node.consumers
+        checks:
+          - name: Listed
+            require: c in node.consumers and index_of(node.consumers, c) >= 0
+          - name: FirstOutputOnly
+            reject_if: "index_of(node.consumers, c) > {later} and c.node.type == 'ReLU'"
+"""
+
+
+@pytest.mark.parametrize("later", [0, 2], ids=["miss-at-second", "miss-at-fourth"])
+@pytest.mark.parametrize("explain", [True, False], ids=["explained", "compile"])
+def test_the_consumers_of_a_node_with_several_outputs_agree_with_the_closures(
+    later: int, explain: bool, tmp_path: Path
+) -> None:
+    """`node.consumers` is read as the stored list of a one-output node's consumers (the view), else built by
+    the getter: a SplitD's consumers over its four outputs, missed at a later output's, agree with the closures."""
+    rules, source = generated(tmp_path, "consumers.yaml", CONSUMERS.format(later=later))
+    assert re.search(r"\.out_peers\[0\] if len\(r\d+\.out_peers\) == 1 else k\d+\(r\d+\)", source)
+    g = _synthetic().generate("split", 300)
+    assert assert_same(g, rules, explain=explain) > 10
+    decisions = [d for r in build_pass_manager(rules).run(g.copy(), explain=explain) for d in r.decisions]
+    missed = [d for d in decisions if not d.fired]
+    assert missed and all(d.check == "FirstOutputOnly" and d.op_type == "SplitD" for d in missed)
+    assert {d.elements for d in missed} == {
+        (f"c = input 0 of {d.node[:-5]}relu{later + 1} (from {d.node}:{later + 1})",) for d in missed
+    }
+    assert any(d.fired and d.op_type == "ConcatD" for d in decisions)
+
+
 COUNTED = """
 rules:
   - name: Counted
