@@ -115,8 +115,9 @@ class Engine:
     ) -> RuleRun:
         """Decide every candidate of `rule` in `graph` (the graph's own nodes, not its subgraphs').
 
-        With `explain` false, a miss records its check, path, elements and error but no :class:`Reason` (what
-        a compile needs; `explain` and `optimize` build reasons, and a traced node always gets one)."""
+        With `explain` false, a miss (or a skipped graph's candidate) records its check, path, elements and error
+        but no :class:`Reason` (what a compile needs; `explain` and `optimize` build reasons, and a traced node
+        always gets one)."""
         run = RuleRun(rule.name, stats=RuleStats(rule.name))
         t0 = time.perf_counter()
         candidates = (index or CandidateIndex(self.access, self.access.nodes(graph))).candidates(rule.match_types)
@@ -126,7 +127,7 @@ class Engine:
         gname = access.graph_name(graph)
         node_name, op_type = access.node_name, access.op_type
         decisions = run.decisions
-        skip = self._graph_skip(rule, graph)
+        skip = self._graph_skip(rule, graph, explain or trace_node is not None)
         if skip is not None:
             run.stats.graphs_skipped += 1
             for node in candidates:
@@ -159,7 +160,9 @@ class Engine:
         run.stats.seconds += time.perf_counter() - t0
         return run
 
-    def _graph_skip(self, rule: CompiledRule, graph: Any) -> Decision | None:
+    def _graph_skip(self, rule: CompiledRule, graph: Any, explain: bool) -> Decision | None:
+        """The record every candidate of `graph` gets when one of `rule`'s skip conditions holds (with its
+        explanation when `explain`, as a miss has), else None."""
         if not rule.skips:
             return None
         env = Env(dict(self.access.graph_bindings(graph)), rule.step_limit)
@@ -170,7 +173,7 @@ class Engine:
             except EvalError as exc:
                 hit, err = True, exc.message  # cannot decide: leave the graph alone, as GE's asserts do
             if hit:
-                reason = None if err else self.explainer(rule).why(skip.when, skip.when.node, env, False)
+                reason = None if err or not explain else self.explainer(rule).why(skip.when, skip.when.node, env, False)
                 return Decision(
                     rule.name,
                     self.access.graph_name(graph),

@@ -8,6 +8,7 @@ rule is changed by editing YAML alone, and that the rule's CheckDim agrees with 
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import re
@@ -210,6 +211,10 @@ def test_explain_graph_exclusion(rules: api.RuleSet) -> None:
     (d,) = [d for d in api.explain(g, "concat", rules) if d.rule == PASS]
     assert (d.check, d.check_kind) == ("SingleOpScene", "skip_graph")
     assert d.check_span is not None and d.check_span.line == rule_line(CONCAT_RULE, "SingleOpScene")
+    assert d.reason is not None and "_single_op_scene" in d.reason.text + repr(d.reason.values)
+    # a compile asks for no explanation: the skipped graph's record is the same, without its reason
+    (c,) = [d for r in api.optimize(g, rules, explain=False).reports for d in r.decisions if d.rule == PASS]
+    assert c.reason is None and dataclasses.replace(d, reason=None, trace=()) == c
 
 
 def test_cli_explain_text(tmp_path: Path) -> None:
