@@ -440,6 +440,40 @@ def test_the_consumers_of_a_node_with_several_outputs_agree_with_the_closures(
     assert any(d.fired and d.op_type == "ConcatD" for d in decisions)
 
 
+STRINGS = """
+rules:
+  - name: Strings
+    match: [ConcatD]
+    checks:
+      - name: Starts
+        reject_if: starts_with(node.name, 'b1_')
+      - name: Ends
+        reject_if: ends_with(node.name, '2_concat')
+      - name: Contains
+        reject_if: contains(node.name, '3_con')
+"""
+
+
+def test_the_string_tests_written_inline_agree_with_the_closures(tmp_path: Path) -> None:
+    """`contains`, `starts_with` and `ends_with` are written as Python's operators: each misses where its
+    closure does, with the arguments in their order (a string is not in its own prefix)."""
+    rules, source = generated(tmp_path, "strings.yaml", STRINGS)
+    assert ".startswith(" in source and ".endswith(" in source and re.search(r"\(k\d+ in [a-z]\d+\)", source)
+    g = _synthetic().generate("split", 1500)
+    assert assert_same(g, rules, explain=False) > 20
+    decisions = [d for r in build_pass_manager(rules).run(g.copy(), explain=False) for d in r.decisions]
+
+    def expected(name: str) -> str | None:
+        if name.startswith("b1_"):
+            return "Starts"
+        if name.endswith("2_concat"):
+            return "Ends"
+        return "Contains" if "3_con" in name else None
+
+    assert {d.node: d.check for d in decisions} == {d.node: expected(d.node) for d in decisions}
+    assert {d.check for d in decisions} == {"Starts", "Ends", "Contains", None}
+
+
 COUNTED = """
 rules:
   - name: Counted
