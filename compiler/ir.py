@@ -4,8 +4,9 @@ Every later stage (rules, streams, memory, tasks) reads this IR, so it follows G
 join an output anchor (`node:out_index`) to an input anchor (`node:in_index`); an input anchor has at most one
 producer, an output fans out, input anchors may stay unconnected; a consumer's input desc may differ from its
 producer's output desc; subgraphs are owned by a node (If / While / PartitionedCall) and the root graph keeps
-them all. The adjacency lives in a networkx MultiDiGraph (topological order, cycles); the per-anchor peer lists
-sit on the nodes so the rules' navigation (peer of an input, consumers of an output) is O(1).
+them all. The adjacency lives only in the per-anchor peer lists on the nodes, so the rules' navigation (peer of an
+input, consumers of an output) is O(1) and a graph costs no second structure to build or copy; networkx is
+brought in to name a cycle (an error), from those lists.
 """
 
 from __future__ import annotations
@@ -256,7 +257,6 @@ class ComputeGraph:
         self.parent_node: Node | None = None
         self.parent_graph: ComputeGraph | None = None
         self.subgraphs: dict[str, ComputeGraph] = {}  # kept on the root graph, as GE does
-        self.nx = nx.MultiDiGraph()
         self._nodes: dict[str, Node] = {}
         self._topo: list[Node] | None = None
 
@@ -284,7 +284,6 @@ class ComputeGraph:
         op.output_names += [f"y{k}" if n_out > 1 else "y" for k in range(len(op.output_names), n_out)]
         node = Node(op, self, len(self._nodes))
         self._nodes[op.name] = node
-        self.nx.add_node(op.name)
         self._topo = None
         return node
 
@@ -312,8 +311,21 @@ class ComputeGraph:
             )
         dst.in_peers[in_index] = OutAnchor(src, out_index)
         src.out_peers[out_index].append(InAnchor(dst, in_index))
-        self.nx.add_edge(src.name, dst.name, key=("d", out_index, in_index))
         self._topo = None
+
+    def remove_data_edge(self, dst: Node, in_index: int) -> OutAnchor:
+        """Disconnect input `in_index` of `dst` from its producer, which is returned (the input must be
+        connected)."""
+        if not 0 <= in_index < len(dst.in_peers):
+            raise GraphError(f"node '{dst.name}' has {len(dst.in_peers)} input(s); input {in_index} does not exist")
+        peer = dst.in_peers[in_index]
+        if peer is None:
+            raise GraphError(f"input {in_index} of node '{dst.name}' has no producer to disconnect")
+        dst.in_peers[in_index] = None
+        consumers = peer.node.out_peers[peer.index]
+        consumers[:] = [a for a in consumers if not (a.node is dst and a.index == in_index)]
+        self._topo = None
+        return peer
 
     def add_control_edge(self, src: Node, dst: Node) -> None:
         """Add a control edge src -> dst."""
@@ -321,7 +333,6 @@ class ComputeGraph:
             return
         src.control_out.append(dst)
         dst.control_in.append(src)
-        self.nx.add_edge(src.name, dst.name, key=("c",))
         self._topo = None
 
     def set_subgraph(self, owner: Node, sub: ComputeGraph) -> None:
@@ -340,9 +351,14 @@ class ComputeGraph:
         """Node names along a cycle, or None when the graph is acyclic."""
         if self._kahn_order() is not None:  # cheap for the common, acyclic case
             return None
+        adjacency = nx.DiGraph()
+        for n in self._nodes.values():
+            adjacency.add_node(n.name)
+            adjacency.add_edges_from((n.name, a.node.name) for peers in n.out_peers for a in peers)
+            adjacency.add_edges_from((n.name, c.name) for c in n.control_out)
         try:
-            edges = nx.find_cycle(self.nx)
-        except nx.NetworkXNoCycle:
+            edges = nx.find_cycle(adjacency)
+        except nx.NetworkXNoCycle:  # pragma: no cover - Kahn's order and networkx disagree
             return None
         return [str(e[0]) for e in edges] + [str(edges[-1][1])]
 
@@ -459,8 +475,8 @@ class ComputeGraph:
 
     def edge_count(self) -> tuple[int, int]:
         """(data edges, control edges) of this graph alone."""
-        data = sum(1 for _, _, k in self.nx.edges(keys=True) if k[0] == "d")
-        return data, self.nx.number_of_edges() - data
+        nodes = self._nodes.values()
+        return sum(len(p) for n in nodes for p in n.out_peers), sum(len(n.control_out) for n in nodes)
 
     def __repr__(self) -> str:
         return f"ComputeGraph({self.name!r}, {len(self._nodes)} nodes)"

@@ -430,11 +430,7 @@ def _assign_ascend_formats(g: ComputeGraph, imp: _Importer) -> None:
                         [want.copy()],
                     )
                 )
-                n.in_peers[k] = None
-                peer.node.out_peers[peer.index] = [
-                    a for a in peer.node.out_peers[peer.index] if not (a.node is n and a.index == k)
-                ]
-                sub.nx.remove_edge(peer.node.name, n.name, key=("d", peer.index, k))
+                sub.remove_data_edge(n, k)
                 sub.add_data_edge(peer.node, peer.index, td, 0)
                 sub.add_data_edge(td, 0, n, k)
 

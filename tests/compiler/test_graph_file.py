@@ -25,6 +25,8 @@ from rulepass.compiler.ir import (
     ATTR_PARENT_NODE_INDEX,
     ATTR_SINGLE_OP_SCENE,
     ComputeGraph,
+    GraphError,
+    OpDesc,
     TensorDesc,
 )
 from rulepass.dsl.diagnostics import RulepassError
@@ -344,6 +346,40 @@ def test_navigation(rich: ComputeGraph) -> None:
     assert [c.name for c in relu.control_in] == ["init"]
     assert [c.name for c in rich.node("init").control_out] == ["relu", "out"]  # type: ignore[union-attr]
     assert rich.edge_count() == (11, 2)
+
+
+def test_removing_a_data_edge_disconnects_both_ends(rich: ComputeGraph) -> None:
+    relu, out, concat = (rich.node(n) for n in ("relu", "out", "concat_first"))
+    assert relu is not None and out is not None and concat is not None
+    before = rich.topological_order()
+    peer = rich.remove_data_edge(out, 1)
+    assert (peer.node, peer.index) == (relu, 0)
+    assert out.in_anchor(1).peer is None
+    assert [str(a) for a in relu.out_anchor(0).consumers] == ["concat_first:in1"]  # the other consumer stays
+    assert rich.edge_count() == (10, 2)
+    assert rich.topological_order() is not before  # the order is worked out again
+    rich.add_data_edge(relu, 0, out, 1)  # the input is free again
+    assert rich.edge_count() == (11, 2)
+    with pytest.raises(GraphError, match="input 7 does not exist"):
+        rich.remove_data_edge(out, 7)
+    pad = rich.node("pad")
+    assert pad is not None
+    with pytest.raises(GraphError, match="input 1 of node 'pad' has no producer"):
+        rich.remove_data_edge(pad, 1)
+
+
+def test_a_cycle_is_named_through_data_and_control_edges() -> None:
+    g = ComputeGraph("g")
+    a, b, c = (
+        g.add_node(OpDesc(n, "ReLU", input_descs=[TensorDesc((1,))], output_descs=[TensorDesc((1,))])) for n in "abc"
+    )
+    g.add_data_edge(a, 0, b, 0)
+    g.add_data_edge(b, 0, c, 0)
+    assert g.find_cycle() is None
+    g.add_control_edge(c, a)
+    assert g.find_cycle() == ["a", "b", "c", "a"]
+    with pytest.raises(GraphError, match="graph 'g' has a cycle: a -> b -> c -> a"):
+        g.topological_order()
 
 
 def test_unconnected_inputs(rich: ComputeGraph) -> None:
