@@ -58,7 +58,7 @@ from rulepass.compiler.ir import ComputeGraph  # noqa: E402
 
 from rulepass.api import compile_graph, load_graph, load_rules, optimize  # noqa: E402
 
-SECTIONS = ("engine", "scale", "memory", "savings")
+SECTIONS = ("engine", "scale", "work", "memory", "savings")
 CONCAT = "ConcatNotaskPass"
 DEFAULT_SIZES = (10_000, 100_000, 1_000_000)
 QUICK_SIZES = (1_000, 10_000)
@@ -377,13 +377,16 @@ STAGES = (
 class _StageMeter:
     """Wall time, CPU time, GC time and peak RSS per stage (peak reset at every stage start)."""
 
-    def __init__(self) -> None:
+    def __init__(self, count_calls: bool = False) -> None:
         self.stages: dict[str, dict[str, float]] = {}
         self.current: str | None = None
         self.t_wall = self.t_cpu = 0.0
         self.gc_start = 0.0
         self.gc_acc = 0.0
         self.can_reset = self._reset_peak()
+        # with count_calls, a fresh cProfile per stage counts the stage's calls (its times are not kept)
+        self.count_calls = count_calls
+        self.prof: cProfile.Profile | None = None
         gc.callbacks.append(self._gc)
 
     def _gc(self, phase: str, info: dict[str, Any]) -> None:
@@ -415,10 +418,18 @@ class _StageMeter:
             self._reset_peak()
         self.gc_acc = 0.0
         self.t_wall, self.t_cpu = time.perf_counter(), time.process_time()
+        if self.count_calls:
+            self.prof = cProfile.Profile()
+            self.prof.enable()
 
     def stop(self) -> None:
         if self.current is None:
             return
+        calls = None
+        if self.prof is not None:
+            self.prof.disable()
+            calls = sum(e.callcount for e in self.prof.getstats())  # every Python and builtin call of the stage
+            self.prof = None
         wall, cpu = time.perf_counter() - self.t_wall, time.process_time() - self.t_cpu
         peak = self._status("VmHWM")
         self.stages[self.current] = {
@@ -428,6 +439,8 @@ class _StageMeter:
             "peak_mib": peak,
             "rss_mib": self._status("VmRSS"),
         }
+        if calls is not None:
+            self.stages[self.current]["calls"] = calls
         self.current = None
         print(json.dumps({"stage_done": self.stages}), flush=True)
 
@@ -488,13 +501,16 @@ def worker_reference(n: int) -> dict[str, Any]:
     return {"build": 1e6 * (t1 - t0) / n, "walk": 1e6 * (t2 - t1) / n, "copy": 1e6 * (t3 - t2) / n}
 
 
-def worker_compile(graph_path: str, model_path: str, profile_path: str | None, verify: bool = True) -> dict[str, Any]:
-    """Load, compile and write one graph, measuring every stage (one fresh subprocess per graph)."""
+def worker_compile(
+    graph_path: str, model_path: str, profile_path: str | None, verify: bool = True, count_calls: bool = False
+) -> dict[str, Any]:
+    """Load, compile and write one graph, measuring every stage (one fresh subprocess per graph); with
+    `count_calls`, also the calls each stage makes (under cProfile: its times then measure the profiler too)."""
     rules = load_rules()
     compile_graph(synthetic.generate("split", 200), rules)  # warm-up: parsers, catalogue, builders
     gc.collect()
     prof = cProfile.Profile() if profile_path else None
-    meter = _StageMeter()
+    meter = _StageMeter(count_calls)
     rss_before = meter._status("VmRSS")
     if prof:
         prof.enable()
@@ -560,6 +576,15 @@ def _run_worker(args: list[str], log: Callable[[str], None]) -> tuple[dict[str, 
     return final, last, err
 
 
+def _generated(tmp: str, w: str, n: int, log: Callable[[str], None]) -> tuple[str, str, dict[str, Any] | None, str]:
+    """Generate workload `w` at size `n` into `tmp` in a subprocess: (graph path, model path, the generator's
+    report or None, error text)."""
+    gpath, mpath = os.path.join(tmp, f"{w}_{n}.json"), os.path.join(tmp, f"{w}_{n}.model.json")
+    log(f"  {w} {n}: generating")
+    gen, _, err = _run_worker(["generate", w, str(n), gpath], log)
+    return gpath, mpath, gen, err
+
+
 def bench_scale(sizes: Sequence[int], profile: bool, log: Callable[[str], None]) -> dict[str, Any]:
     """Generate and compile every workload at every size, each in its own subprocess."""
     runs = []
@@ -572,9 +597,7 @@ def bench_scale(sizes: Sequence[int], profile: bool, log: Callable[[str], None])
     with tempfile.TemporaryDirectory(prefix="rulepass-scale-") as tmp:
         for w in synthetic.WORKLOADS:
             for n in sizes:
-                gpath, mpath = os.path.join(tmp, f"{w}_{n}.json"), os.path.join(tmp, f"{w}_{n}.model.json")
-                log(f"  scale: {w} {n}: generating")
-                gen, _, err = _run_worker(["generate", w, str(n), gpath], log)
+                gpath, mpath, gen, err = _generated(tmp, w, n, log)
                 if gen is None:
                     runs.append({"workload": w, "size": n, "error": f"generate: {err}"})
                     continue
@@ -609,6 +632,88 @@ def bench_scale(sizes: Sequence[int], profile: bool, log: Callable[[str], None])
                     os.remove(gpath)
                     os.remove(mpath)
     return {"sizes": list(sizes), "runs": runs, "profiles": profiles, "reference": reference}
+
+
+def bench_work(sizes: Sequence[int], log: Callable[[str], None]) -> dict[str, Any]:
+    """Count the calls every stage makes on every workload at every size (compiled under cProfile, each in its
+    own subprocess): work that does not depend on the machine's caches, unlike time."""
+    runs: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="rulepass-work-") as tmp:
+        for w in synthetic.WORKLOADS:
+            for n in sizes:
+                gpath, mpath, gen, err = _generated(tmp, w, n, log)
+                if gen is None:
+                    runs.append({"workload": w, "size": n, "error": f"generate: {err}"})
+                    continue
+                log(f"  work: {w} {n}: compiling {gen['nodes']} nodes, counting calls")
+                res, _, err = _run_worker(["compile", gpath, mpath, "--count-calls"], log)
+                if res is None:
+                    runs.append({"workload": w, "size": n, "nodes": gen["nodes"], "error": err})
+                else:
+                    calls = {k: v["calls"] for k, v in res["stages"].items()}
+                    runs.append({"workload": w, "size": n, "nodes": res["nodes"], "calls": calls})
+                    log(f"  work: {w} {n}: {sum(calls.values()) / res['nodes']:.0f} calls a node")
+                with contextlib.suppress(OSError):
+                    os.remove(gpath)
+                    os.remove(mpath)
+    return {"sizes": list(sizes), "runs": runs}
+
+
+def _per_node(run: dict[str, Any], stage: str | None = None) -> float:
+    """A counted run's calls per node: in one stage, or in all."""
+    calls = run["calls"]
+    return float(calls[stage] if stage else sum(calls.values())) / run["nodes"]
+
+
+def render_work(data: dict[str, Any], scale: dict[str, Any] | None = None) -> str:
+    """Calls per node per stage, their growth between sizes, and beside it the CPU time's growth and the
+    machine's (from the scale section, where it measured the same sizes)."""
+    runs = [r for r in data["runs"] if "error" not in r]
+    failed = [f"{r['workload']} {r['size'] // 1000}k: {r['error']}" for r in data["runs"] if "error" in r]
+    shown = [s for s in STAGES if any(s in r["calls"] for r in runs)]
+    rows = [
+        [f"{r['workload']} {r['size'] // 1000}k", r["nodes"]]
+        + [f"{_per_node(r, s):.{1 if _per_node(r, s) < 10 else 0}f}" if s in r["calls"] else "—" for s in shown]
+        + [f"**{_per_node(r):.0f}**"]
+        for r in runs
+    ]
+    t1 = table(["workload", "nodes", *shown, "total"], rows)
+    timed = {(r["workload"], r["size"]): r for r in (scale or {}).get("runs", []) if "error" not in r}
+    walk = {r["size"]: r["walk"] for r in (scale or {}).get("reference", []) if "error" not in r}
+    lrows = []
+    for w in synthetic.WORKLOADS:
+        ok = [r for r in runs if r["workload"] == w]
+        for base, r in [(a, b) for i, a in enumerate(ok) for b in ok[i + 1 :]]:
+            ratios = [
+                f"{_per_node(r, s) / _per_node(base, s):.2f}" if s in r["calls"] and _per_node(base, s) else "—"
+                for s in shown
+            ]
+            ta, tb = timed.get((w, base["size"])), timed.get((w, r["size"]))
+            cpu = "—"
+            if ta and tb and ta.get("verify", True) and tb.get("verify", True):
+                cpu_a, cpu_b = (sum(s["cpu"] for s in x["stages"].values()) / x["nodes"] for x in (ta, tb))
+                cpu = f"{cpu_b / cpu_a:.2f}"
+            ref = f"{walk[r['size']] / walk[base['size']]:.2f}" if base["size"] in walk and r["size"] in walk else "—"
+            lrows.append(
+                [
+                    f"{w} {r['size'] // 1000}k vs {base['size'] // 1000}k",
+                    *ratios,
+                    f"**{_per_node(r) / _per_node(base):.2f}**",
+                    cpu,
+                    ref,
+                ]
+            )
+    t2 = table(["sizes", *shown, "calls", "CPU time (scale)", "machine walk (scale)"], lrows) if lrows else ""
+    out = "Calls per node, by stage:\n\n" + t1
+    if t2:
+        out += (
+            "\n\nGrowth: calls per node at the larger size divided by the same at the smaller (1.00 = linear), by "
+            "stage and in total; beside it, the same ratio of CPU time per node in the scale section's run (the "
+            "largest on record), and of its machine reference walk, where that run measured both sizes:\n\n" + t2
+        )
+    if failed:
+        out += "\n\nFailed: " + "; ".join(failed)
+    return out
 
 
 def profile_text(path: str, top: int = 25) -> str:
@@ -1049,6 +1154,16 @@ linear pure-Python workload (no project code) over as many linked objects as the
 time per element grows only because a larger heap misses the caches more often (the last table of each run).
 """
 
+WORK_TEXT = """### Work: calls counted per stage
+
+What it measures: the same workloads and sizes, each compiled once more in a fresh subprocess under Python's
+`cProfile`, which counts every call a stage makes (Python functions and builtins such as `len` or `dict.get`;
+work done inside one builtin call, such as `json.loads` in *load* or a sort, counts once). How to read it: a
+call count does not depend on the caches, so where calls per node stay flat from size to size (ratio 1.00) the
+code is linear, and what CPU time per node gains beyond that is the memory hierarchy's, which the machine's
+reference walk measures on its own. The profiler's own cost makes these runs slower; their times are not used.
+"""
+
 MEMORY_TEXT = """## 3. Memory quality: planner versus lower bound and greedy-by-size
 
 What it measures: for every light model (ONNX formats kept as they are, and converted to Ascend storage formats
@@ -1105,6 +1220,10 @@ def render_doc(results: dict[str, Any]) -> str:
                     "```",
                     "</details>\n",
                 ]
+    if "work" in results:
+        sec = results["work"]
+        scale = results.get("scale_largest") or results.get("scale")
+        parts += [WORK_TEXT, meta(sec), render_work(sec["data"], scale["data"] if scale else None), ""]
     if "memory" in results:
         sec = results["memory"]
         parts += [MEMORY_TEXT, meta(sec), render_memory(sec["data"]), ""]
@@ -1137,8 +1256,8 @@ def _worker_main(argv: list[str]) -> int:
         result = worker_reference(int(argv[1]))
     elif kind == "compile":
         verify = "--no-verify" not in argv
-        rest = [a for a in argv[1:] if a != "--no-verify"]
-        result = worker_compile(rest[0], rest[1], rest[2] if len(rest) > 2 else None, verify)
+        rest = [a for a in argv[1:] if a not in ("--no-verify", "--count-calls")]
+        result = worker_compile(rest[0], rest[1], rest[2] if len(rest) > 2 else None, verify, "--count-calls" in argv)
     else:
         raise SystemExit(f"unknown worker {kind!r}")
     print(json.dumps({"result": result}), flush=True)
@@ -1193,6 +1312,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         out += ["## 2. Scale", "", render_scale(sec["data"]), ""]
         for name, text in sec["data"]["profiles"].items():
             out += [f"cProfile of the {name} compile:", "```", text, "```", ""]
+    if "work" in only:
+        log("2b. work (calls counted)")
+        sizes = [s for s in (QUICK_SIZES if args.quick else DEFAULT_SIZES) if s <= args.max_nodes]
+        sec = record("work", bench_work(sizes or [min(args.max_nodes, 1000)], log))
+        out += ["## 2b. Work", "", render_work(sec["data"], fresh.get("scale", {}).get("data")), ""]
     if "memory" in only:
         log("3. memory quality")
         data = bench_memory(args.quick, log)
