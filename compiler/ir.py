@@ -349,7 +349,9 @@ class ComputeGraph:
     # ---- traversal -------------------------------------------------------------------------------------
     def find_cycle(self) -> list[str] | None:
         """Node names along a cycle, or None when the graph is acyclic."""
-        if self._kahn_order() is not None:  # cheap for the common, acyclic case
+        order = self._kahn_order()
+        if order is not None:  # the common, acyclic case: the order is kept for topological_order
+            self._topo = order
             return None
         adjacency = nx.DiGraph()
         for n in self._nodes.values():
@@ -456,8 +458,11 @@ class ComputeGraph:
 
     def all_nodes(self) -> list[Node]:
         """This graph's nodes and, after each owner, its subgraphs' nodes (GE's GetAllNodes)."""
+        order = self.topological_order()
+        if not self.root.subgraphs:  # no node owns a subgraph
+            return list(order)
         out: list[Node] = []
-        for node in self.topological_order():
+        for node in order:
             out.append(node)
             for sub in node.subgraphs():
                 out.extend(sub.all_nodes())
