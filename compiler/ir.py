@@ -38,7 +38,7 @@ def copy_attrs(attrs: dict[str, AttrValue]) -> dict[str, AttrValue]:
 INVALID_DESC = ("undefined", "RESERVED")  # the (dtype, format) of GE's invalid desc (an absent optional input)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class TensorDesc:
     """GE's GeTensorDesc: storage and origin shape/format, dtype, and attributes (e.g. memory type)."""
 
@@ -77,7 +77,7 @@ class TensorDesc:
         )
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class OpDesc:
     """GE's OpDesc: name, type, typed attributes, input/output descs, engine, kernel library, stream."""
 
