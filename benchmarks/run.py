@@ -578,61 +578,64 @@ def _run_worker(args: list[str], log: Callable[[str], None]) -> tuple[dict[str, 
     return final, last, err
 
 
-def _generated(tmp: str, w: str, n: int, log: Callable[[str], None]) -> tuple[str, str, dict[str, Any] | None, str]:
-    """Generate workload `w` at size `n` into `tmp` in a subprocess: (graph path, model path, the generator's
-    report or None, error text)."""
-    gpath, mpath = os.path.join(tmp, f"{w}_{n}.json"), os.path.join(tmp, f"{w}_{n}.model.json")
-    log(f"  {w} {n}: generating")
-    gen, _, err = _run_worker(["generate", w, str(n), gpath], log)
-    return gpath, mpath, gen, err
+def _each_graph(
+    prefix: str, sizes: Sequence[int], runs: list[dict[str, Any]], log: Callable[[str], None]
+) -> Iterator[tuple[str, int, str, str, dict[str, Any]]]:
+    """Every workload at every size, generated in a subprocess into a temporary directory: (workload, size, graph
+    path, model path, the generator's report), both files removed after use; a graph that could not be made is
+    recorded in `runs` instead."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        for w in synthetic.WORKLOADS:
+            for n in sizes:
+                gpath, mpath = os.path.join(tmp, f"{w}_{n}.json"), os.path.join(tmp, f"{w}_{n}.model.json")
+                log(f"  {w} {n}: generating")
+                gen, _, err = _run_worker(["generate", w, str(n), gpath], log)
+                if gen is None:
+                    runs.append({"workload": w, "size": n, "error": f"generate: {err}"})
+                    continue
+                yield w, n, gpath, mpath, gen
+                with contextlib.suppress(OSError):
+                    os.remove(gpath)
+                    os.remove(mpath)
 
 
 def bench_scale(sizes: Sequence[int], profile: bool, log: Callable[[str], None]) -> dict[str, Any]:
     """Generate and compile every workload at every size, each in its own subprocess."""
-    runs = []
+    runs: list[dict[str, Any]] = []
     profiles: dict[str, str] = {}
     reference = []
     for n in sizes:
         log(f"  scale: reference workload {n}")
         ref, _, err = _run_worker(["reference", str(n)], log)
         reference.append({"size": n, **(ref or {"error": err})})
-    with tempfile.TemporaryDirectory(prefix="rulepass-scale-") as tmp:
-        for w in synthetic.WORKLOADS:
-            for n in sizes:
-                gpath, mpath, gen, err = _generated(tmp, w, n, log)
-                if gen is None:
-                    runs.append({"workload": w, "size": n, "error": f"generate: {err}"})
-                    continue
-                log(f"  scale: {w} {n}: compiling {gen['nodes']} nodes ({gen['file_mib']:.0f} MiB of JSON)")
-                res, last, err = _run_worker(["compile", gpath, mpath], log)
-                run: dict[str, Any] = {"workload": w, "size": n, "generate": gen, "verify": True}
-                if res is None:
-                    failed_at = next((s for s in STAGES if s not in last), "?")
-                    run.update(error=f"failed in {failed_at}: {err}", stages=last, nodes=gen["nodes"])
-                    runs.append(run)
-                    if failed_at != "verify":
-                        continue
-                    # the verifier ran out: measure the rest of the pipeline all the same, without it
-                    log(f"  scale: {w} {n}: compiling again without the verifier")
-                    res, last, err = _run_worker(["compile", gpath, mpath, "--no-verify"], log)
-                    run = {"workload": w, "size": n, "generate": gen, "verify": False}
-                if res is None:
-                    failed_at = next((s for s in STAGES if s not in last and s != "verify"), "?")
-                    run.update(error=f"failed in {failed_at}: {err}", stages=last, nodes=gen["nodes"])
-                else:
-                    run.update(res)
-                    total = sum(s["wall"] for s in res["stages"].values())
-                    log(f"  scale: {w} {n}: {total:.1f} s, peak {max_peak(res):.0f} MiB")
-                runs.append(run)
-                if profile and n == max(sizes) and res is not None:
-                    ppath = os.path.join(tmp, f"{w}_{n}.prof")
-                    log(f"  scale: {w} {n}: profiling (cProfile)")
-                    pres, _, _ = _run_worker(["compile", gpath, mpath, ppath], log)
-                    if pres is not None:
-                        profiles[f"{w} {n}"] = profile_text(ppath)
-                with contextlib.suppress(OSError):
-                    os.remove(gpath)
-                    os.remove(mpath)
+    for w, n, gpath, mpath, gen in _each_graph("rulepass-scale-", sizes, runs, log):
+        log(f"  scale: {w} {n}: compiling {gen['nodes']} nodes ({gen['file_mib']:.0f} MiB of JSON)")
+        res, last, err = _run_worker(["compile", gpath, mpath], log)
+        run: dict[str, Any] = {"workload": w, "size": n, "generate": gen, "verify": True}
+        if res is None:
+            failed_at = next((s for s in STAGES if s not in last), "?")
+            run.update(error=f"failed in {failed_at}: {err}", stages=last, nodes=gen["nodes"])
+            runs.append(run)
+            if failed_at != "verify":
+                continue
+            # the verifier ran out: measure the rest of the pipeline all the same, without it
+            log(f"  scale: {w} {n}: compiling again without the verifier")
+            res, last, err = _run_worker(["compile", gpath, mpath, "--no-verify"], log)
+            run = {"workload": w, "size": n, "generate": gen, "verify": False}
+        if res is None:
+            failed_at = next((s for s in STAGES if s not in last and s != "verify"), "?")
+            run.update(error=f"failed in {failed_at}: {err}", stages=last, nodes=gen["nodes"])
+        else:
+            run.update(res)
+            total = sum(s["wall"] for s in res["stages"].values())
+            log(f"  scale: {w} {n}: {total:.1f} s, peak {max_peak(res):.0f} MiB")
+        runs.append(run)
+        if profile and n == max(sizes) and res is not None:
+            ppath = gpath + ".prof"  # in the same temporary directory
+            log(f"  scale: {w} {n}: profiling (cProfile)")
+            pres, _, _ = _run_worker(["compile", gpath, mpath, ppath], log)
+            if pres is not None:
+                profiles[f"{w} {n}"] = profile_text(ppath)
     return {"sizes": list(sizes), "runs": runs, "profiles": profiles, "reference": reference}
 
 
@@ -640,24 +643,15 @@ def bench_work(sizes: Sequence[int], log: Callable[[str], None]) -> dict[str, An
     """Count the calls every stage makes on every workload at every size (compiled under cProfile, each in its
     own subprocess): work that does not depend on the machine's caches, unlike time."""
     runs: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="rulepass-work-") as tmp:
-        for w in synthetic.WORKLOADS:
-            for n in sizes:
-                gpath, mpath, gen, err = _generated(tmp, w, n, log)
-                if gen is None:
-                    runs.append({"workload": w, "size": n, "error": f"generate: {err}"})
-                    continue
-                log(f"  work: {w} {n}: compiling {gen['nodes']} nodes, counting calls")
-                res, _, err = _run_worker(["compile", gpath, mpath, "--count-calls"], log)
-                if res is None:
-                    runs.append({"workload": w, "size": n, "nodes": gen["nodes"], "error": err})
-                else:
-                    calls = {k: v["calls"] for k, v in res["stages"].items()}
-                    runs.append({"workload": w, "size": n, "nodes": res["nodes"], "calls": calls})
-                    log(f"  work: {w} {n}: {sum(calls.values()) / res['nodes']:.0f} calls a node")
-                with contextlib.suppress(OSError):
-                    os.remove(gpath)
-                    os.remove(mpath)
+    for w, n, gpath, mpath, gen in _each_graph("rulepass-work-", sizes, runs, log):
+        log(f"  work: {w} {n}: compiling {gen['nodes']} nodes, counting calls")
+        res, _, err = _run_worker(["compile", gpath, mpath, "--count-calls"], log)
+        if res is None:
+            runs.append({"workload": w, "size": n, "nodes": gen["nodes"], "error": err})
+        else:
+            calls = {k: v["calls"] for k, v in res["stages"].items()}
+            runs.append({"workload": w, "size": n, "nodes": res["nodes"], "calls": calls})
+            log(f"  work: {w} {n}: {sum(calls.values()) / res['nodes']:.0f} calls a node")
     return {"sizes": list(sizes), "runs": runs}
 
 

@@ -8,13 +8,12 @@ and leave the same attributes on every node and output desc.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+import handwritten_concat as hand
 import pytest
+import synthetic
 from rulepass.compiler.graph_file import graph_from_doc
 from rulepass.compiler.ir import ComputeGraph
 from rulepass.compiler.passes import PassManager, build_pass_manager
@@ -24,23 +23,7 @@ from rulepass.rules import bundled_rules_dir
 
 from rulepass.api import load_graph, load_rules
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 CONCAT = "ConcatNotaskPass"
-
-
-def _module(name: str) -> ModuleType:
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-hand = _module("handwritten_concat")
-synthetic = _module("synthetic")
 
 
 @pytest.fixture(scope="module")

@@ -3,26 +3,10 @@
 from __future__ import annotations
 
 import gc
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
-
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
-
-
-def _bench() -> ModuleType:
-    if "rulepass_bench_run" in sys.modules:
-        return sys.modules["rulepass_bench_run"]
-    spec = importlib.util.spec_from_file_location("rulepass_bench_run", BENCH / "run.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["rulepass_bench_run"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+import run as bench
 
 
 def _calls(n: int) -> int:
@@ -33,7 +17,7 @@ def _calls(n: int) -> int:
 
 
 def _meter(count_calls: bool) -> Any:
-    meter = _bench()._StageMeter(count_calls)
+    meter = bench._StageMeter(count_calls)
     try:
         meter.start("many")
         _calls(5000)
@@ -54,7 +38,6 @@ def test_each_stage_counts_its_own_calls(capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_the_work_table_reads_growth_per_node_beside_time_and_the_machine() -> None:
-    bench = _bench()
     work = {
         "sizes": [1000, 10000],
         "runs": [

@@ -10,14 +10,13 @@ exceeded inside a group) are compared the same way.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+import synthetic
 from rulepass.compiler.graph_file import graph_from_doc, load_graph_text
 from rulepass.compiler.ir import ComputeGraph
 from rulepass.compiler.passes import build_pass_manager
@@ -27,19 +26,6 @@ from rulepass.examples import example_path
 from rulepass.rules import bundled_rules_dir
 
 from rulepass.api import load_graph, load_rules
-
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
-
-
-def _synthetic() -> Any:
-    if "synthetic" in sys.modules:
-        return sys.modules["synthetic"]
-    spec = importlib.util.spec_from_file_location("synthetic", BENCH / "synthetic.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["synthetic"] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def closures_only(rules: RuleSet) -> RuleSet:
@@ -90,7 +76,7 @@ def test_same_decisions_on_the_examples(name: str, rules: RuleSet) -> None:
 
 @pytest.mark.parametrize("workload", ["llm", "split", "cnn"])
 def test_same_decisions_on_synthetic_graphs(workload: str, rules: RuleSet) -> None:
-    assert assert_same(_synthetic().generate(workload, 1500), rules) > 100
+    assert assert_same(synthetic.generate(workload, 1500), rules) > 100
 
 
 @pytest.mark.parametrize("dry_run", [False, True], ids=["applied", "dry-run"])
@@ -99,7 +85,7 @@ def test_same_records_without_explanations(dry_run: bool, rules: RuleSet) -> Non
     for fixture in _fixtures():
         g = graph_from_doc(load_file(fixture, what="fixture").sub(["graph"]), fixture.stem)
         assert_same(g, rules, explain=False, dry_run=dry_run)
-    assert assert_same(_synthetic().generate("llm", 1500), rules, explain=False, dry_run=dry_run) > 100
+    assert assert_same(synthetic.generate("llm", 1500), rules, explain=False, dry_run=dry_run) > 100
 
 
 HOSTILE = """
@@ -429,7 +415,7 @@ def test_the_consumers_of_a_node_with_several_outputs_agree_with_the_closures(
     the getter: a SplitD's consumers over its four outputs, missed at a later output's, agree with the closures."""
     rules, source = generated(tmp_path, "consumers.yaml", CONSUMERS.format(later=later))
     assert re.search(r"\.out_peers\[0\] if len\(r\d+\.out_peers\) == 1 else k\d+\(r\d+\)", source)
-    g = _synthetic().generate("split", 300)
+    g = synthetic.generate("split", 300)
     assert assert_same(g, rules, explain=explain) > 10
     decisions = [d for r in build_pass_manager(rules).run(g.copy(), explain=explain) for d in r.decisions]
     missed = [d for d in decisions if not d.fired]
@@ -459,7 +445,7 @@ def test_the_string_tests_written_inline_agree_with_the_closures(tmp_path: Path)
     closure does, with the arguments in their order (a string is not in its own prefix)."""
     rules, source = generated(tmp_path, "strings.yaml", STRINGS)
     assert ".startswith(" in source and ".endswith(" in source and re.search(r"\(k\d+ in [a-z]\d+\)", source)
-    g = _synthetic().generate("split", 1500)
+    g = synthetic.generate("split", 1500)
     assert assert_same(g, rules, explain=False) > 20
     decisions = [d for r in build_pass_manager(rules).run(g.copy(), explain=False) for d in r.decisions]
 
