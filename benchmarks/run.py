@@ -680,8 +680,9 @@ def render_work(data: dict[str, Any], scale: dict[str, Any] | None = None) -> st
     for w in synthetic.WORKLOADS:
         ok = [r for r in runs if r["workload"] == w]
         for base, r in [(a, b) for i, a in enumerate(ok) for b in ok[i + 1 :]]:
+            # a stage making less than a call a node (the model text written in one call) has no per-node work
             ratios = [
-                f"{_per_node(r, s) / _per_node(base, s):.2f}" if s in r["calls"] and _per_node(base, s) else "—"
+                f"{_per_node(r, s) / _per_node(base, s):.2f}" if s in r["calls"] and _per_node(base, s) >= 1 else "—"
                 for s in shown
             ]
             ta, tb = timed.get((w, base["size"])), timed.get((w, r["size"]))
@@ -1158,7 +1159,9 @@ What it measures: the same workloads and sizes, each compiled once more in a fre
 work done inside one builtin call, such as `json.loads` in *load* or a sort, counts once). How to read it: a
 call count does not depend on the caches, so where calls per node stay flat from size to size (ratio 1.00) the
 code is linear, and what CPU time per node gains beyond that is the memory hierarchy's, which the machine's
-reference walk measures on its own. The profiler's own cost makes these runs slower; their times are not used.
+reference walk measures on its own. A stage making less than a call a node (*write*: the model text, encoded in
+C, written in one call) has no growth to show (—). The profiler's own cost makes these runs slower; their times
+are not used.
 """
 
 MEMORY_TEXT = """## 3. Memory quality: planner versus lower bound and greedy-by-size

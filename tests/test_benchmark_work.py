@@ -41,8 +41,8 @@ def test_the_work_table_reads_growth_per_node_beside_time_and_the_machine() -> N
     work = {
         "sizes": [1000, 10000],
         "runs": [
-            {"workload": "llm", "size": 1000, "nodes": 100, "calls": {"load": 5000, "passes": 2000}},
-            {"workload": "llm", "size": 10000, "nodes": 1000, "calls": {"load": 40000, "passes": 22000}},
+            {"workload": "llm", "size": 1000, "nodes": 100, "calls": {"load": 5000, "passes": 2000, "write": 3}},
+            {"workload": "llm", "size": 10000, "nodes": 1000, "calls": {"load": 40000, "passes": 22000, "write": 3}},
             {"workload": "cnn", "size": 1000, "nodes": 90, "error": "exit code 1: MemoryError"},
         ],
     }
@@ -54,9 +54,10 @@ def test_the_work_table_reads_growth_per_node_beside_time_and_the_machine() -> N
         "reference": [{"size": 1000, "walk": 0.2}, {"size": 10000, "walk": 0.3}],
     }
     text = bench.render_work(work, scale)
-    assert "| llm 1k | 100 | 50 | 20 | **70** |" in text  # calls per node by stage, then in total
-    # load 40 / 50 a node, passes 22 / 20, in all 62 / 70; CPU 130 / 100 µs a node; the walk 0.3 / 0.2
-    assert "| llm 10k vs 1k | 0.80 | 1.10 | **0.89** | 1.30 | 1.50 |" in text
+    assert "| llm 1k | 100 | 50 | 20 | 0.0 | **70** |" in text  # calls per node by stage, then in total
+    # load 40 / 50 a node, passes 22 / 20, write (under a call a node) none, in all 62 / 70; CPU 130 / 100 µs a
+    # node; the walk 0.3 / 0.2
+    assert "| llm 10k vs 1k | 0.80 | 1.10 | — | **0.89** | 1.30 | 1.50 |" in text
     assert "Failed: cnn 1k: exit code 1: MemoryError" in text
     alone = bench.render_work(work)  # no timed run to compare with
-    assert "| llm 10k vs 1k | 0.80 | 1.10 | **0.89** | — | — |" in alone
+    assert "| llm 10k vs 1k | 0.80 | 1.10 | — | **0.89** | — | — |" in alone
