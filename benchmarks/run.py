@@ -705,8 +705,8 @@ def render_work(data: dict[str, Any], scale: dict[str, Any] | None = None) -> st
     if t2:
         out += (
             "\n\nGrowth: calls per node at the larger size divided by the same at the smaller (1.00 = linear), by "
-            "stage and in total; beside it, the same ratio of CPU time per node in the scale section's run (the "
-            "largest on record), and of its machine reference walk, where that run measured both sizes:\n\n" + t2
+            "stage and in total; beside it, where a scale run measured both sizes (on this page, the largest run on "
+            "record), the same ratio of its CPU time per node and of its machine reference walk:\n\n" + t2
         )
     if failed:
         out += "\n\nFailed: " + "; ".join(failed)
@@ -1305,17 +1305,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         log("1. engine overhead")
         sec = record("engine", bench_engine(args.quick, log))
         out += ["## 1. Engine overhead", "", render_engine(sec["data"]), ""]
+    sizes = [s for s in (QUICK_SIZES if args.quick else DEFAULT_SIZES) if s <= args.max_nodes]
+    sizes = sizes or [min(args.max_nodes, 1000)]  # the scale and work sections' graph sizes
     if "scale" in only:
         log("2. scale")
-        sizes = [s for s in (QUICK_SIZES if args.quick else DEFAULT_SIZES) if s <= args.max_nodes]
-        sec = record("scale", bench_scale(sizes or [min(args.max_nodes, 1000)], args.profile, log))
+        sec = record("scale", bench_scale(sizes, args.profile, log))
         out += ["## 2. Scale", "", render_scale(sec["data"]), ""]
         for name, text in sec["data"]["profiles"].items():
             out += [f"cProfile of the {name} compile:", "```", text, "```", ""]
     if "work" in only:
         log("2b. work (calls counted)")
-        sizes = [s for s in (QUICK_SIZES if args.quick else DEFAULT_SIZES) if s <= args.max_nodes]
-        sec = record("work", bench_work(sizes or [min(args.max_nodes, 1000)], log))
+        sec = record("work", bench_work(sizes, log))
         out += ["## 2b. Work", "", render_work(sec["data"], fresh.get("scale", {}).get("data")), ""]
     if "memory" in only:
         log("3. memory quality")
