@@ -247,6 +247,14 @@ class GraphError(Exception):
     """A structural mistake while building a graph (duplicate name, double producer, bad index, cycle)."""
 
 
+def _no_anchor(node: Node, kind: str, index: object) -> str:
+    """The error text for an anchor index that `node` does not have (out of range, or not an integer)."""
+    count = len(node.in_peers if kind == "input" else node.out_peers)
+    if type(index) is not int:
+        return f"node '{node.name}' has {count} {kind}(s); an {kind} index is an integer, not {index!r}"
+    return f"node '{node.name}' has {count} {kind}(s); {kind} {index} does not exist"
+
+
 class ComputeGraph:
     """GE's ComputeGraph: nodes, data and control edges, graph attributes, and owned subgraphs."""
 
@@ -299,10 +307,10 @@ class ComputeGraph:
 
     def add_data_edge(self, src: Node, out_index: int, dst: Node, in_index: int) -> None:
         """Connect `src:out_index` to `dst:in_index` (the input must be free)."""
-        if not 0 <= out_index < len(src.out_peers):
-            raise GraphError(f"node '{src.name}' has {len(src.out_peers)} output(s); output {out_index} does not exist")
-        if not 0 <= in_index < len(dst.in_peers):
-            raise GraphError(f"node '{dst.name}' has {len(dst.in_peers)} input(s); input {in_index} does not exist")
+        if type(out_index) is not int or not 0 <= out_index < len(src.out_peers):
+            raise GraphError(_no_anchor(src, "output", out_index))
+        if type(in_index) is not int or not 0 <= in_index < len(dst.in_peers):
+            raise GraphError(_no_anchor(dst, "input", in_index))
         current = dst.in_peers[in_index]
         if current is not None:
             raise GraphError(
@@ -316,8 +324,8 @@ class ComputeGraph:
     def remove_data_edge(self, dst: Node, in_index: int) -> OutAnchor:
         """Disconnect input `in_index` of `dst` from its producer, which is returned (the input must be
         connected)."""
-        if not 0 <= in_index < len(dst.in_peers):
-            raise GraphError(f"node '{dst.name}' has {len(dst.in_peers)} input(s); input {in_index} does not exist")
+        if type(in_index) is not int or not 0 <= in_index < len(dst.in_peers):
+            raise GraphError(_no_anchor(dst, "input", in_index))
         peer = dst.in_peers[in_index]
         if peer is None:
             raise GraphError(f"input {in_index} of node '{dst.name}' has no producer to disconnect")

@@ -349,23 +349,39 @@ def test_navigation(rich: ComputeGraph) -> None:
 
 
 def test_removing_a_data_edge_disconnects_both_ends(rich: ComputeGraph) -> None:
-    relu, out, concat = (rich.node(n) for n in ("relu", "out", "concat_first"))
+    g = rich.copy()  # the fixture is shared
+    relu, out, concat = (g.node(n) for n in ("relu", "out", "concat_first"))
     assert relu is not None and out is not None and concat is not None
-    before = rich.topological_order()
-    peer = rich.remove_data_edge(out, 1)
+    before = g.topological_order()
+    peer = g.remove_data_edge(out, 1)
     assert (peer.node, peer.index) == (relu, 0)
     assert out.in_anchor(1).peer is None
     assert [str(a) for a in relu.out_anchor(0).consumers] == ["concat_first:in1"]  # the other consumer stays
-    assert rich.edge_count() == (10, 2)
-    assert rich.topological_order() is not before  # the order is worked out again
-    rich.add_data_edge(relu, 0, out, 1)  # the input is free again
-    assert rich.edge_count() == (11, 2)
+    assert g.edge_count() == (10, 2)
+    assert g.topological_order() is not before  # the order is worked out again
+    g.add_data_edge(relu, 0, out, 1)  # the input is free again
+    assert g.edge_count() == (11, 2)
     with pytest.raises(GraphError, match="input 7 does not exist"):
-        rich.remove_data_edge(out, 7)
-    pad = rich.node("pad")
+        g.remove_data_edge(out, 7)
+    pad = g.node("pad")
     assert pad is not None
     with pytest.raises(GraphError, match="input 1 of node 'pad' has no producer"):
-        rich.remove_data_edge(pad, 1)
+        g.remove_data_edge(pad, 1)
+
+
+@pytest.mark.parametrize("bad", ["1", None, 1.0, True])
+def test_an_anchor_index_that_is_not_an_integer_is_a_graph_error(rich: ComputeGraph, bad: Any) -> None:
+    g = rich.copy()  # the fixture is shared
+    relu, out = g.node("relu"), g.node("out")
+    assert relu is not None and out is not None
+    g.remove_data_edge(out, 1)
+    with pytest.raises(GraphError, match=rf"node 'out' has 4 input\(s\); an input index is an integer, not {bad!r}"):
+        g.remove_data_edge(out, bad)
+    with pytest.raises(GraphError, match="an input index is an integer"):
+        g.add_data_edge(relu, 0, out, bad)
+    with pytest.raises(GraphError, match=r"node 'relu' has 1 output\(s\); an output index is an integer"):
+        g.add_data_edge(relu, bad, out, 1)
+    assert out.in_anchor(1).peer is None  # nothing was half-connected
 
 
 def test_a_cycle_is_named_through_data_and_control_edges() -> None:
