@@ -148,6 +148,7 @@ _NUMERIC = ("int", "float", "bool")
 _ATOM = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a local, a constant, None/True/False
 _ARITH = {"-": "-", "*": "*", "/": "/", "//": "//", "%": "%"}
 _ORDER = ("<", "<=", ">", ">=")
+_FLAG_READ = re.compile(r"\((c\d+)\.get\(k\d+\) is True\)")  # a bool attribute read from a shared dict local
 
 
 class _Gen:
@@ -199,6 +200,8 @@ class _Gen:
         # the element local of a loop over an indexed list -> (owner local, position local, maker constant, form):
         # the element is `maker(owner, position)`, made only where its value is needed
         self.indexed: dict[str, tuple[str, str, str, IndexedList]] = {}
+        self.attr_locals: set[str] = set()  # the memo locals holding an attribute dict (see `attrs_dict`)
+        self.literal_sets: dict[int, frozenset[Any]] = {}  # id(comparison) -> its literal list as a set
 
     # ---- emission ------------------------------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -404,7 +407,10 @@ class _Gen:
         decided, and actions only write into it."""
         k = self.key(holder)
         local = self.shared(("attrs", k[0]), k[1]) if k is not None else None
-        return None if local is None else self.memoised(local, lambda: f"({form.format(value)})")
+        if local is None:
+            return None
+        self.attr_locals.add(local)
+        return self.memoised(local, lambda: f"({form.format(value)})")
 
     def shared(self, key: object, level: int) -> str | None:
         """The memo local of the sub-expression `key` (of scope `level`) when it repeats, made on first use;
@@ -624,19 +630,41 @@ class _Gen:
             if len(self.lines) == mark:
                 pending.append(v)
                 continue
-            head = [] if pending == [t] else [f"{t} = {f' {n.op} '.join(pending)}"]
+            head = [] if pending == [t] else [f"{t} = {self.fuse(pending, n.op)}"]
             head.append(f"if {t}:" if n.op == "and" else f"if not {t}:")
             self.lines[mark:mark] = ["    " * self.depth + line for line in head]
             with self.indent():
                 self.emit(f"{t} = {v}")
             pending = [t]
         if pending != [t]:
-            self.emit(f"{t} = {f' {n.op} '.join(pending) if len(pending) > 1 else pending[0]}")
+            self.emit(f"{t} = {self.fuse(pending, n.op)}")
         # where the chain came out as it does when every block ran (true for `and`, false for `or`), all did
         self.complete[t] = (n.op == "and", set(self.done))
         self.done = after
 
+    def fuse(self, operands: list[str], op: str) -> str:
+        """Bool operands joined by `op`. In an `or`, a run of flag reads of one attribute dict (`D.get(k) is
+        True`, false for every key of an empty dict) is skipped as a whole when the dict is empty, the usual
+        case for a GE op (the catalogue's `attrs_inline` names the entity's attribute dict, so `D` is a dict)."""
+        if op == "or" and len(operands) > 1:
+            runs: list[tuple[str | None, list[str]]] = []
+            for v in operands:
+                m = _FLAG_READ.fullmatch(v)
+                d = m.group(1) if m is not None and m.group(1) in self.attr_locals else None
+                if d is not None and runs and runs[-1][0] == d:
+                    runs[-1][1].append(v)
+                else:
+                    runs.append((d, [v]))
+            operands = [
+                f"(({' or '.join(vs)}) if {d} else False)" if d is not None and len(vs) > 1 else " or ".join(vs)
+                for d, vs in runs
+            ]
+        return f" {op} ".join(operands)
+
     def compare(self, n: ast.Compare) -> str:
+        members = self.literal_set(n)
+        if members is not None:  # a hash lookup, with the list's answer for every such value
+            return f"({self.expr(n.left)} {n.op} {self.const(members)})"
         a, b = self.seq([n.left, n.right], (False, n.op in ("in", "not in")))  # membership reads the elements
         if n.op in ("==", "!=") and "None" in (a, b):  # no value of the language equals null but null itself
             return f"({a} {'is' if n.op == '==' else 'is not'} {b})"
@@ -645,6 +673,24 @@ class _Gen:
         assert n.op in _ORDER
         plain = all(self.res.type_of(x).name in (*_NUMERIC, "str") for x in (n.left, n.right))
         return f"({a} {n.op} {b})" if plain else f"bool({a} {n.op} {b})"
+
+    def literal_set(self, n: ast.Compare) -> frozenset[Any] | None:
+        """For `x in [literals]` where x is a scalar (a string, number or bool, or null) and the literals are too:
+        the literals as a set (one per comparison), which answers as the list does, since these values hash as
+        they compare; else None (a list or an entity on the left keeps the list's `==` scan)."""
+        right, t = n.right, self.res.type_of(n.left)
+        if (
+            n.op not in ("in", "not in")
+            or not isinstance(right, ast.ListLit)
+            or t.is_list
+            or t.name not in (*_NUMERIC, "str")
+            or not all(isinstance(i, ast.Lit) and isinstance(i.value, (str, int, float)) for i in right.items)
+        ):
+            return None
+        got = self.literal_sets.get(id(n))
+        if got is None:
+            got = self.literal_sets[id(n)] = frozenset(i.value for i in right.items)  # type: ignore[attr-defined]
+        return got
 
     def loop_head(self, coll: str, var_local: str) -> None:
         """`for` over `coll`, its length charged to the budget (`len` of null raises: a fault); over the

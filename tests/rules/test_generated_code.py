@@ -606,3 +606,102 @@ def test_a_shared_attribute_dict_is_read_only_where_the_reads_are_reached(tmp_pa
     assert assert_same(g, rules) == 1
     (d,) = [d for r in build_pass_manager(rules).run(g) for d in r.decisions]
     assert d.fired and d.error is None
+
+
+FLAG_RUNS = """
+rules:
+  - name: FlagRuns
+    match: [ConcatD]
+    checks:
+      - name: Producers
+        for_each: i in node.inputs
+        where: i.connected
+        checks:
+          - name: Flags
+            reject_if: >
+              i.peer.node.attr_bool('a') or i.peer.node.attr_bool('b') or i.peer.node.attr_bool('c')
+              or i.peer.node.attr_int('n', 0) > 2 or i.peer.node.attr_bool('d')
+"""
+
+FLAG_RUNS_GRAPH = {
+    "nodes": [
+        {"name": "plain", "type": "ReLU", "outputs": ["float16[16,16]"]},
+        {"name": "other", "type": "ReLU", "attrs": {"x": True}, "outputs": ["float16[16,16]"]},
+        {"name": "not_bools", "type": "ReLU", "attrs": {"a": 1, "b": "true", "c": [True]},
+         "outputs": ["float16[16,16]"]},
+        {"name": "flag_c", "type": "ReLU", "attrs": {"a": False, "c": True}, "outputs": ["float16[16,16]"]},
+        {"name": "big_n", "type": "ReLU", "attrs": {"n": 3}, "outputs": ["float16[16,16]"]},
+        {"name": "flag_d", "type": "ReLU", "attrs": {"d": True}, "outputs": ["float16[16,16]"]},
+        {"name": "c1", "type": "ConcatD", "inputs": ["plain", "other"], "outputs": ["float16[32,16]"]},
+        {"name": "c2", "type": "ConcatD", "inputs": ["not_bools", "plain"], "outputs": ["float16[32,16]"]},
+        {"name": "c3", "type": "ConcatD", "inputs": ["plain", "flag_c"], "outputs": ["float16[32,16]"]},
+        {"name": "c4", "type": "ConcatD", "inputs": ["big_n", "plain"], "outputs": ["float16[32,16]"]},
+        {"name": "c5", "type": "ConcatD", "inputs": ["plain", "flag_d"], "outputs": ["float16[32,16]"]},
+    ]
+}  # fmt: skip
+
+
+def test_a_run_of_flag_reads_is_skipped_on_an_empty_attribute_dict(tmp_path: Path) -> None:
+    """`attr_bool(a) or attr_bool(b) or attr_bool(c)` on one holder reads nothing when its dict is empty (the
+    usual op); values that are not `true` stay false, and reads outside the run keep their own place."""
+    rules, source = generated(tmp_path, "flags.yaml", FLAG_RUNS)
+    run = re.search(r"\(\((\(c\d+\.get\(k\d+\) is True\)(?: or )?){3}\) if (c\d+) else False\)", source)
+    assert run is not None, source
+    assert source.count(f"if {run.group(2)} else False") == 1  # attr_bool('d') stands alone after attr_int
+    g = load_graph_text(json.dumps(FLAG_RUNS_GRAPH))
+    assert assert_same(g, rules) == 5
+    got = {d.node: d.check for r in build_pass_manager(rules).run(g) for d in r.decisions}
+    assert got == {"c1": None, "c2": None, "c3": "Flags", "c4": "Flags", "c5": "Flags"}
+
+
+MEMBERSHIP = """
+rules:
+  - name: Membership
+    match: [ConcatD]
+    checks:
+      - name: Type
+        require: node.type in ['ConcatD', 'ConcatV2D']
+      - name: Number
+        reject_if: node.attr_int('n', 0) in [3, 4.0]
+      - name: Flag
+        reject_if: node.attr_bool('f') in [true]
+      - name: Text
+        reject_if: node.attr_str('s', '') not in ['', 'ok']
+      - name: Lists
+        reject_if: node.attr_ints('l') in [[7]]
+"""
+
+
+@pytest.mark.parametrize(
+    "attrs,check",
+    [
+        ({}, None),
+        ({"n": 3}, "Number"),
+        ({"n": 4}, "Number"),  # 4 == 4.0, and they hash alike
+        ({"n": 5}, None),
+        ({"f": True}, "Flag"),
+        ({"f": 1}, None),  # not a bool: attr_bool reads false
+        ({"s": "ok"}, None),
+        ({"s": "no"}, "Text"),
+        ({"l": [7]}, "Lists"),
+    ],
+)
+def test_membership_in_a_list_of_literals_answers_as_the_list(
+    attrs: dict[str, Any], check: str | None, tmp_path: Path
+) -> None:
+    """A scalar's `in [literals]` is a set lookup in the generated code (a list on the left keeps the list's
+    scan), with the list's answer: numbers that compare equal match."""
+    rules, _ = generated(tmp_path, "membership.yaml", MEMBERSHIP)
+    fast = rules.rules[0].fast
+    assert fast is not None
+    assert sum(isinstance(v, frozenset) for v in fast.fn.__defaults__ or ()) == 4  # Lists keeps its list
+    graph = {
+        "nodes": [
+            {"name": "r", "type": "ReLU", "outputs": ["float16[16,16]"]},
+            {"name": "c", "type": "ConcatD", "attrs": attrs, "inputs": ["r", "r"], "outputs": ["float16[32,16]"]},
+        ]
+    }
+    g = load_graph_text(json.dumps(graph))
+    assert assert_same(g, rules) == 1
+    (d,) = [d for r in build_pass_manager(rules).run(g) for d in r.decisions]
+    assert d.check == check
