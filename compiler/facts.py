@@ -534,6 +534,13 @@ def ge_catalogue() -> Catalogue:
             "Node/2": "{0}.op.attrs.get({1}) is True",
             "TensorDesc/2": "{0}.attrs.get({1}) is True",
             "Graph/2": "{0}.attrs.get({1}) is True",
+            # with a literal default: only the other bool decides
+            "Node/3/true": "{0}.op.attrs.get({1}) is not False",
+            "TensorDesc/3/true": "{0}.attrs.get({1}) is not False",
+            "Graph/3/true": "{0}.attrs.get({1}) is not False",
+            "Node/3/false": "{0}.op.attrs.get({1}) is True",
+            "TensorDesc/3/false": "{0}.attrs.get({1}) is True",
+            "Graph/3/false": "{0}.attrs.get({1}) is True",
             # with a default: the stored value when it is a bool
             "Node/3": "{t} if ({t} := {0}.op.attrs.get({1})) is True or {t} is False else {2}",
             "TensorDesc/3": "{t} if ({t} := {0}.attrs.get({1})) is True or {t} is False else {2}",

@@ -158,11 +158,13 @@ INLINE_BUILTINS = frozenset({"len", "list", "isinstance", "int", "min"})
 
 
 def _check_inline(helper: str, key: str, template: str) -> None:
-    """A helper's inline form, keyed `<first argument's type>/<argument count>`: see `check_template` (`{f}`
-    is the helper itself, e.g. for the uncommon case of a form that shortcuts the common one)."""
-    etype, _, count = key.partition("/")
-    if not etype or not count.isdigit():
-        raise ValueError(f"helper '{helper}': inline key '{key}' is not '<type>/<argument count>'")
+    """A helper's inline form, keyed `<first argument's type>/<argument count>`, or with `/true` or `/false`
+    after it for a call whose last argument is that literal: see `check_template` (`{f}` is the helper itself,
+    e.g. for the uncommon case of a form that shortcuts the common one)."""
+    etype, _, rest = key.partition("/")
+    count, _, literal = rest.partition("/")
+    if not etype or not count.isdigit() or literal not in ("", "true", "false"):
+        raise ValueError(f"helper '{helper}': inline key '{key}' is not '<type>/<argument count>[/true|/false]'")
     check_template(f"helper '{helper}'", template, int(count), helper=True)
 
 
@@ -227,7 +229,8 @@ class HelperSpec:
     # pure and costly: while deciding one candidate (the graph does not change), the engine may reuse its
     # result for equal (hashable) arguments
     memo: bool = False
-    # what generated code may write instead of the call, by "<first argument's static type>/<argument count>":
+    # what generated code may write instead of the call, by "<first argument's static type>/<argument count>"
+    # (a key ending "/true" or "/false" serves a call whose last argument is that literal, before the plain one):
     # a Python expression over the arguments {0}, {1}, ... (and a temporary {t}) with the same value (or a fault
     # where the call raises), written by the domain; `check_template` checks it when registered
     inline: Mapping[str, str] = field(default_factory=dict)

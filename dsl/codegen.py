@@ -480,7 +480,13 @@ class _Gen:
                 return f"len({args[0]})"
             first = n.receiver if n.receiver is not None else (n.args[0] if n.args else None)
             first_t = self.res.type_of(first) if first is not None else None
-            template = helper.inline.get(f"{first_t.name}/{len(args)}") if first_t and not first_t.nullable else None
+            template = None
+            if first_t and not first_t.nullable:
+                key = f"{first_t.name}/{len(args)}"
+                last = n.args[-1] if n.args else None
+                if isinstance(last, ast.Lit) and isinstance(last.value, bool):  # a form for that literal first
+                    template = helper.inline.get(f"{key}/{'true' if last.value else 'false'}")
+                template = template or helper.inline.get(key)
             if template is not None:  # the domain's inline form: same value, a fault where the call raises
                 form = self.res.attr_dicts.get(id(n))
                 if form is not None and first is not None:
@@ -849,13 +855,14 @@ class _Gen:
                     self.open_scope(len(groups) + 1)
                     self.reset_lets(c.lets, len(groups) + 1)
                 assert c.expr is not None
+                # the test inside the `try`, on the value as it stands (a fused expression needs no local)
                 self.emit("try:")
                 with self.indent():
-                    v = self.atom(self.expr(c.expr.node))
+                    v = self.expr(c.expr.node)
+                    self.emit(f"if {'not ' if c.kind == 'require' else ''}{v}:")
+                    with self.indent():
+                        self.emit(f"return ({k}, {FAILED}, s, {vals})")
                 self.catch(k, vals)
-                self.emit(f"if {'not ' if c.kind == 'require' else ''}{v}:")
-                with self.indent():
-                    self.emit(f"return ({k}, {FAILED}, s, {vals})")
                 passing, done = self.complete.get(v, (None, set()))
                 if passing == (c.kind == "require"):  # past the check, every block of its chain ran
                     self.done |= done

@@ -628,6 +628,14 @@ def test_inline_forms_with_anything_else_are_refused(template: str) -> None:
         cat.add_helper("h", "x: any, y: any", "bool", "A helper.", lambda x, y: True, inline={"Node/2": template})
 
 
+@pytest.mark.parametrize("key", ["Node", "Node/x", "/2", "Node/2/maybe", "Node/2/True", "Node/2/true/false"])
+def test_an_inline_key_names_a_type_a_count_and_at_most_a_bool_literal(key: str) -> None:
+    cat = Catalogue()
+    cat.add_helper("ok", "x: any, y: bool", "bool", "A helper.", lambda x, y: y, inline={"Node/2/true": "{1}"})
+    with pytest.raises(ValueError, match="is not '<type>/<argument count>"):
+        cat.add_helper("h", "x: any, y: bool", "bool", "A helper.", lambda x, y: y, inline={key: "{1}"})
+
+
 def test_a_helpers_inline_form_may_call_the_helper_and_a_fields_may_not() -> None:
     cat = Catalogue()
     cat.add_helper("g", "x: any", "bool", "A helper.", bool, inline={"Node/1": "{0}.name == 'x' or {0}.name == \"y\""})

@@ -565,7 +565,7 @@ def test_attribute_reads_of_one_holder_share_its_dict(tmp_path: Path) -> None:
     rules, source = generated(tmp_path, "attrs.yaml", ATTRS)
     # the producer's dict is read once for its five reads; the desc's one read keeps its own form
     assert len(re.findall(r"\.op\.attrs\b", source)) == 1, source
-    assert re.search(r"\.attrs\.get\(k\d+\)\) is True or", source)
+    assert re.search(r"\)\.attrs\.get\(k\d+\) is not False", source)  # the desc read, in its own form
     g = load_graph_text(json.dumps(ATTRS_GRAPH))
     assert assert_same(g, rules) == 5
     got = {d.node: d.check for r in build_pass_manager(rules).run(g) for d in r.decisions}
@@ -701,6 +701,59 @@ def test_membership_in_a_list_of_literals_answers_as_the_list(
             {"name": "c", "type": "ConcatD", "attrs": attrs, "inputs": ["r", "r"], "outputs": ["float16[32,16]"]},
         ]
     }
+    g = load_graph_text(json.dumps(graph))
+    assert assert_same(g, rules) == 1
+    (d,) = [d for r in build_pass_manager(rules).run(g) for d in r.decisions]
+    assert d.check == check
+
+
+DEFAULTS = """
+rules:
+  - name: Defaults
+    match: [ConcatD]
+    checks:
+      - name: Producers
+        for_each: i in node.inputs
+        where: i.connected
+        checks:
+          - name: Lock
+            require: i.peer.desc.attr_bool('ok', true)
+          - name: Flag
+            reject_if: i.peer.node.attr_bool('f', false)
+          - name: Either
+            require: i.peer.node.attr_bool('g', i.index <= 1)
+"""
+
+
+@pytest.mark.parametrize(
+    "desc_attrs,node_attrs,check",
+    [
+        ({}, {}, None),
+        ({"ok": False}, {}, "Lock"),
+        ({"ok": True}, {}, None),
+        ({"ok": 0}, {}, None),  # not a bool: the default
+        ({"ok": "false"}, {}, None),
+        ({}, {"f": True}, "Flag"),
+        ({}, {"f": 1}, None),
+        ({}, {"f": False}, None),
+        ({}, {"g": False}, "Either"),  # a default that is not a literal keeps the general form
+        ({}, {"g": "yes"}, None),
+    ],
+)
+def test_a_bool_attribute_with_a_literal_default_reads_as_the_helper(
+    desc_attrs: dict[str, Any], node_attrs: dict[str, Any], check: str | None, tmp_path: Path
+) -> None:
+    """`attr_bool(name, true)` and `attr_bool(name, false)` have forms of their own (only the other bool
+    decides); a default computed at run time keeps the general one. All agree with the closures."""
+    rules, source = generated(tmp_path, "defaults.yaml", DEFAULTS)
+    assert re.search(r"\.attrs\.get\(k\d+\) is not False", source) and ":= " in source
+    graph = {
+        "nodes": [
+            {"name": "p", "type": "ReLU", "attrs": node_attrs,
+             "outputs": [{"dtype": "float16", "shape": [16, 16], "attrs": desc_attrs}]},
+            {"name": "c", "type": "ConcatD", "inputs": ["p", "p:0"], "outputs": ["float16[32,16]"]},
+        ]
+    }  # fmt: skip
     g = load_graph_text(json.dumps(graph))
     assert assert_same(g, rules) == 1
     (d,) = [d for r in build_pass_manager(rules).run(g) for d in r.decisions]
