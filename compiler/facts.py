@@ -273,7 +273,8 @@ def reshape_mask(desc: TensorDesc) -> int:
 
 def aligned_shape(desc: TensorDesc) -> list[int] | None:
     """GetAlignedShape for a desc (origin format -> format, origin shape, dtype, mask); null where GE fails."""
-    key = (desc.origin_format, desc.format, len(desc.origin_shape), desc.dtype, reshape_mask(desc))
+    mask = reshape_mask(desc) if desc.attrs else 0  # no attribute, the usual desc: no call
+    key = (desc.origin_format, desc.format, len(desc.origin_shape), desc.dtype, mask)
     a = _ALIGNED.get(key, _UNKNOWN)
     if a is _UNKNOWN:
         if len(_ALIGNED) >= _TABLE_LIMIT:  # graphs name few format pairs; a flood of odd ones must not grow it
@@ -285,7 +286,7 @@ def aligned_shape(desc: TensorDesc) -> list[int] | None:
 
 def axis_map(desc: TensorDesc) -> AxisLists | None:
     """TransferDims for a desc; null where GE fails."""
-    key = (desc.origin_format, desc.format, len(desc.origin_shape), reshape_mask(desc))
+    key = (desc.origin_format, desc.format, len(desc.origin_shape), reshape_mask(desc) if desc.attrs else 0)
     m = _AXIS_MAPS.get(key, _UNKNOWN)
     if m is _UNKNOWN:
         if len(_AXIS_MAPS) >= _TABLE_LIMIT:
