@@ -16,7 +16,8 @@ on record (e.g. one with `--max-nodes 1000000`) is kept beside a smaller default
    work    — the same graphs compiled again under cProfile, counting every stage's calls per node: work that
              the caches do not change, so its growth from size to size is the code's own (1.00 = linear).
 3. memory  — the feature-map arena of the offset planner versus the lower bound and versus greedy-by-size
-             (`assign_memory(..., baseline=True)`), and the time per plan.
+             (`assign_memory(..., baseline=True)`), and the time per plan, on the light models and the
+             synthetic graphs at 10k nodes and every larger scale size up to `--max-nodes`.
 4. savings — per real model: concats made virtual, tasks and feature-map bytes with and without the no-task
              passes, copy bytes avoided.
 """
@@ -865,8 +866,10 @@ def timed_planners() -> Iterator[dict[str, float]]:
             setattr(assign_mod, k, fn)
 
 
-def bench_memory(quick: bool, log: Callable[[str], None]) -> dict[str, Any]:
-    """Planner vs lower bound vs greedy-by-size on every light model and the synthetic graphs."""
+def bench_memory(quick: bool, log: Callable[[str], None], sizes: Sequence[int] = ()) -> dict[str, Any]:
+    """Planner vs lower bound vs greedy-by-size on every light model and the synthetic graphs (at 10k nodes,
+    2k with `quick`, and at each larger size in `sizes`: where the planner's fixed search budgets run out, the
+    table shows what that costs in arena size). Graphs above 10k nodes are planned once, not best of 3."""
     from rulepass.compiler.memory.assign import assign_memory
     from rulepass.compiler.memory.verify import verify_plan
     from rulepass.compiler.streams import assign_streams
@@ -876,18 +879,20 @@ def bench_memory(quick: bool, log: Callable[[str], None]) -> dict[str, Any]:
     for p in light_models():
         for fm in ("keep",) if quick else ("keep", "ascend"):
             cases.append((f"{model_name(p)} ({fm})", lambda p=p, fm=fm: load_graph(p, onnx_formats=fm)))
-    n = 2_000 if quick else 10_000
-    for w in synthetic.WORKLOADS:
-        cases.append((f"synthetic {w} {n // 1000}k", lambda w=w: synthetic.generate(w, n)))
+    small = 2_000 if quick else 10_000
+    for n in sorted({small, *(s for s in sizes if s > small)}):
+        for w in synthetic.WORKLOADS:
+            cases.append((f"synthetic {w} {n // 1000}k", lambda w=w, n=n: synthetic.generate(w, n)))
     rows = []
     for label, make in cases:
         g = make()
+        reps = 1 if quick or len(g.all_nodes()) > 10_000 else 3
         optimize(g, rules)
         events = assign_streams(g).event_pairs()
         out: dict[str, Any] = {"case": label, "nodes": len(g.all_nodes())}
         for kind, baseline in (("plan", False), ("greedy", True)):
             best: float | None = None
-            for _ in range(1 if quick else 3):
+            for _ in range(reps):
                 with timed_planners() as acc:
                     t0 = time.perf_counter()
                     mp = assign_memory(g, events=events, baseline=baseline)
@@ -904,8 +909,10 @@ def bench_memory(quick: bool, log: Callable[[str], None]) -> dict[str, Any]:
                 "assign_s": best,
                 "offsets_s": inner,
                 "safe": not verify_plan(g, mp, events=events),
+                "runs": reps,
             }
         rows.append(out)
+        del g, mp, events  # the next (maybe a million-node) graph is made without this one alive
         p, gr = out["plan"], out["greedy"]
         log(
             f"  memory: {label}: plan {fmt_bytes(p['arena'])} (lb {fmt_bytes(p['lower_bound'])}), "
@@ -973,6 +980,19 @@ def render_memory(data: dict[str, Any]) -> str:
         f"greedy-by-size{'' if not worse else ' except on ' + ', '.join(worse)}; its largest gain over greedy is "
         f"{100 * max(gains, default=0):.1f}% of the greedy arena (median {100 * statistics.median(gains or [0]):.1f}%)."
     )
+    by_size: dict[str, list[str]] = {}
+    for r in rows:
+        m = re.fullmatch(r"synthetic (\w+) (\d+k)", r["case"])
+        if m is not None:
+            lb = r["plan"]["lower_bound"]
+            planner, greedy = _ratio(r["plan"]["arena"], lb), _ratio(r["greedy"]["arena"], lb)
+            by_size.setdefault(m.group(1), []).append(f"{planner} ({m.group(2)}; greedy {greedy})")
+    if any(len(v) > 1 for v in by_size.values()):
+        summary += (
+            " Planner / LB of the synthetic graphs as they grow: "
+            + "; ".join(f"{w} {' → '.join(v)}" for w, v in by_size.items())
+            + "."
+        )
     return t + "\n\n" + summary
 
 
@@ -1172,8 +1192,11 @@ with TransData) and the synthetic graphs, the graph is optimised (all rules) and
 again with `baseline=True` (greedy by size, first fit: `greedy_best_fit`). The lower bound is the largest total
 size live at one step. How to read it: *planner / LB* = 1.0000 is optimal; *planner / greedy* below 1 is what
 the planner gains over the usual heuristic. *planner ms* / *greedy ms* time the offset placement alone,
-*assign ms* the whole `assign_memory` (schedule, lifetimes, layouts, placement); best of 3. *safe*: the
-independent verifier (`verify_plan`) finds no violation in either plan.
+*assign ms* the whole `assign_memory` (schedule, lifetimes, layouts, placement); best of 3 (one run for a graph
+above 10k nodes). *safe*: the independent verifier (`verify_plan`) finds no violation in either plan. The
+synthetic graphs are planned at 10k nodes and, when the run is given `--max-nodes`, at every larger size up to
+it: the planner's searches have fixed budgets (`PAIR_LIMIT`, the exact search's work units), which a larger graph
+runs out of, and those rows show what that costs in arena size.
 """
 
 MEMPLAN_TEXT = """### Planner on the shared instances (`benchmarks/memplan_bench.py`)
@@ -1319,7 +1342,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         out += ["## 2b. Work", "", render_work(sec["data"], fresh.get("scale", {}).get("data")), ""]
     if "memory" in only:
         log("3. memory quality")
-        data = bench_memory(args.quick, log)
+        data = bench_memory(args.quick, log, sizes)
         data["memplan"] = bench_memplan(log) if not args.quick else {"text": "", "missing": True}
         sec = record("memory", data)
         out += ["## 3. Memory quality", "", render_memory(data), ""]
