@@ -362,6 +362,13 @@ def graph_from_doc(doc: YamlDoc, default_name: str) -> ComputeGraph:
         kinds = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list"}
         kind = kinds.get(type(doc.data), "a scalar")
         raise error("graph", f"the graph file holds {kind}; expected a mapping with 'nodes'", doc.span(()))
+    if "nodes" not in doc.data and "graph" in doc.data and "expect" in doc.data:
+        raise error(
+            "graph",
+            "this is a rule fixture (a graph under 'graph' and its expected decisions under 'expect'), not a graph "
+            "file; run it with `rulepass test FILE`, or give the graph on its own",
+            doc.span(("graph",), key=True),
+        )
     diags = schema_diagnostics(doc, SCHEMA_PACKAGE, SCHEMA_NAME, what="the graph file")
     if diags:
         raise RulepassError([_with_context(doc, d) for d in diags])
