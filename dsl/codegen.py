@@ -148,6 +148,7 @@ _NUMERIC = ("int", "float", "bool")
 _ATOM = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a local, a constant, None/True/False
 _ARITH = {"-": "-", "*": "*", "/": "/", "//": "//", "%": "%"}
 _ORDER = ("<", "<=", ">", ">=")
+_CONDITIONAL = re.compile(r"\b(?:if|and|or)\b")  # an inline form that may leave an argument unevaluated
 _FLAG_READ = re.compile(r"\((c\d+)\.get\(k\d+\) is True\)")  # a bool attribute read from a shared dict local
 
 
@@ -202,6 +203,10 @@ class _Gen:
         self.indexed: dict[str, tuple[str, str, str, IndexedList]] = {}
         self.attr_locals: set[str] = set()  # the memo locals holding an attribute dict (see `attrs_dict`)
         self.literal_sets: dict[int, frozenset[Any]] = {}  # id(comparison) -> its literal list as a set
+        # the `hf` flags of kept let values, and those that can be set (a value computed when kept, which may
+        # fault); the others, always false, are left out of the function with their tests
+        self.flags: list[str] = []
+        self.faulting: set[str] = set()
 
     # ---- emission ------------------------------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -236,19 +241,37 @@ class _Gen:
         """A loop body: it may run no time, or again after computing something."""
         return _Indent(self, branch=True, loop=True)
 
-    def memoised(self, local: str, compute: Callable[[], str]) -> str:
-        """`local`, computed by `compute` (which emits statements and returns the value) unless known done."""
+    def memoised(self, local: str, compute: Callable[[], str], fuse: bool = False) -> str:
+        """`local`, computed by `compute` (which emits statements and returns the value) unless known done.
+
+        With `fuse`, a computation that needs no statement is returned as an expression, `(local := value)` (or,
+        where an earlier path may have computed it, `(local if local is not _U else (local := value))`), so the
+        expression around it stays one expression: it is computed where it stands, and every later read comes
+        after it (an `and`/`or` chain goes left to right; a branch forgets what it computed; an inline form that
+        may skip an argument takes it as a statement, see `inline`)."""
         if local in self.done:
             return local
         if local not in self.touched and self.birth.get(local, 0) >= self.loop_depth:
-            self.emit(f"{local} = {compute()}")  # computed on no path to here: no test, no reset needed
-        else:
-            self.tested.add(local)
-            self.emit(f"if {local} is _U:")
-            with self.branch():
-                self.emit(f"{local} = {compute()}")
+            mark = len(self.lines)
+            value = compute()
+            self.done.add(local)
+            self.touched.add(local)
+            if fuse and len(self.lines) == mark:
+                return f"({local} := {value})"
+            self.emit(f"{local} = {value}")  # computed on no path to here: no test, no reset needed
+            return local
+        self.tested.add(local)
+        mark = len(self.lines)
+        with self.branch():
+            value = compute()
+            fused = fuse and len(self.lines) == mark
+            if not fused:
+                self.emit(f"{local} = {value}")
         self.done.add(local)
         self.touched.add(local)
+        if fused:  # computed on some path: the test, in the expression
+            return f"({local} if {local} is not _U else ({local} := {value}))"
+        self.lines.insert(mark, "    " * self.depth + f"if {local} is _U:")
         return local
 
     def forget(self, locals_: Sequence[str], depth: int) -> None:
@@ -358,7 +381,7 @@ class _Gen:
         """The value of `let` b where it is read (computed on first use)."""
         if self.shared_memo(b):
             return self.expr(b.expr.node)
-        return self.memoised(self.let_local(b), lambda: self.expr(b.expr.node))
+        return self.memoised(self.let_local(b), lambda: self.expr(b.expr.node), fuse=True)
 
     def let_local(self, b: Binding) -> str:
         name = self.memo.get(id(b))
@@ -398,7 +421,7 @@ class _Gen:
         if form is not None:  # the view and the copy are different values
             key = ("view", key)
         local = self.shared(key, level)
-        return compute() if local is None else self.memoised(local, compute)
+        return compute() if local is None else self.memoised(local, compute, fuse=True)
 
     def attrs_dict(self, holder: ast.Node, value: str, form: str) -> str | None:
         """The local holding the attribute dict of `holder` (whose value is `value`; `form` the entity's inline
@@ -534,8 +557,8 @@ class _Gen:
             return f"({a} {_ARITH[n.op]} {b})"
         t = self.fresh()
         if isinstance(n, ast.BoolOp):
-            self.boolop(n, t)
-        elif isinstance(n, ast.IfElse):
+            return self.boolop(n, t)
+        if isinstance(n, ast.IfElse):
             c = self.expr(n.cond)
             self.emit(f"if {c}:")
             with self.branch():
@@ -585,8 +608,9 @@ class _Gen:
         """A catalogue inline form applied to `args` (an argument used twice is evaluated once, into a local;
         `{t}` becomes a fresh temporary, a helper's `{f}` the constant `fn` holding the helper)."""
         used = [template.count(f"{{{i}}}") for i in range(len(args))]
-        if any(k > 1 for k in used):
-            args = [self.atom(a) for a in args]  # in order
+        if any(k > 1 for k in used) or (any(":=" in a for a in args) and _CONDITIONAL.search(template)):
+            # in order; a memo first computed in an argument the form may skip is computed before it instead
+            args = [self.atom(a) for a in args]
         return f"({template.format(*args, t=self.fresh(), f=fn)})"
 
     def seq(self, nodes: Sequence[ast.Node], views: Sequence[bool] = ()) -> list[str]:
@@ -622,11 +646,13 @@ class _Gen:
         t = self.res.type_of(n)
         return v if t.name == "bool" and not t.nullable else f"bool({v})"
 
-    def boolop(self, n: ast.BoolOp, t: str) -> None:
+    def boolop(self, n: ast.BoolOp, t: str) -> str:
         """`a and b and c` as `t = a`, then `if t: t = b`, `if t: t = c` (flat: once `t` decides, the rest is
         skipped, and a long chain nests no deeper than two); operands that need no statements are fused into
-        one Python `and`/`or` (they are bools, so the value is the same)."""
-        pending = [self.truth(n.operands[0])]
+        one Python `and`/`or` (they are bools, so the value is the same), and a chain of such operands only is
+        returned as that expression, for the expression around it to take in. Returns the value."""
+        pending = [self.truth(n.operands[0])]  # its statements run whenever the chain does
+        blocks = False
         # each block runs only if the one before it ran: what one computes, the next may take as done
         after = set(self.done)
         for op in n.operands[1:]:
@@ -636,17 +662,23 @@ class _Gen:
             if len(self.lines) == mark:
                 pending.append(v)
                 continue
+            blocks = True
             head = [] if pending == [t] else [f"{t} = {self.fuse(pending, n.op)}"]
             head.append(f"if {t}:" if n.op == "and" else f"if not {t}:")
             self.lines[mark:mark] = ["    " * self.depth + line for line in head]
             with self.indent():
                 self.emit(f"{t} = {v}")
             pending = [t]
+        value = t
         if pending != [t]:
-            self.emit(f"{t} = {self.fuse(pending, n.op)}")
+            if not blocks:  # no operand after the first needed a statement: one expression
+                value = f"({self.fuse(pending, n.op)})"
+            else:
+                self.emit(f"{t} = {self.fuse(pending, n.op)}")
         # where the chain came out as it does when every block ran (true for `and`, false for `or`), all did
-        self.complete[t] = (n.op == "and", set(self.done))
+        self.complete[value] = (n.op == "and", set(self.done))
         self.done = after
+        return value
 
     def fuse(self, operands: list[str], op: str) -> str:
         """Bool operands joined by `op`. In an `or`, a run of flag reads of one attribute dict (`D.get(k) is
@@ -889,9 +921,8 @@ class _Gen:
                 if c.where is not None:
                     self.emit("try:")
                     with self.indent():
-                        w = self.atom(self.expr(c.where.node))
+                        self.emit(f"if not {self.expr(c.where.node)}: continue")
                     self.catch(k, vals)
-                    self.emit(f"if not {w}: continue")
                 self.checks(cc.subs, here, (*groups, cc))
                 if kept is not None:
                     self.keep_visited(cc, local, kept)
@@ -928,6 +959,7 @@ class _Gen:
                 if self.has_loop(ref.binding.expr.node):
                     raise _Declined  # computing it at the end of an element would charge steps the closures do not
                 values[id(ref.binding)] = (self.fresh("hv"), self.fresh("hf"))
+                self.flags.append(values[id(ref.binding)][1])
         self.visited[id(cc.check)] = (h, values)
         self.emit(f"{h} = []")
         for hv, hf in values.values():
@@ -955,6 +987,7 @@ class _Gen:
             with self.indent():
                 self.emit(f"{hf} = True")
                 self.emit(f"{hv}.append(None)")
+            self.faulting.add(hf)
         ix = self.indexed.get(local)
         self.emit(f"{h}.append({ix[1] if ix is not None else local})")
 
@@ -1045,21 +1078,28 @@ def _build(gen: _Gen, returns: str, init_lets: bool = False, params: str = "R, s
     # which is cheaper than closure cells (let alone globals); positional, since keyword-only defaults cost a
     # dict lookup each per call
     consts = "".join(f", k{i}=k{i}" for i in range(len(gen.consts)))
-    head = [
-        "def _factory(K, _U):",
-        *(f"    k{i} = K[{i}]" for i in range(len(gen.consts))),
-        f"    def fast({params}{consts}, _U=_U):",
-    ]
     body = []
+    unset: list[str] = []  # reset before any statement: parameters defaulting to `_U`, set by the call itself
+    never = {f for f in gen.flags if f not in gen.faulting}
+    dropped = {f"{f} = False" for f in never} | {f"if {f}: raise _F" for f in never}
     for line in gen.lines:
         text = line.lstrip(" ")
+        if text in dropped:
+            continue
         if text.startswith("\0"):  # a scope marker: the resets of the sub-expressions memoised in it, at once
             tested = [m for m in gen.resets[text] if m in gen.tested]  # the others are assigned before any read
-            if tested:
+            if tested and not body:
+                unset += [m for m in tested if m not in unset]
+            elif tested:
                 pad = line[: len(line) - len(text)]
                 body.append(f"    {pad}{' = '.join(tested)} = _U")
         else:
             body.append("    " + line)
+    head = [
+        "def _factory(K, _U):",
+        *(f"    k{i} = K[{i}]" for i in range(len(gen.consts))),
+        f"    def fast({params}{consts}, _U=_U{''.join(f', {m}=_U' for m in unset)}):",
+    ]
     src = "\n".join([*head, *load, *body, f"        return {returns}", "    return fast", ""])
     namespace: dict[str, Any] = {"__builtins__": dict(_BUILTINS), "_F": _Fault, "_B": _Budget}
     exec(compile(src, "<rulepass generated rule>", "exec"), namespace)  # generated from templates only (see above)
