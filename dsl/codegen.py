@@ -1078,7 +1078,7 @@ def _build(gen: _Gen, returns: str, init_lets: bool = False, params: str = "R, s
     # which is cheaper than closure cells (let alone globals); positional, since keyword-only defaults cost a
     # dict lookup each per call
     consts = "".join(f", k{i}=k{i}" for i in range(len(gen.consts)))
-    body = []
+    body: list[str] = []
     unset: list[str] = []  # reset before any statement: parameters defaulting to `_U`, set by the call itself
     never = {f for f in gen.flags if f not in gen.faulting}
     dropped = {f"{f} = False" for f in never} | {f"if {f}: raise _F" for f in never}
