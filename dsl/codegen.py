@@ -83,16 +83,17 @@ class Site:
 class FastRule:
     """A rule's generated decision function, the sites its misses refer to, and its generated actions.
 
-    `actions(bindings, steps, writes)` appends the writes the closures' actions' effects make, in the same order,
-    as `(container, name, value)` (`container[name] = value` applies one: the attribute dict itself where the
-    catalogue declares it, else the setter behind a `_Setter`), and returns the steps spent; on any fault it
-    raises, and the engine runs the closures' actions instead.
+    `actions(bindings, steps, apply)` evaluates every action first (what each writes, and where) and then, when
+    `apply`, makes the writes the closures' actions' effects make, in the same order (`container[name] = value`:
+    the attribute dict itself where the catalogue declares it, else the setter behind a `_Setter`); it returns the
+    steps spent. On any fault it raises before writing anything, and the engine runs the closures' actions
+    instead.
     """
 
     fn: FastFn
     sites: tuple[Site, ...]
     source: str
-    actions: Callable[[dict[str, Any], int, list[Any]], int] | None = None
+    actions: Callable[[dict[str, Any], int, bool], int] | None = None
 
 
 class _Setter:
@@ -207,6 +208,10 @@ class _Gen:
         # fault); the others, always false, are left out of the function with their tests
         self.flags: list[str] = []
         self.faulting: set[str] = set()
+        # generated actions: the writes of phase 2, the lists collecting a loop's writes, the loops around here
+        self.writes: list[str] = []
+        self.write_lists: list[str] = []
+        self.action_loops = 0
 
     # ---- emission ------------------------------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -1011,18 +1016,27 @@ class _Gen:
 
     # ---- actions -------------------------------------------------------------------------------------------
     def action(self, n: ast.Node) -> None:
+        """Evaluate one action (phase 1: what it writes where, which may fault) and add its writes to `self.writes`
+        (phase 2, emitted by `apply_writes` once every action has been evaluated: the writes cannot fault)."""
         if isinstance(n, ast.ForAction):
             got = self.indexed_items(n.coll)
             c = got[0] if got is not None else self.atom(self.expr(n.coll))
             local, prev = self.bind_var(n.var)
             if got is not None:
                 self.bind_indexed(local, got)
+            outermost = self.action_loops == 0
+            mark, kept = len(self.lines), len(self.write_lists)
+            self.action_loops += 1
             self.loop_head(c, local)
             with self.loop():
                 if n.where is not None:
                     self.emit(f"if not {self.expr(n.where)}: continue")
                 self.action(n.body)
+            self.action_loops -= 1
             self.unbind(n.var, prev)
+            if outermost:  # the lists the loop's writes are collected in, made before it
+                pad = "    " * self.depth
+                self.lines[mark:mark] = [f"{pad}{w} = []" for w in self.write_lists[kept:]]
             return
         assert isinstance(n, ast.SetAction)
         target = self.atom(self.expr(n.target))
@@ -1038,7 +1052,27 @@ class _Gen:
             where = self.attrs_dict(n.target, target, form) or self.inline(form, [target])
         else:
             where = f"{self.const(_Setter)}({self.const(self.res.setters[id(n)])}, {target})"
-        self.emit(f"E.append(({where}, {self.const(n.attr)}, {value}))")
+        attr = self.const(n.attr)
+        constant = isinstance(n.value, ast.Lit)
+        if self.action_loops == 0:  # one write: its container and value into locals, written in phase 2
+            self.writes.append(f"{self.atom(where)}[{attr}] = {value if constant else self.atom(value)}")
+            return
+        w = self.fresh("w")  # in a loop: each element's write collected, all written in phase 2
+        self.write_lists.append(w)
+        if constant:
+            self.emit(f"{w}.append({where})")
+            self.writes.append(f"for d in {w}: d[{attr}] = {value}")
+        else:
+            self.emit(f"{w}.append(({where}, {value}))")
+            self.writes.append(f"for d, v in {w}: d[{attr}] = v")
+
+    def apply_writes(self) -> None:
+        """Phase 2 of the actions, when asked to apply (not a dry run): every write, in the actions' order."""
+        if self.writes:
+            self.emit("if apply:")
+            with self.indent():
+                for line in self.writes:
+                    self.emit(line)
 
 
 class _Indent:
@@ -1142,13 +1176,14 @@ def generate_rule(rule: CompiledRule) -> FastRule | None:
         gen.reset_lets(rule.rule.lets, 0)
         for a in rule.rule.actions:
             gen.action(a.node)
+        gen.apply_writes()
         return "s"
 
     got = _generate(rule.res, rule.step_limit, checks)
     if got is None:
         return None
     fn, src, gen = got
-    acts = _generate(rule.res, rule.step_limit, actions, params="R, s, E") if rule.rule.actions else None
+    acts = _generate(rule.res, rule.step_limit, actions, params="R, s, apply") if rule.rule.actions else None
     return FastRule(fn, tuple(gen.sites), src, acts[0] if acts is not None else None)
 
 

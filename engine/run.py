@@ -249,15 +249,11 @@ class Engine:
             got = fn(roots, 0)
             if got.__class__ is int:
                 if actions is not None:
-                    writes: list[tuple[Any, str, Any]] = []  # (container, name, value)
                     try:
-                        actions(roots, got, writes)
+                        actions(roots, got, not dry_run)  # evaluates them all, then writes (unless a dry run)
                     except Exception:  # a fault: the closures' actions give the exact error (or raise what they raise)
                         pass
                     else:
-                        if not dry_run:
-                            for container, attr, value in writes:
-                                container[attr] = value
                         done.append((node,))
                         continue
                 done.append(self._act(rule, roots, got, None, gname, node_name(node), op_type(node), dry_run, None))

@@ -758,3 +758,58 @@ def test_a_bool_attribute_with_a_literal_default_reads_as_the_helper(
     assert assert_same(g, rules) == 1
     (d,) = [d for r in build_pass_manager(rules).run(g) for d in r.decisions]
     assert d.check == check
+
+
+WRITES = """
+rules:
+  - name: Writes
+    match: [ConcatD]
+    checks:
+      - name: Any
+        require: node.input_count >= 1
+    actions:
+      - set node.z_first = node.input_count
+      - set node.engine = 'AIcoreEngine'
+      - "for i in node.inputs where i.connected: set i.peer.desc.fed_at = i.index"
+      - "for i in node.inputs where i.connected: for c in i.peer.consumers: set c.node.sibling_of = i.index + 10"
+      - "for i in node.inputs where i.connected: set i.peer.node.kernel_lib = 'AIcoreEngine'"
+      - set node.a_last = true
+"""
+
+
+def _full_state(g: ComputeGraph) -> list[tuple[str, str, str, list[tuple[str, Any]], list[list[tuple[str, Any]]]]]:
+    """Every node's engine, kernel library and attributes in insertion order, and its output descs' attributes."""
+    return [
+        (
+            n.name,
+            n.op.engine,
+            n.op.kernel_lib,
+            list(n.op.attrs.items()),
+            [list(d.attrs.items()) for d in n.op.output_descs],
+        )
+        for n in g.nodes_in_insertion_order()
+    ]
+
+
+@pytest.mark.parametrize("dry_run", [False, True], ids=["applied", "dry-run"])
+def test_generated_actions_evaluate_everything_then_write_in_the_closures_order(dry_run: bool, tmp_path: Path) -> None:
+    """Writes of constants and computed values, through attribute dicts and through setters (fields), in loops and
+    nested loops: the generated actions write what the closures' write, in the same order (attribute dicts keep
+    insertion order), and nothing in a dry run."""
+    rules, _ = generated(tmp_path, "writes.yaml", WRITES)
+    fast = rules.rules[0].fast
+    assert fast is not None and fast.actions is not None
+    g = synthetic.generate("split", 300)
+    a, b, before = g.copy(), g.copy(), _full_state(g)
+    fast_run = [d.to_json() for r in build_pass_manager(rules).run(a, dry_run=dry_run) for d in r.decisions]
+    slow_run = [
+        d.to_json() for r in build_pass_manager(closures_only(rules)).run(b, dry_run=dry_run) for d in r.decisions
+    ]
+    assert fast_run == slow_run and len(fast_run) > 5
+    assert _full_state(a) == _full_state(b)
+    assert (_full_state(a) == before) == dry_run
+    if not dry_run:
+        concat = next(n for n in a.nodes_in_insertion_order() if n.op.type == "ConcatD")
+        assert list(concat.op.attrs)[-3:] == ["z_first", "sibling_of", "a_last"] and concat.op.engine == "AIcoreEngine"
+        producer = concat.in_peers[1]
+        assert producer is not None and producer.node.op.output_descs[producer.index].attrs["fed_at"] == 1
