@@ -21,6 +21,9 @@ from ..dsl.compile import CompiledCheck, CompiledRule, Effect, Env, EvalError, b
 from .decisions import Decision, Reason, RuleStats, TraceEntry
 from .explain import Explainer
 
+# describes the elements a miss reported (its group values) as the record's `elements`
+Describer = Callable[[tuple[Any, ...]], tuple[str, ...]]
+
 
 class GraphAccess(Protocol):
     """What the engine needs to know about the domain's graphs."""
@@ -93,7 +96,7 @@ class Engine:
         # per generated-code site: each enclosing group's variable, its element's describer and place in a miss's values
         self._site_groups: dict[int, tuple[Site, tuple[tuple[str, Callable[[Any], str], int, str | None], ...]]] = {}
         # per generated function: for each of its sites, the function describing a miss's elements (made on use)
-        self._describers: dict[int, tuple[FastRule, list[Callable[[tuple[Any, ...]], tuple[str, ...]] | None]]] = {}
+        self._describers: dict[int, tuple[FastRule, list[Describer | None]]] = {}
 
     def explainer(self, rule: CompiledRule) -> Explainer:
         """The explainer of `rule` (one per rule)."""
@@ -148,15 +151,17 @@ class Engine:
                         dry_run,
                     )
                 )
-        elif rule.fast is not None:
-            self._run_fast(rule, rule.fast, graph, gname, candidates, dry_run, explain, trace_node, decisions)
+        elif rule.fast is not None:  # counts its records as it makes them
+            fast, stats = rule.fast, run.stats
+            self._run_fast(rule, fast, graph, gname, candidates, dry_run, explain, trace_node, decisions, stats)
         else:
             for node in candidates:
                 tracing = node_name(node) == trace_node
                 decisions.append(
                     self.decide(rule, graph, node, dry_run=dry_run, trace=tracing, explain=explain or tracing)
                 )
-        run.stats.add_all(decisions)
+        if rule.fast is None or skip is not None:
+            run.stats.add_all(decisions)
         run.stats.seconds += time.perf_counter() - t0
         return run
 
@@ -228,9 +233,11 @@ class Engine:
         explain: bool,
         trace_node: str | None,
         out: list[Decision],
+        stats: RuleStats | None = None,
     ) -> None:
-        """Decide `candidates` in order by the generated function, appending to `out` (the node named
-        `trace_node` is decided by the closures, with its trace). One loop: a pass decides every candidate here.
+        """Decide `candidates` in order by the generated function, appending to `out` and counting them in `stats`
+        (the node named `trace_node` is decided by the closures, with its trace). One loop: a pass decides every
+        candidate here.
 
         The loop decides and applies; the usual records (a fired candidate, a plain miss in a compile) are made
         after it, in one tight loop, which costs less than making each between two decisions. Their text reads
@@ -264,13 +271,21 @@ class Engine:
                 continue
             miss = self._fast_miss(rule, fast, got, roots)  # type: ignore[arg-type]
             done.append(self._miss_decision(rule, miss, gname, node_name(node), op_type(node), dry_run, None, explain))
+        describers = self._site_describers(fast)
+        misses: dict[str, int] = {} if stats is None else stats.misses
+        fired = 0
         for item in done:
             if item.__class__ is Decision:
                 out.append(item)
+                if item.fired:
+                    fired += 1
+                else:
+                    misses[item.check or "?"] = misses.get(item.check or "?", 0) + 1
             elif len(item) == 3:
                 node, k, values = item
                 site = sites[k]
                 c = site.check.check
+                describe = describers[k] or self._describe_site(rule, fast, k)
                 out.append(
                     Decision(
                         name,
@@ -282,13 +297,18 @@ class Engine:
                         site.path,
                         c.kind,
                         c.span,
-                        self._describe(rule, fast, k, values),
+                        describe(values),
                         dry_run=dry_run,
                     )
                 )
+                misses[c.name] = misses.get(c.name, 0) + 1
             else:
                 node = item[0]
                 out.append(Decision(name, gname, node_name(node), op_type(node), True, dry_run=dry_run))
+                fired += 1
+        if stats is not None:
+            stats.candidates += len(done)
+            stats.fired += fired
 
     def _act(
         self,
@@ -362,15 +382,20 @@ class Engine:
         return miss
 
     def _describe(self, rule: CompiledRule, fast: FastRule, k: int, values: tuple[Any, ...]) -> tuple[str, ...]:
-        """The descriptions of the elements a miss at site `k` of `fast` reported (each site's describer is made
-        on its first miss and kept)."""
+        """The descriptions of the elements a miss at site `k` of `fast` reported."""
+        return (self._site_describers(fast)[k] or self._describe_site(rule, fast, k))(values)
+
+    def _site_describers(self, fast: FastRule) -> list[Describer | None]:
+        """Per site of `fast`, the function describing a miss's elements there (None until its first miss)."""
         known = self._describers.get(id(fast))
         if known is None or known[0] is not fast:
             known = self._describers[id(fast)] = (fast, [None] * len(fast.sites))
-        describe = known[1][k]
-        if describe is None:
-            describe = known[1][k] = self._describer(rule, fast.sites[k])
-        return describe(values)
+        return known[1]
+
+    def _describe_site(self, rule: CompiledRule, fast: FastRule, k: int) -> Describer:
+        """Make (and keep) the describer of site `k` of `fast`."""
+        describe = self._site_describers(fast)[k] = self._describer(rule, fast.sites[k])
+        return describe
 
     def _describer(self, rule: CompiledRule, site: Site) -> Callable[[tuple[Any, ...]], tuple[str, ...]]:
         """How the elements a miss at `site` reported are described, as one function of the values."""

@@ -37,9 +37,13 @@ def assert_same(g: ComputeGraph, rules: RuleSet, **run: Any) -> int:
     """Run `rules` generated and on closures over copies of `g`; the records and the graphs must agree."""
     assert all(r.fast is not None for r in rules.rules)
     a, b = g.copy(), g.copy()
-    fast = [d.to_json() for r in build_pass_manager(rules).run(a, **run) for d in r.decisions]
-    slow = [d.to_json() for r in build_pass_manager(closures_only(rules)).run(b, **run) for d in r.decisions]
+    fast_reports = build_pass_manager(rules).run(a, **run)
+    slow_reports = build_pass_manager(closures_only(rules)).run(b, **run)
+    fast = [d.to_json() for r in fast_reports for d in r.decisions]
+    slow = [d.to_json() for r in slow_reports for d in r.decisions]
     assert fast == slow
+    # the counters too (the generated path counts its records as it makes them)
+    assert [r.stats.to_json() for r in fast_reports if r.stats] == [r.stats.to_json() for r in slow_reports if r.stats]
     assert a.attribute_state() == b.attribute_state()
     return len(fast)
 
