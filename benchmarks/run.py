@@ -345,6 +345,7 @@ def _ops_ratio(r: dict[str, Any]) -> float | None:
 def render_engine(data: dict[str, Any]) -> str:
     """The engine table and its summary line."""
     rows = data["rows"]
+    ops = [_ops_ratio(r) for r in rows]  # None for a run on record from before the count
     body = [
         [
             r["case"],
@@ -357,10 +358,10 @@ def render_engine(data: dict[str, Any]) -> str:
             f"{r['ratio']:.2f}",
             f"{r['explained_ratio']:.2f}",
             f"{r['api_ratio']:.2f}",
-            f"{_ops_ratio(r):.3f}" if _ops_ratio(r) is not None else "—",
+            f"{o:.3f}" if o is not None else "—",
             "yes" if r["identical"] else "**NO**",
         ]
-        for r in rows
+        for r, o in zip(rows, ops, strict=True)
     ]
     t = table(
         [
@@ -394,7 +395,7 @@ def render_engine(data: dict[str, Any]) -> str:
         f"**{'met' if max(pm_r) <= 1.2 else 'not met'}**. Decisions identical on every graph: "
         f"**{'yes' if all(r['identical'] for r in rows) else 'NO'}**."
     )
-    counted = [x for x in map(_ops_ratio, rows) if x is not None]
+    counted = [o for o in ops if o is not None]
     if counted:
         summary += (
             f" Bytecodes executed, engine / hand-written pass: geometric mean {geomean(counted):.3f} (min "
@@ -927,10 +928,11 @@ def bench_memory(quick: bool, log: Callable[[str], None], sizes: Sequence[int] =
     rows = []
     for label, make in cases:
         g = make()
-        reps = 1 if quick or len(g.all_nodes()) > 10_000 else 3
+        nodes = len(g.all_nodes())
+        reps = 1 if quick or nodes > 10_000 else 3
         optimize(g, rules)
         events = assign_streams(g).event_pairs()
-        out: dict[str, Any] = {"case": label, "nodes": len(g.all_nodes())}
+        out: dict[str, Any] = {"case": label, "nodes": nodes}
         for kind, baseline in (("plan", False), ("greedy", True)):
             best: float | None = None
             for _ in range(reps):
@@ -950,7 +952,6 @@ def bench_memory(quick: bool, log: Callable[[str], None], sizes: Sequence[int] =
                 "assign_s": best,
                 "offsets_s": inner,
                 "safe": not verify_plan(g, mp, events=events),
-                "runs": reps,
             }
         rows.append(out)
         del g, mp, events  # the next (maybe a million-node) graph is made without this one alive
