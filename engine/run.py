@@ -273,15 +273,14 @@ class Engine:
             done.append(self._miss_decision(rule, miss, gname, node_name(node), op_type(node), dry_run, None, explain))
         describers = self._site_describers(fast)
         misses: dict[str, int] = {} if stats is None else stats.misses
-        made = fired = 0  # the records made here (a Decision made above is counted by `RuleStats.add`)
+        added = fired = 0  # a Decision made above is counted by `RuleStats.add`; the rest here
         for item in done:
             if item.__class__ is Decision:
                 out.append(item)
                 if stats is not None:
                     stats.add(item)
-                continue
-            made += 1
-            if len(item) == 3:
+                added += 1
+            elif len(item) == 3:
                 node, k, values = item
                 site = sites[k]
                 c = site.check.check
@@ -307,7 +306,7 @@ class Engine:
                 out.append(Decision(name, gname, node_name(node), op_type(node), True, dry_run=dry_run))
                 fired += 1
         if stats is not None:
-            stats.candidates += made
+            stats.candidates += len(done) - added
             stats.fired += fired
 
     def _act(
