@@ -1242,8 +1242,8 @@ the planner gains over the usual heuristic. *planner ms* / *greedy ms* time the 
 *assign ms* the whole `assign_memory` (schedule, lifetimes, layouts, placement); best of 3 (one run for a graph
 above 10k nodes). *safe*: the independent verifier (`verify_plan`) finds no violation in either plan. The
 synthetic graphs are planned at 10k nodes and, when the run is given `--max-nodes`, at every larger size up to
-it: the planner's searches have fixed budgets (`PAIR_LIMIT`, the exact search's work units), which a larger graph
-runs out of, and those rows show what that costs in arena size.
+it: some of the planner's budgets are fixed (`PAIR_LIMIT`, the exact search's work units; the greedy portfolio's
+grows with the buffers), which a larger graph can run out of, and those rows show what that costs in arena size.
 """
 
 MEMPLAN_TEXT = """### Planner on the shared instances (`benchmarks/memplan_bench.py`)

@@ -46,6 +46,7 @@ __all__ = [
     "EXACT_HEURISTICS",
     "PAIR_LIMIT",
     "PORTFOLIO_PAIR_VISITS",
+    "PORTFOLIO_VISITS_PER_BUFFER",
     "WORK_PER_SECOND",
     "Buffer",
     "Placement",
@@ -64,9 +65,15 @@ WORK_PER_SECOND = 10_000_000
 #: lists (memory and time grow with the pairs) and runs time sweeps plus the size order over a time index.
 PAIR_LIMIT = 2_000_000
 
-#: The greedy portfolio runs its orders (most useful first) until their neighbour visits pass this many, so a
-#: dense piece gets fewer orders; every piece gets at least the size order.
+#: The greedy portfolio runs its orders (most useful first) until their neighbour visits pass this many, or
+#: :data:`PORTFOLIO_VISITS_PER_BUFFER` times the piece's buffers if that is more, so a dense piece gets fewer
+#: orders; every piece gets at least the size order.
 PORTFOLIO_PAIR_VISITS = 8_000_000
+
+#: The portfolio's visit budget grows with the piece: a sparse piece (a few overlaps a buffer, as a long
+#: pipeline's) gets every order however long it is, so the plan of a 1M-node graph is as good as a 100k one's,
+#: for work that stays linear in the buffers.
+PORTFOLIO_VISITS_PER_BUFFER = 64
 
 
 @dataclass(frozen=True)
@@ -647,7 +654,8 @@ def _portfolio(arr: _Arrays, piece: _Piece, target: int) -> tuple[int, list[int]
     """Run the greedy orders on a piece; return (height, offsets of its items, strategy name) of the best.
 
     Up to :data:`PAIR_LIMIT` overlapping pairs, the orders run first fit and best fit over neighbour lists,
-    most useful first, while within :data:`PORTFOLIO_PAIR_VISITS`. Beyond that (huge, dense components) only
+    most useful first, while within :data:`PORTFOLIO_PAIR_VISITS` (or :data:`PORTFOLIO_VISITS_PER_BUFFER` a
+    buffer, if more). Beyond that (huge, dense components) only
     the size order over a time index and two n log n time sweeps run. Stops as soon as one reaches
     ``target`` (the lower bound: nothing does better).
     """
@@ -688,7 +696,7 @@ def _portfolio(arr: _Arrays, piece: _Piece, target: int) -> tuple[int, list[int]
             "total-lifetime": lambda i: (-live_max(i), -length(i), -size[i], i),
             "end": lambda i: (-last[i], -size[i], i),
         }
-        # most useful first: the portfolio is cut short on dense pieces (see PORTFOLIO_PAIR_VISITS)
+        # most useful first: the portfolio is cut short on dense pieces (see PORTFOLIO_PAIR_VISITS and _PER_BUFFER)
         runs = [
             ("size", False), ("start", True), ("area", False), ("total", False), ("size", True),
             ("lifetime", False), ("end", True), ("start", False), ("total-lifetime", False), ("area", True),
@@ -697,7 +705,8 @@ def _portfolio(arr: _Arrays, piece: _Piece, target: int) -> tuple[int, list[int]
         adj = _overlaps(piece.items, first, last)
         pairs = sum(map(len, adj.values())) // 2
         orders: dict[str, list[int]] = {}
-        for name, best_fit in runs[: max(1, PORTFOLIO_PAIR_VISITS // max(pairs, 1))]:
+        visits = max(PORTFOLIO_PAIR_VISITS, PORTFOLIO_VISITS_PER_BUFFER * len(piece.items))
+        for name, best_fit in runs[: max(1, visits // max(pairs, 1))]:
             if name not in orders:
                 orders[name] = sorted(movable, key=keys[name])
             reset()

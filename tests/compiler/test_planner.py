@@ -232,6 +232,43 @@ def test_property_huge_component_path_is_valid(bufs: list[Buffer]) -> None:
     assert p.arena >= p.lower_bound
 
 
+def split_pipeline(blocks: int) -> list[Buffer]:
+    """The feature maps of `blocks` SplitD -> ReLU/Sigmoid/Mul -> ConcatD -> Gelu blocks, as the synthetic `split`
+    workload plans them: three zero-copy blocks (the concat's inputs one buffer) then one that copies. A long,
+    sparse chain: a couple of overlaps a buffer."""
+    out: list[Buffer] = []
+    t = 0
+    for b in range(blocks):
+        copies = b % 4 == 3
+        for k in range(4):
+            out.append(Buffer(f"b{b}_relu{k}", t + 2 + 3 * k, t + 4 + 3 * k, 33280, 512))
+            out.append(Buffer(f"b{b}_sigmoid{k}", t + 3 + 3 * k, t + 4 + 3 * k, 33280, 512))
+            if copies:
+                out.append(Buffer(f"b{b}_mul{k}", t + 4 + 3 * k, t + 14, 33280, 512))
+        if copies:
+            out.append(Buffer(f"b{b}_concat", t + 14, t + 16, 131584, 512))
+        else:
+            out.append(Buffer(f"b{b}_mul0", t + 4, t + 15, 131584, 512))
+        t += 16 if copies else 15
+        out.append(Buffer(f"b{b}_gelu", t, t + 11, 131584, 512))
+    return out
+
+
+def test_a_long_sparse_piece_gets_the_whole_portfolio(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A piece with more overlapping pairs than PORTFOLIO_PAIR_VISITS (here: any) still runs every order when it is
+    # sparse: the budget grows with its buffers, so a pipeline's plan does not get worse as the graph grows (the
+    # start order, eighth in the list, is the one that packs it; the first orders leave it 10% higher).
+    bufs = split_pipeline(10)
+    full = plan(bufs, exact_work=0)
+    assert (full.arena, full.component_strategies) == (331264, ("greedy-start-first-fit",))
+    monkeypatch.setattr(planner, "PORTFOLIO_PAIR_VISITS", 1)
+    assert plan(bufs, exact_work=0).arena == full.arena
+    monkeypatch.setattr(planner, "PORTFOLIO_VISITS_PER_BUFFER", 1)  # a dense piece: the size order alone
+    cut = plan(bufs, exact_work=0)
+    assert (cut.arena, cut.component_strategies) == (363008, ("greedy-size-first-fit",))
+    assert check_placement(bufs, cut.offsets) == check_placement(bufs, full.offsets) == []
+
+
 # ---- CSV reader ----------------------------------------------------------------------------------------------
 
 MALFORMED = [
