@@ -247,6 +247,17 @@ class GraphError(Exception):
     """A structural mistake while building a graph (duplicate name, double producer, bad index, cycle)."""
 
 
+def _not_here(graph: ComputeGraph, node: object, role: str) -> str | None:
+    """The error text when `node` (an edge's `role` end) is not a node of `graph`; None when it is."""
+    if node.__class__ is not Node:
+        return f"the {role} of an edge in graph '{graph.name}' must be a Node, not {type(node).__name__}"
+    owner: ComputeGraph = node.graph  # type: ignore[attr-defined]
+    if owner is graph:
+        return None
+    where = "another graph of the same name (a copy?)" if owner.name == graph.name else f"graph '{owner.name}'"
+    return f"node '{node.name}' ({role}) belongs to {where}, not to graph '{graph.name}'"  # type: ignore[attr-defined]
+
+
 def _no_anchor(node: Node, kind: str, index: object) -> str:
     """The error text for an anchor index that `node` does not have (out of range, or not an integer)."""
     count = len(node.in_peers if kind == "input" else node.out_peers)
@@ -306,7 +317,13 @@ class ComputeGraph:
         return len(self._nodes)
 
     def add_data_edge(self, src: Node, out_index: int, dst: Node, in_index: int) -> None:
-        """Connect `src:out_index` to `dst:in_index` (the input must be free)."""
+        """Connect `src:out_index` to `dst:in_index` (both nodes of this graph; the input must be free)."""
+        try:
+            here = src.graph is self and dst.graph is self
+        except AttributeError:  # not a Node
+            here = False
+        if not here:
+            raise GraphError(_not_here(self, src, "source") or _not_here(self, dst, "destination") or "")
         if type(out_index) is not int or not 0 <= out_index < len(src.out_peers):
             raise GraphError(_no_anchor(src, "output", out_index))
         if type(in_index) is not int or not 0 <= in_index < len(dst.in_peers):
@@ -324,6 +341,8 @@ class ComputeGraph:
     def remove_data_edge(self, dst: Node, in_index: int) -> OutAnchor:
         """Disconnect input `in_index` of `dst` from its producer, which is returned (the input must be
         connected)."""
+        if (problem := _not_here(self, dst, "destination")) is not None:
+            raise GraphError(problem)
         if type(in_index) is not int or not 0 <= in_index < len(dst.in_peers):
             raise GraphError(_no_anchor(dst, "input", in_index))
         peer = dst.in_peers[in_index]
@@ -336,7 +355,9 @@ class ComputeGraph:
         return peer
 
     def add_control_edge(self, src: Node, dst: Node) -> None:
-        """Add a control edge src -> dst."""
+        """Add a control edge src -> dst (both nodes of this graph)."""
+        if (problem := _not_here(self, src, "source") or _not_here(self, dst, "destination")) is not None:
+            raise GraphError(problem)
         if dst in src.control_out:
             return
         src.control_out.append(dst)

@@ -740,3 +740,37 @@ def test_docs_examples_load() -> None:
     for block in files:
         g = load_graph_text(block, "doc.yaml")
         assert structure(load_graph_text(dump_graph(g, "json"), "doc.json")) == structure(g)
+
+
+def test_an_edge_between_nodes_of_another_graph_is_a_graph_error(rich: ComputeGraph) -> None:
+    g = rich.copy()  # the fixture is shared; a copy has new nodes, under the same names
+    relu, out = g.node("relu"), g.node("out")
+    old_relu, old_out = rich.node("relu"), rich.node("out")
+    assert relu is not None and out is not None and old_relu is not None and old_out is not None
+    g.remove_data_edge(out, 1)
+
+    def state() -> Any:
+        return (
+            g.edge_count(),
+            list(relu.out_peers[0]),
+            list(out.in_peers),
+            list(out.control_in),
+            list(old_relu.control_out),
+        )
+
+    before = state()
+    same_name = r"node 'relu' \(source\) belongs to another graph of the same name \(a copy\?\), not to graph 'rich'"
+    with pytest.raises(GraphError, match=same_name):
+        g.add_data_edge(old_relu, 0, out, 1)
+    with pytest.raises(GraphError, match=r"node 'out' \(destination\) belongs to another graph"):
+        g.add_data_edge(relu, 0, old_out, 1)
+    with pytest.raises(GraphError, match=r"node 'out' \(destination\) belongs to another graph"):
+        g.remove_data_edge(old_out, 0)
+    with pytest.raises(GraphError, match=r"node 'relu' \(source\) belongs to another graph"):
+        g.add_control_edge(old_relu, out)
+    other = ComputeGraph("other")
+    with pytest.raises(GraphError, match=r"node 'relu' \(source\) belongs to graph 'rich', not to graph 'other'"):
+        other.add_data_edge(relu, 0, out, 1)
+    with pytest.raises(GraphError, match="the destination of an edge in graph 'rich' must be a Node, not str"):
+        g.add_data_edge(relu, 0, "out", 1)  # type: ignore[arg-type]
+    assert state() == before  # nothing half-made
