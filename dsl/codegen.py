@@ -34,6 +34,8 @@ elements bound by the enclosing `for_each` groups, outermost first.
 from __future__ import annotations
 
 import re
+import tokenize
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -1102,6 +1104,22 @@ class _Indent:
             g.loop_depth -= 1
 
 
+def _drop_unread_walruses(body: list[str]) -> list[str]:
+    """`(x := value)` becomes `(value)` where nothing reads x: a sub-expression counted as repeating may only
+    repeat inside a larger one that is kept, whose reuse never evaluates it again (two bytecodes saved a time).
+    Read from the tokens, so a string literal's text is never taken for code."""
+    tokens = list(tokenize.generate_tokens(iter([line + "\n" for line in body]).__next__))
+    names = Counter(t.string for t in tokens if t.type == tokenize.NAME)
+    cuts: list[tuple[int, int, int]] = []  # (line index, start column of `x`, column after `:= `)
+    for before, name, op in zip(tokens, tokens[1:], tokens[2:], strict=False):
+        if before.string == "(" and name.type == tokenize.NAME and op.string == ":=" and names[name.string] == 1:
+            cuts.append((name.start[0] - 1, name.start[1], op.end[1] + 1))
+    out = list(body)
+    for row, a, b in reversed(cuts):  # right to left, so earlier columns stay valid
+        out[row] = out[row][:a] + out[row][b:]
+    return out
+
+
 def _build(gen: _Gen, returns: str, init_lets: bool = False, params: str = "R, s") -> tuple[Callable[..., Any], str]:
     """Wrap the body in a factory binding the constants, compile it and return the function and its source."""
     load = [f"        {local} = R[{gen.const(name)}]" for name, local in gen.roots.items()]
@@ -1129,6 +1147,7 @@ def _build(gen: _Gen, returns: str, init_lets: bool = False, params: str = "R, s
                 body.append(f"    {pad}{' = '.join(tested)} = _U")
         else:
             body.append("    " + line)
+    body = _drop_unread_walruses(body)
     head = [
         "def _factory(K, _U):",
         *(f"    k{i} = K[{i}]" for i in range(len(gen.consts))),

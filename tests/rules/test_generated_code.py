@@ -9,6 +9,7 @@ exceeded inside a group) are compared the same way.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import json
 import re
@@ -20,6 +21,7 @@ import synthetic
 from rulepass.compiler.graph_file import graph_from_doc, load_graph_text
 from rulepass.compiler.ir import ComputeGraph
 from rulepass.compiler.passes import build_pass_manager
+from rulepass.dsl.codegen import _drop_unread_walruses
 from rulepass.dsl.load import RuleSet
 from rulepass.dsl.yaml_source import load_file
 from rulepass.engine.decisions import Decision
@@ -798,3 +800,33 @@ def test_generated_actions_evaluate_everything_then_write_in_the_closures_order(
         assert list(concat.op.attrs)[-3:] == ["z_first", "sibling_of", "a_last"] and concat.op.engine == "AIcoreEngine"
         producer = concat.in_peers[1]
         assert producer is not None and producer.node.op.output_descs[producer.index].attrs["fed_at"] == 1
+
+
+def _walrus_targets_read_nowhere(source: str) -> list[str]:
+    """The targets of `(x := ...)` in `source` that no expression reads."""
+    tree = ast.parse(source)
+    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return [n.target.id for n in ast.walk(tree) if isinstance(n, ast.NamedExpr) and n.target.id not in read]
+
+
+def test_a_value_is_kept_in_a_local_only_where_something_reads_it(rules: RuleSet) -> None:
+    """A sub-expression that repeats only inside a larger repeated one is not stored: its reuse is the larger
+    one's (CheckTensorAlign's `shape_size(i.desc.shape)` inside `size_in_bytes(...)`, written twice)."""
+    sources = {r.name: r.fast.source for r in rules.rules if r.fast is not None}
+    assert len(sources) >= 3
+    for text in sources.values():
+        assert _walrus_targets_read_nowhere(text) == []
+    concat = sources["ConcatNotaskPass"]
+    assert re.search(r"\(c\d+ := k\d+\(\(k\d+\(\(\(c\d+\.shape\)\)\)\), c\d+\)\)", concat)
+
+
+def test_dropping_an_unread_walrus_leaves_string_literals_alone() -> None:
+    body = [
+        "        if ((c1 := x.a) == '(c1 := y)') or ((c2 := f((c3 := x.b))) > c2):",
+        "            return \"(c4 := z)\" + (c5 := 'q')",
+    ]
+    assert _drop_unread_walruses(body) == [
+        "        if ((x.a) == '(c1 := y)') or ((c2 := f((x.b))) > c2):",
+        "            return \"(c4 := z)\" + ('q')",
+    ]
+    assert _drop_unread_walruses(["        return (c1 := 1) + c1"]) == ["        return (c1 := 1) + c1"]
