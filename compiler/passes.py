@@ -140,24 +140,14 @@ class RulePass:
 
     def run(self, graph: ComputeGraph, ctx: PassContext, out: PassOutput) -> None:
         """Decide every candidate of the rule in `graph`."""
-        rule, index = self.rule, ctx.index(graph)
-        if not index.candidates(rule.match_types):  # most graphs, for most rules: counters of nothing decided
-            if out.stats is None:
-                out.stats = RuleStats(rule.name)
-            return
-        run = ctx.engine.run(
-            rule,
-            graph,
-            dry_run=ctx.dry_run,
-            index=index,
-            trace_node=ctx.trace_node,
-            explain=ctx.explain,
-        )
-        out.decisions.extend(run.decisions)
+        rule = self.rule
         if out.stats is None:
-            out.stats = run.stats  # the first graph's counters (the run is not kept)
-        else:
-            out.stats.merge(run.stats)
+            out.stats = RuleStats(rule.name)
+        candidates = ctx.index(graph).candidates(rule.match_types)
+        if candidates:  # most graphs, for most rules, have none: counters of nothing decided
+            ctx.engine.run_into(
+                rule, graph, candidates, out.decisions, out.stats, ctx.dry_run, ctx.trace_node, ctx.explain
+            )
 
 
 @dataclass

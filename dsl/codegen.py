@@ -96,6 +96,9 @@ class FastRule:
     sites: tuple[Site, ...]
     source: str
     actions: Callable[[dict[str, Any], int, bool], int] | None = None
+    #: `skips(graph bindings, 0)`: the index of the first skip condition that holds, or -1 (one step budget for
+    #: all, as the closures'); raises on any fault, and the engine asks the closures instead
+    skips: Callable[[dict[str, Any], int], int] | None = None
 
 
 class _Setter:
@@ -1104,12 +1107,14 @@ class _Indent:
             g.loop_depth -= 1
 
 
-def _drop_unread_walruses(body: list[str]) -> list[str]:
+def _drop_unread_walruses(body: list[str], returns: str = "") -> list[str]:
     """`(x := value)` becomes `(value)` where nothing reads x: a sub-expression counted as repeating may only
     repeat inside a larger one that is kept, whose reuse never evaluates it again (two bytecodes saved a time).
-    Read from the tokens, so a string literal's text is never taken for code."""
+    Read from the tokens, so a string literal's text is never taken for code; `returns` (the function's return
+    expression) reads locals too."""
     tokens = list(tokenize.generate_tokens(iter([line + "\n" for line in body]).__next__))
     names = Counter(t.string for t in tokens if t.type == tokenize.NAME)
+    names.update(t.string for t in tokenize.generate_tokens(iter([returns]).__next__) if t.type == tokenize.NAME)
     cuts: list[tuple[int, int, int]] = []  # (line index, start column of `x`, column after `:= `)
     for before, name, op in zip(tokens, tokens[1:], tokens[2:], strict=False):
         if before.string == "(" and name.type == tokenize.NAME and op.string == ":=" and names[name.string] == 1:
@@ -1147,7 +1152,7 @@ def _build(gen: _Gen, returns: str, init_lets: bool = False, params: str = "R, s
                 body.append(f"    {pad}{' = '.join(tested)} = _U")
         else:
             body.append("    " + line)
-    body = _drop_unread_walruses(body)
+    body = _drop_unread_walruses(body, returns)
     head = [
         "def _factory(K, _U):",
         *(f"    k{i} = K[{i}]" for i in range(len(gen.consts))),
@@ -1198,12 +1203,20 @@ def generate_rule(rule: CompiledRule) -> FastRule | None:
         gen.apply_writes()
         return "s"
 
+    def skips(gen: _Gen) -> str:
+        for k, skip in enumerate(rule.rule.skip_graph):
+            gen.emit(f"if {gen.expr(skip.when.node)}: return {k}")
+        return "-1"
+
     got = _generate(rule.res, rule.step_limit, checks)
     if got is None:
         return None
     fn, src, gen = got
     acts = _generate(rule.res, rule.step_limit, actions, params="R, s, apply") if rule.rule.actions else None
-    return FastRule(fn, tuple(gen.sites), src, acts[0] if acts is not None else None)
+    skip = _generate(rule.res, rule.step_limit, skips, init_lets=True) if rule.rule.skip_graph else None
+    return FastRule(
+        fn, tuple(gen.sites), src, acts[0] if acts is not None else None, skip[0] if skip is not None else None
+    )
 
 
 def generate_expr(node: ast.Node, res: Resolution, step_limit: int) -> Callable[[dict[str, Any], int], Any] | None:

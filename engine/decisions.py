@@ -182,15 +182,6 @@ class RuleStats:
         self.candidates += n
         self.fired += fired
 
-    def merge(self, other: RuleStats) -> None:
-        """Add another run's counters."""
-        self.candidates += other.candidates
-        self.fired += other.fired
-        self.graphs_skipped += other.graphs_skipped
-        self.seconds += other.seconds
-        for k, v in other.misses.items():
-            self.misses[k] = self.misses.get(k, 0) + v
-
     def to_json(self, *, timings: bool = False) -> dict[str, Any]:
         """Counters as JSON (time only when asked: outputs stay byte-identical run to run)."""
         out: dict[str, Any] = {

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from ..dsl.catalogue import Catalogue
 from ..dsl.codegen import FAILED, FAULT, OVER_BUDGET, FastRule, Site
 from ..dsl.compile import CompiledCheck, CompiledRule, Effect, Env, EvalError, budget_error, restore, saved
+from ..dsl.rules import GraphSkip
 from .decisions import Decision, Reason, RuleStats, TraceEntry
 from .explain import Explainer
 
@@ -122,17 +123,32 @@ class Engine:
         but no :class:`Reason` (what a compile needs; `explain` and `optimize` build reasons, and a traced node
         always gets one)."""
         run = RuleRun(rule.name, stats=RuleStats(rule.name))
-        t0 = time.perf_counter()
         candidates = (index or CandidateIndex(self.access, self.access.nodes(graph))).candidates(rule.match_types)
-        if not candidates:
-            return run
+        if candidates:
+            self.run_into(rule, graph, candidates, run.decisions, run.stats, dry_run, trace_node, explain)
+        return run
+
+    def run_into(
+        self,
+        rule: CompiledRule,
+        graph: Any,
+        candidates: Sequence[Any],
+        decisions: list[Decision],
+        stats: RuleStats,
+        dry_run: bool = False,
+        trace_node: str | None = None,
+        explain: bool = True,
+    ) -> None:
+        """:meth:`run` on `graph`'s `candidates` (in order), appending to `decisions` and counting (and timing)
+        them in `stats`: a pass collects every graph's records in one list and one set of counters."""
+        t0 = time.perf_counter()
+        start = len(decisions)
         access = self.access
         gname = access.graph_name(graph)
         node_name, op_type = access.node_name, access.op_type
-        decisions = run.decisions
         skip = self._graph_skip(rule, graph, explain or trace_node is not None)
         if skip is not None:
-            run.stats.graphs_skipped += 1
+            stats.graphs_skipped += 1
             for node in candidates:
                 decisions.append(
                     Decision(
@@ -152,8 +168,7 @@ class Engine:
                     )
                 )
         elif rule.fast is not None:  # counts its records as it makes them
-            fast, stats = rule.fast, run.stats
-            self._run_fast(rule, fast, graph, gname, candidates, dry_run, explain, trace_node, decisions, stats)
+            self._run_fast(rule, rule.fast, graph, gname, candidates, dry_run, explain, trace_node, decisions, stats)
         else:
             for node in candidates:
                 tracing = node_name(node) == trace_node
@@ -161,15 +176,25 @@ class Engine:
                     self.decide(rule, graph, node, dry_run=dry_run, trace=tracing, explain=explain or tracing)
                 )
         if rule.fast is None or skip is not None:
-            run.stats.add_all(decisions)
-        run.stats.seconds += time.perf_counter() - t0
-        return run
+            stats.add_all(decisions[start:] if start else decisions)
+        stats.seconds += time.perf_counter() - t0
 
     def _graph_skip(self, rule: CompiledRule, graph: Any, explain: bool) -> Decision | None:
         """The record every candidate of `graph` gets when one of `rule`'s skip conditions holds (with its
         explanation when `explain`, as a miss has), else None."""
         if not rule.skips:
             return None
+        fast = rule.fast
+        if fast is not None and fast.skips is not None:
+            try:
+                k = fast.skips(self.access.graph_bindings(graph), 0)
+            except Exception:  # a fault or the step budget: the closures below give the exact error
+                pass
+            else:
+                if k < 0:
+                    return None
+                if not explain:
+                    return self._skip_decision(rule, graph, rule.skips[k][0], None, None)
         env = Env(dict(self.access.graph_bindings(graph)), rule.step_limit)
         for skip, fn in rule.skips:
             try:
@@ -179,21 +204,27 @@ class Engine:
                 hit, err = True, exc.message  # cannot decide: leave the graph alone, as GE's asserts do
             if hit:
                 reason = None if err or not explain else self.explainer(rule).why(skip.when, skip.when.node, env, False)
-                return Decision(
-                    rule.name,
-                    self.access.graph_name(graph),
-                    "",
-                    "",
-                    False,
-                    skip.name,
-                    (skip.name,),
-                    "skip_graph",
-                    skip.span,
-                    (),
-                    reason,
-                    err,
-                )
+                return self._skip_decision(rule, graph, skip, reason, err)
         return None
+
+    def _skip_decision(
+        self, rule: CompiledRule, graph: Any, skip: GraphSkip, reason: Reason | None, err: str | None
+    ) -> Decision:
+        """The record of a graph that `skip` excludes (every candidate gets one like it)."""
+        return Decision(
+            rule.name,
+            self.access.graph_name(graph),
+            "",
+            "",
+            False,
+            skip.name,
+            (skip.name,),
+            "skip_graph",
+            skip.span,
+            (),
+            reason,
+            err,
+        )
 
     def decide(
         self,
