@@ -139,7 +139,7 @@ class Explainer:
     def inner_values(self, e: Expr, n: ast.Node, env: Env, limit: int = 6) -> list[tuple[str, str]]:
         """Values of the named parts inside `n` (names, fields, indexing, calls), outermost first."""
         out: list[tuple[str, str]] = []
-        todo = list(ast.children(n))
+        todo = [] if isinstance(n, ast.Quant) else list(ast.children(n))  # a quantifier's parts read its variable
         while todo and len(out) < limit:
             sub = todo.pop(0)
             if isinstance(sub, (ast.Quant, ast.Lit)):

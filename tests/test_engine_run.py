@@ -177,3 +177,25 @@ def test_single_op_scene_reads_the_first_bool() -> None:
     assert not is_single_op_scene(g)
     g.attrs["_single_op_scene"] = True  # the graph attr wins
     assert is_single_op_scene(g)
+
+
+QUANTIFIED_SIDE = """
+rules:
+  - name: Quantified
+    match: [ConcatD]
+    checks:
+      - name: ManyConnected
+        require: "count(i in node.inputs: i.connected and i.index >= 0) > 40"
+"""
+
+
+def test_a_miss_on_a_comparison_with_a_quantifier_side_is_explained(tmp_path: Path) -> None:
+    # the explainer showed the named parts inside each side, and read the quantifier's own (unbound) variable
+    path = tmp_path / "quantified.yaml"
+    path.write_text(QUANTIFIED_SIDE)
+    g = load_graph(example_path())
+    (d,) = [d for r in build_pass_manager(load_rules([path])).run(g) for d in r.decisions]
+    assert (d.fired, d.check) == (False, "ManyConnected")
+    assert d.reason is not None and d.error is None
+    assert d.reason.message.startswith("`count(i in node.inputs: i.connected and i.index >= 0) > 40` is false: ")
+    assert "i.connected" not in dict(d.reason.values)

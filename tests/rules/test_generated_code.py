@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import synthetic
 from rulepass.compiler.graph_file import graph_from_doc, load_graph_text
-from rulepass.compiler.ir import ComputeGraph
+from rulepass.compiler.ir import ComputeGraph, OpDesc
 from rulepass.compiler.passes import build_pass_manager
 from rulepass.dsl.codegen import _drop_unread_walruses
 from rulepass.dsl.load import RuleSet
@@ -831,3 +831,49 @@ def test_dropping_an_unread_walrus_leaves_string_literals_alone() -> None:
     ]
     assert _drop_unread_walruses(["        return (c1 := 1) + c1"]) == ["        return (c1 := 1) + c1"]
     assert _drop_unread_walruses(["        s += (c1 := 1)"], "c1") == ["        s += (c1 := 1)"]  # what it returns
+
+
+SKIPPING = """
+rules:
+  - name: Skipping
+    match: [ConcatD]
+    skip_graph:
+      - name: Hinted
+        when: graph.attr_int('hint', 0) > 2
+      - name: Indexed
+        when: graph.attr_ints('dims')[1] > 0
+      - name: Counted
+        when: "count(n in graph.nodes: n.type == 'Relu') > 1"
+    checks:
+      - name: Any
+        require: len(node.inputs) > 0
+"""
+
+
+@pytest.mark.parametrize(
+    ("attrs", "expected", "error"),
+    [
+        ({"dims": [0, 0]}, None, None),  # no skip holds
+        ({"hint": 3}, "Hinted", None),
+        ({"dims": [0, 1]}, "Indexed", None),
+        ({"dims": [4]}, "Indexed", "index"),  # a fault: the graph is left alone, with the closures' error
+        ({"dims": [0, 0], "relus": 2}, "Counted", None),
+    ],
+)
+def test_a_graph_skip_is_decided_by_generated_code_as_by_the_closures(
+    attrs: dict[str, Any], expected: str | None, error: str | None, tmp_path: Path
+) -> None:
+    rules, _ = generated(tmp_path, "skipping.yaml", SKIPPING)
+    skips = rules.rules[0].fast.skips  # type: ignore[union-attr]
+    assert skips is not None
+    g = load_graph(example_path())
+    g.attrs.update({k: v for k, v in attrs.items() if k != "relus"})
+    for k in range(attrs.get("relus", 0)):
+        g.add_node(OpDesc(f"extra_relu{k}", "Relu"))
+    for explain in (False, True):
+        assert assert_same(g, rules, explain=explain) >= 1
+        records = [d for r in build_pass_manager(rules).run(g.copy(), explain=explain) for d in r.decisions]
+        assert {d.check if d.check_kind == "skip_graph" else None for d in records} == {expected}
+        errors = [d.error for d in records]
+        assert errors == [None] * len(records) if error is None else all(error in (e or "") for e in errors)
+        assert all((d.reason is not None) == (explain and expected is not None and error is None) for d in records)
