@@ -14,8 +14,9 @@ Google's MiniMalloc and TelaMalloc):
 2. Greedy portfolio. Each leaf component is packed by several orders (size, area, lifetime, start, largest
    live total, end; first fit and best fit), each buffer at the lowest offset free among the overlapping
    buffers already placed (sort those, sweep for the first gap). The best height is kept. Huge, dense
-   components (more than :data:`PAIR_LIMIT` overlapping pairs) run the size order over a time index and
-   n log n time sweeps instead, so 100,000 buffers plan in seconds.
+   components (more than :data:`PAIR_LIMIT` overlapping pairs, and more than :data:`DENSE_PAIRS_PER_BUFFER`
+   a buffer) run the size order over a time index and n log n time sweeps instead, so 100,000 buffers plan
+   in seconds.
 3. Exact search. While the highest component is above the lower bound, a MiniMalloc-style branch and bound
    tries to pack it within the lower bound: buffers placed in canonical order (non-decreasing offset, each
    at its lowest legal offset), pruned by section inference, the unallocated floor, dominance and dynamic
@@ -43,6 +44,7 @@ from operator import add, mul
 from pathlib import Path
 
 __all__ = [
+    "DENSE_PAIRS_PER_BUFFER",
     "EXACT_HEURISTICS",
     "PAIR_LIMIT",
     "PORTFOLIO_PAIR_VISITS",
@@ -61,9 +63,15 @@ __all__ = [
 #: at), calibrated on a 2-core reference machine. Real time varies with the machine; results never do.
 WORK_PER_SECOND = 10_000_000
 
-#: Above this many time-overlapping pairs a component is "huge": the greedy portfolio then avoids neighbour
-#: lists (memory and time grow with the pairs) and runs time sweeps plus the size order over a time index.
+#: Above this many time-overlapping pairs a component is "huge" (if also dense, see below): the greedy portfolio
+#: then avoids neighbour lists (memory and time grow with the pairs) and runs time sweeps plus the size order
+#: over a time index.
 PAIR_LIMIT = 2_000_000
+
+#: A component with more pairs than PAIR_LIMIT is huge only if it has more than this many a buffer on average:
+#: a long sparse one (a pipeline's few overlaps a buffer) keeps its neighbour lists, whose memory and time stay
+#: linear in its buffers, and gets the same planning at 1M nodes as at 100k.
+DENSE_PAIRS_PER_BUFFER = 16
 
 #: The greedy portfolio runs its orders (most useful first) until their neighbour visits pass this many, or
 #: :data:`PORTFOLIO_VISITS_PER_BUFFER` times the piece's buffers if that is more, so a dense piece gets fewer
@@ -265,6 +273,12 @@ def _count_pairs(items: Sequence[int], first: Sequence[int], last: Sequence[int]
         pairs += len(active)
         heapq.heappush(active, last[i])
     return pairs
+
+
+def _huge(items: Sequence[int], first: Sequence[int], last: Sequence[int]) -> bool:
+    """Whether ``items`` are too many overlapping pairs for neighbour lists (see :data:`PAIR_LIMIT`)."""
+    pairs = _count_pairs(items, first, last)
+    return pairs > PAIR_LIMIT and pairs > DENSE_PAIRS_PER_BUFFER * len(items)
 
 
 class _TimeIndex:
@@ -555,7 +569,7 @@ def _baseline(arr: _Arrays) -> list[int]:
             off[i] = 0
     positive = [i for i in range(n) if arr.size[i] > 0]
     order = _baseline_order(arr, [i for i in positive if off[i] < 0])
-    if _count_pairs(positive, arr.first, arr.last) <= PAIR_LIMIT:
+    if not _huge(positive, arr.first, arr.last):
         adj = _overlaps(positive, arr.first, arr.last)
         _place(order, arr.size, arr.align, adj, off, 0, best_fit=False)
     else:
@@ -653,10 +667,10 @@ _Key = Callable[[int], tuple[int, ...]]
 def _portfolio(arr: _Arrays, piece: _Piece, target: int) -> tuple[int, list[int], str]:
     """Run the greedy orders on a piece; return (height, offsets of its items, strategy name) of the best.
 
-    Up to :data:`PAIR_LIMIT` overlapping pairs, the orders run first fit and best fit over neighbour lists,
-    most useful first, while within :data:`PORTFOLIO_PAIR_VISITS` (or :data:`PORTFOLIO_VISITS_PER_BUFFER` a
-    buffer, if more). Beyond that (huge, dense components) only
-    the size order over a time index and two n log n time sweeps run. Stops as soon as one reaches
+    Unless the piece is huge (more than :data:`PAIR_LIMIT` overlapping pairs and :data:`DENSE_PAIRS_PER_BUFFER`
+    a buffer), the orders run first fit and best fit over neighbour lists, most useful first, while within
+    :data:`PORTFOLIO_PAIR_VISITS` (or :data:`PORTFOLIO_VISITS_PER_BUFFER` a buffer, if more). A huge piece
+    gets only the size order over a time index and two n log n time sweeps. Stops as soon as one reaches
     ``target`` (the lower bound: nothing does better).
     """
     size, first, last = arr.size, arr.first, arr.last
@@ -679,7 +693,7 @@ def _portfolio(arr: _Arrays, piece: _Piece, target: int) -> tuple[int, list[int]
         for i in piece.items:
             off[i] = arr.fixed[i]
 
-    if _count_pairs(piece.items, first, last) <= PAIR_LIMIT:
+    if not _huge(piece.items, first, last):
         total: dict[int, int] = {}
 
         def live_max(i: int) -> int:
@@ -1106,7 +1120,7 @@ def plan(
         strategy = "portfolio"
     # Safety net: greedy results per piece need not compose better than the plain baseline on the whole
     # input, so never return worse than it (skipped for huge inputs, where the baseline alone is costly).
-    if arena > lb and _count_pairs(positive, arr.first, arr.last) <= PAIR_LIMIT:
+    if arena > lb and not _huge(positive, arr.first, arr.last):
         baseline = _baseline(arr)
         baseline_arena = max((baseline[i] + arr.size[i] for i in range(n)), default=0)
         if baseline_arena < arena:

@@ -222,12 +222,12 @@ def test_property_fast_paths_match_the_neighbour_list_greedy(bufs: list[Buffer])
 @settings(max_examples=40, deadline=None)
 @given(instances(max_size=60))
 def test_property_huge_component_path_is_valid(bufs: list[Buffer]) -> None:
-    limit = planner.PAIR_LIMIT
-    planner.PAIR_LIMIT = 0  # every component counts as huge: time index and sweeps only
+    limits = planner.PAIR_LIMIT, planner.DENSE_PAIRS_PER_BUFFER
+    planner.PAIR_LIMIT = planner.DENSE_PAIRS_PER_BUFFER = 0  # every component counts as huge: time index, sweeps
     try:
         p = plan(bufs, exact_work=50_000)
     finally:
-        planner.PAIR_LIMIT = limit
+        planner.PAIR_LIMIT, planner.DENSE_PAIRS_PER_BUFFER = limits
     assert check_placement(bufs, p.offsets) == []
     assert p.arena >= p.lower_bound
 
@@ -263,6 +263,11 @@ def test_a_long_sparse_piece_gets_the_whole_portfolio(monkeypatch: pytest.Monkey
     assert (full.arena, full.component_strategies) == (331264, ("greedy-start-first-fit",))
     monkeypatch.setattr(planner, "PORTFOLIO_PAIR_VISITS", 1)
     assert plan(bufs, exact_work=0).arena == full.arena
+    monkeypatch.setattr(planner, "PAIR_LIMIT", 1)  # more pairs than that, but a few a buffer: not "huge"
+    assert plan(bufs, exact_work=0).component_strategies == full.component_strategies
+    monkeypatch.setattr(planner, "DENSE_PAIRS_PER_BUFFER", 1)  # huge: the time index's size order and sweeps
+    assert plan(bufs, exact_work=0).component_strategies[0].startswith(("greedy-size", "sweep-"))
+    monkeypatch.setattr(planner, "PAIR_LIMIT", 10**9)
     monkeypatch.setattr(planner, "PORTFOLIO_VISITS_PER_BUFFER", 1)  # a dense piece: the size order alone
     cut = plan(bufs, exact_work=0)
     assert (cut.arena, cut.component_strategies) == (363008, ("greedy-size-first-fit",))
