@@ -710,7 +710,7 @@ def _portfolio(arr: _Arrays, piece: _Piece, target: int) -> tuple[int, list[int]
             "total-lifetime": lambda i: (-live_max(i), -length(i), -size[i], i),
             "end": lambda i: (-last[i], -size[i], i),
         }
-        # most useful first: the portfolio is cut short on dense pieces (see PORTFOLIO_PAIR_VISITS and _PER_BUFFER)
+        # most useful first: the portfolio is cut short on dense pieces (see PORTFOLIO_PAIR_VISITS)
         runs = [
             ("size", False), ("start", True), ("area", False), ("total", False), ("size", True),
             ("lifetime", False), ("end", True), ("start", False), ("total-lifetime", False), ("area", True),
