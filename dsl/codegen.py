@@ -34,7 +34,6 @@ elements bound by the enclosing `for_each` groups, outermost first.
 from __future__ import annotations
 
 import re
-import tokenize
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -1107,21 +1106,30 @@ class _Indent:
             g.loop_depth -= 1
 
 
+# a string literal (skipped: its text is not code), a walrus `(x := ` or a name; the generated source has no
+# triple-quoted or f-strings (its strings are the catalogue's plain literals)
+_SCAN = re.compile(r"""'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|\((?P<w>[A-Za-z_]\w*) := |(?P<n>[A-Za-z_]\w*)""")
+
+
 def _drop_unread_walruses(body: list[str], returns: str = "") -> list[str]:
     """`(x := value)` becomes `(value)` where nothing reads x: a sub-expression counted as repeating may only
     repeat inside a larger one that is kept, whose reuse never evaluates it again (two bytecodes saved a time).
-    Read from the tokens, so a string literal's text is never taken for code; `returns` (the function's return
+    String literals are skipped, so their text is never taken for code; `returns` (the function's return
     expression) reads locals too."""
-    tokens = list(tokenize.generate_tokens(iter([line + "\n" for line in body]).__next__))
-    names = Counter(t.string for t in tokens if t.type == tokenize.NAME)
-    names.update(t.string for t in tokenize.generate_tokens(iter([returns]).__next__) if t.type == tokenize.NAME)
-    cuts: list[tuple[int, int, int]] = []  # (line index, start column of `x`, column after `:= `)
-    for before, name, op in zip(tokens, tokens[1:], tokens[2:], strict=False):
-        if before.string == "(" and name.type == tokenize.NAME and op.string == ":=" and names[name.string] == 1:
-            cuts.append((name.start[0] - 1, name.start[1], op.end[1] + 1))
+    names: Counter[str] = Counter()
+    walruses: list[tuple[int, str, int, int]] = []  # (line index, x, start of `x`, end of `x := `)
+    for row, line in enumerate([*body, returns]):
+        for m in _SCAN.finditer(line):
+            if m.group("w") is not None:
+                names[m.group("w")] += 1
+                if row < len(body):  # one in the return expression is its own read
+                    walruses.append((row, m.group("w"), m.start("w"), m.end()))
+            elif m.group("n") is not None:
+                names[m.group("n")] += 1
     out = list(body)
-    for row, a, b in reversed(cuts):  # right to left, so earlier columns stay valid
-        out[row] = out[row][:a] + out[row][b:]
+    for row, name, a, b in reversed(walruses):  # right to left, so earlier columns stay valid
+        if names[name] == 1:
+            out[row] = out[row][:a] + out[row][b:]
     return out
 
 

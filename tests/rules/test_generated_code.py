@@ -831,6 +831,7 @@ def test_dropping_an_unread_walrus_leaves_string_literals_alone() -> None:
     ]
     assert _drop_unread_walruses(["        return (c1 := 1) + c1"]) == ["        return (c1 := 1) + c1"]
     assert _drop_unread_walruses(["        s += (c1 := 1)"], "c1") == ["        s += (c1 := 1)"]  # what it returns
+    assert _drop_unread_walruses(["        s = 1"], "(c1 := s)") == ["        s = 1"]  # a walrus returned stays
 
 
 SKIPPING = """
