@@ -375,20 +375,29 @@ def _place(
     off: list[int],
     base: int,
     best_fit: bool,
+    limit: int | None = None,
 ) -> int:
     """Place ``order`` one by one among already placed neighbours (off >= 0); return the height reached.
 
     First fit puts each buffer at the lowest aligned offset >= ``base`` that is free over its lifetime; best
     fit puts it into the smallest free gap that holds it (the top, if no gap does). Neighbours come from
     precomputed adjacency lists: cost per buffer is its number of neighbours (sort + sweep).
+
+    With a ``limit``, stops as soon as the height reaches it (the placement is then incomplete): the height
+    only grows, so such an order cannot beat a plan of that height.
     """
     height = base
+    stop = limit if limit is not None else -1
     for b in order:
         obstacles = [(off[o], off[o] + size[o]) for o in adj[b] if off[o] >= 0]
         obstacles.sort()
         cand = _lowest_fit(obstacles, size[b], align[b], base, best_fit)
         off[b] = cand
-        height = max(height, cand + size[b])
+        top = cand + size[b]
+        if top > height:
+            height = top
+            if height >= stop >= 0:
+                return height
     return height
 
 
@@ -724,7 +733,9 @@ def _portfolio(arr: _Arrays, piece: _Piece, target: int) -> tuple[int, list[int]
             if name not in orders:
                 orders[name] = sorted(movable, key=keys[name])
             reset()
-            height = _place(orders[name], size, arr.align, adj, off, piece.base, best_fit)
+            # an order whose height reaches the best one's is left unfinished: it cannot win
+            limit = best[0] if best is not None else None
+            height = _place(orders[name], size, arr.align, adj, off, piece.base, best_fit, limit)
             consider(f"greedy-{name}-{'best' if best_fit else 'first'}-fit", height)
             if best is not None and best[0] <= target:
                 return best

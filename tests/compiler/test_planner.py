@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -230,6 +231,39 @@ def test_property_huge_component_path_is_valid(bufs: list[Buffer]) -> None:
         planner.PAIR_LIMIT, planner.DENSE_PAIRS_PER_BUFFER = limits
     assert check_placement(bufs, p.offsets) == []
     assert p.arena >= p.lower_bound
+
+
+@settings(max_examples=80, deadline=None)
+@given(instances(max_size=50))
+def test_property_the_portfolio_cut_changes_no_plan(bufs: list[Buffer]) -> None:
+    # an order is left unfinished once its height reaches the best so far: the plan, its strategy and every
+    # offset are those of the portfolio that finishes every order
+    cut = plan(bufs, exact_work=0)
+    place = planner._place
+
+    def unlimited(*args: Any, limit: int | None = None, **kwargs: Any) -> int:
+        return place(*args[:7], **kwargs)
+
+    planner._place = unlimited
+    try:
+        whole = plan(bufs, exact_work=0)
+    finally:
+        planner._place = place
+    assert cut == whole
+
+
+def test_an_order_stops_when_it_reaches_the_limit() -> None:
+    # three buffers live together: stacked, 10 + 20 + 30; with a limit of 25 the second one reaches it
+    bufs = [Buffer("a", 0, 5, 10), Buffer("b", 0, 5, 20), Buffer("c", 0, 5, 30)]
+    arr = planner._Arrays(bufs)
+    adj = planner._overlaps([0, 1, 2], arr.first, arr.last)
+    off = [-1, -1, -1]
+    assert planner._place([0, 1, 2], arr.size, arr.align, adj, off, 0, False) == 60
+    off = [-1, -1, -1]
+    assert planner._place([0, 1, 2], arr.size, arr.align, adj, off, 0, False, 25) == 30
+    assert off == [0, 10, -1]  # c was never placed
+    off = [-1, -1, -1]
+    assert planner._place([0, 1, 2], arr.size, arr.align, adj, off, 0, False, 61) == 60  # under the limit: whole
 
 
 def split_pipeline(blocks: int) -> list[Buffer]:
