@@ -569,18 +569,25 @@ def _baseline_order(arr: _Arrays, items: Sequence[int]) -> list[int]:
     return sorted(items, key=lambda i: (-arr.size[i], arr.first[i], i))
 
 
-def _baseline(arr: _Arrays) -> list[int]:
-    """Offsets of the plain size-descending first-fit greedy (fixed offsets honoured, placed first)."""
+def _baseline(arr: _Arrays, limit: int | None = None) -> list[int] | None:
+    """Offsets of the plain size-descending first-fit greedy (fixed offsets honoured, placed first).
+
+    With a ``limit`` (the plan's safety net): None for a huge input (the baseline alone is costly there), and
+    the placement stops once it reaches ``limit`` (the offsets left are then incomplete, and their arena at
+    least ``limit``)."""
     n = len(arr.size)
     off = list(arr.fixed)
     for i in range(n):
         if off[i] < 0 and arr.size[i] == 0:
             off[i] = 0
     positive = [i for i in range(n) if arr.size[i] > 0]
+    huge = _huge(positive, arr.first, arr.last)
+    if huge and limit is not None:
+        return None
     order = _baseline_order(arr, [i for i in positive if off[i] < 0])
-    if not _huge(positive, arr.first, arr.last):
+    if not huge:
         adj = _overlaps(positive, arr.first, arr.last)
-        _place(order, arr.size, arr.align, adj, off, 0, best_fit=False)
+        _place(order, arr.size, arr.align, adj, off, 0, False, limit)
     else:
         _place_indexed(order, arr, positive, off, 0)
     return off
@@ -591,6 +598,7 @@ def greedy_best_fit(buffers: Sequence[Buffer]) -> Placement:
     _validate(buffers)
     arr = _Arrays(buffers)
     off = _baseline(arr)
+    assert off is not None  # no limit: always placed
     n = len(buffers)
     return Placement(
         offsets={arr.ids[i]: off[i] for i in range(n)},
@@ -1130,9 +1138,10 @@ def plan(
     else:
         strategy = "portfolio"
     # Safety net: greedy results per piece need not compose better than the plain baseline on the whole
-    # input, so never return worse than it (skipped for huge inputs, where the baseline alone is costly).
-    if arena > lb and not _huge(positive, arr.first, arr.last):
-        baseline = _baseline(arr)
+    # input, so never return worse than it (skipped for huge inputs, where the baseline alone is costly; a
+    # baseline reaching the arena found is left unfinished, as it cannot be chosen).
+    baseline = _baseline(arr, arena) if arena > lb else None
+    if baseline is not None:
         baseline_arena = max((baseline[i] + arr.size[i] for i in range(n)), default=0)
         if baseline_arena < arena:
             off, arena, strategy = baseline, baseline_arena, "greedy-size-first-fit"
