@@ -547,7 +547,7 @@ def _live_max(items: Sequence[int], first: Sequence[int], last: Sequence[int], s
     width = 1
     while 2 * width <= len(profile):
         prev = table[-1]
-        table.append([max(prev[k], prev[k + width]) for k in range(len(prev) - width)])
+        table.append(list(map(max, prev, prev[width:])))  # pairwise maxima, len(prev) - width of them
         width *= 2
     out: list[int] = []
     for i in items:

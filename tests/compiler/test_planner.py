@@ -266,6 +266,18 @@ def test_an_order_stops_when_it_reaches_the_limit() -> None:
     assert planner._place([0, 1, 2], arr.size, arr.align, adj, off, 0, False, 61) == 60  # under the limit: whole
 
 
+@settings(max_examples=80, deadline=None)
+@given(instances(max_size=40, fixed=False))
+def test_property_live_max_is_the_largest_live_total_over_each_lifetime(bufs: list[Buffer]) -> None:
+    # the "total" orders' key, from a sparse table of range maxima, against a step-by-step count
+    arr = planner._Arrays(bufs)
+    items = list(range(len(bufs)))
+    live = {t: sum(b.size for b in bufs if b.first <= t <= b.last) for b in bufs for t in (b.first, b.last)}
+    got = planner._live_max(items, arr.first, arr.last, arr.size)
+    for b, value in zip(bufs, got, strict=True):
+        assert value == max(v for t, v in live.items() if b.first <= t <= b.last)
+
+
 def split_pipeline(blocks: int) -> list[Buffer]:
     """The feature maps of `blocks` SplitD -> ReLU/Sigmoid/Mul -> ConcatD -> Gelu blocks, as the synthetic `split`
     workload plans them: three zero-copy blocks (the concat's inputs one buffer) then one that copies. A long,
