@@ -268,76 +268,64 @@ class Engine:
     ) -> None:
         """Decide `candidates` in order by the generated function, appending to `out` and counting them in `stats`
         (the node named `trace_node` is decided by the closures, with its trace). One loop: a pass decides every
-        candidate here.
-
-        The loop decides and applies; the usual records (a fired candidate, a plain miss in a compile) are made
-        after it, in one tight loop, which costs less than making each between two decisions. Their text reads
-        only what a rule's actions cannot change (names, places, shapes: a catalogue's describers show an
-        element's identity), so it is what it would have been at decision time."""
+        candidate here, and makes the usual records (a fired candidate, a compile's plain miss) in place, as the
+        hand-written pass does; anything else (a fault, a miss to explain, an action the closures must run) goes
+        through the general path and is counted by `RuleStats.add`."""
         access = self.access
         bindings, node_name, op_type = access.bindings, access.node_name, access.op_type
         fn, actions, sites, name = fast.fn, fast.actions, fast.sites, rule.name
-        # per candidate, in order: (node,) when it fired, (node, site, values) for a plain miss, else its Decision
-        done: list[Any] = []
-        for node in candidates:
-            if trace_node is not None and node_name(node) == trace_node:
-                done.append(self.decide(rule, graph, node, dry_run=dry_run, trace=True))
-                continue
-            roots = bindings(graph, node)
-            got = fn(roots, 0)
-            if got.__class__ is int:
-                if actions is not None:
-                    try:
-                        actions(roots, got, not dry_run)  # evaluates them all, then writes (unless a dry run)
-                    except Exception:  # a fault: the closures' actions give the exact error (or raise what they raise)
-                        pass
-                    else:
-                        done.append((node,))
-                        continue
-                done.append(self._act(rule, roots, got, None, gname, node_name(node), op_type(node), dry_run, None))
-                continue
-            k, how, _, values = got  # type: ignore[misc]
-            if how == FAILED and not explain:  # a compile's usual miss: the record, no explanation to build
-                done.append((node, k, values))
-                continue
-            miss = self._fast_miss(rule, fast, got, roots)  # type: ignore[arg-type]
-            done.append(self._miss_decision(rule, miss, gname, node_name(node), op_type(node), dry_run, None, explain))
         describers = self._site_describers(fast)
         misses: dict[str, int] = {} if stats is None else stats.misses
-        added = fired = 0  # a Decision made above is counted by `RuleStats.add`; the rest here
-        for item in done:
-            if item.__class__ is Decision:
-                out.append(item)
-                if stats is not None:
-                    stats.add(item)
-                added += 1
-            elif len(item) == 3:
-                node, k, values = item
-                site = sites[k]
-                c = site.check.check
-                describe = describers[k] or self._describe_site(rule, fast, k)
-                out.append(
-                    Decision(
-                        name,
-                        gname,
-                        node_name(node),
-                        op_type(node),
-                        False,
-                        c.name,
-                        site.path,
-                        c.kind,
-                        c.span,
-                        describe(values),
-                        dry_run=dry_run,
-                    )
-                )
-                misses[c.name] = misses.get(c.name, 0) + 1
+        apply, append = not dry_run, out.append
+        fired = missed = 0  # the records made in place; the others are counted as they are made
+        for node in candidates:
+            if trace_node is not None and node_name(node) == trace_node:
+                d = self.decide(rule, graph, node, dry_run=dry_run, trace=True)
             else:
-                node = item[0]
-                out.append(Decision(name, gname, node_name(node), op_type(node), True, dry_run=dry_run))
-                fired += 1
+                roots = bindings(graph, node)
+                got = fn(roots, 0)
+                if got.__class__ is int:
+                    if actions is not None:
+                        try:
+                            actions(roots, got, apply)  # evaluates them all, then writes (unless a dry run)
+                        except Exception:  # a fault: the closures' actions give the exact error (or raise theirs)
+                            pass
+                        else:
+                            append(Decision(name, gname, node_name(node), op_type(node), True, dry_run=dry_run))
+                            fired += 1
+                            continue
+                    d = self._act(rule, roots, got, None, gname, node_name(node), op_type(node), dry_run, None)
+                else:
+                    k, how, _, values = got  # type: ignore[misc]
+                    if how == FAILED and not explain:  # a compile's usual miss: the record, no explanation
+                        site = sites[k]
+                        c = site.check.check
+                        describe = describers[k] or self._describe_site(rule, fast, k)
+                        append(
+                            Decision(
+                                name,
+                                gname,
+                                node_name(node),
+                                op_type(node),
+                                False,
+                                c.name,
+                                site.path,
+                                c.kind,
+                                c.span,
+                                describe(values),
+                                dry_run=dry_run,
+                            )
+                        )
+                        misses[c.name] = misses.get(c.name, 0) + 1
+                        missed += 1
+                        continue
+                    miss = self._fast_miss(rule, fast, got, roots)  # type: ignore[arg-type]
+                    d = self._miss_decision(rule, miss, gname, node_name(node), op_type(node), dry_run, None, explain)
+            append(d)
+            if stats is not None:
+                stats.add(d)
         if stats is not None:
-            stats.candidates += len(done) - added
+            stats.candidates += fired + missed
             stats.fired += fired
 
     def _act(
