@@ -10,6 +10,7 @@ GE passes that are not ours appear as named placeholders, so rules can be ordere
 from __future__ import annotations
 
 import heapq
+import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import NamedTuple, Protocol
 from ..dsl.check import order_cycle
 from ..dsl.compile import CompiledRule
 from ..dsl.diagnostics import did_you_mean, error
-from ..dsl.load import RuleSet, load_rules
+from ..dsl.load import RuleSet, load_rules, rule_files
 from ..dsl.rules import LEVELS
 from ..engine.decisions import Decision, Reason, RuleStats
 from ..engine.run import CandidateIndex, Engine
@@ -381,6 +382,44 @@ def load_ge_rules(paths: Sequence[str | Path] | None = None) -> RuleSet:
     return load_rules(
         list(paths) if paths else [bundled_rules_dir()], ge_catalogue(), known_passes=GE_PLACEHOLDER_PASSES
     )
+
+
+# the bundled rule set as last loaded, with what it was loaded from: (working directory, (file, mtime, size) of
+# every rule file and of their folder) -> the rule set
+_DEFAULT_RULES: tuple[tuple[object, ...], list[Path], RuleSet] | None = None
+
+
+def _file_signature(files: Sequence[Path]) -> tuple[object, ...]:
+    """What tells an edit of `files` (each one's modification time and size; a missing file reads as absent)."""
+    out: list[object] = [os.getcwd()]  # spans name files relative to it
+    for f in files:
+        try:
+            st = f.stat()
+        except OSError:
+            out.append((str(f), None))
+        else:
+            out.append((str(f), st.st_mtime_ns, st.st_size))
+    return tuple(out)
+
+
+def default_rules() -> RuleSet:
+    """The bundled rule set: what every stage uses when it is given none. Loaded once, and again when a rule file
+    or its folder changes (an edit, a file added or removed) or the working directory does. A load costs about
+    70 ms, which a compile script calling `optimize` per graph would otherwise pay every call. Raises on an
+    error, as :func:`load_rules` does; callers must not modify it (pass a rule set of your own to change rules)."""
+    global _DEFAULT_RULES
+    from ..rules import bundled_rules_dir
+
+    known = _DEFAULT_RULES
+    if known is not None and _file_signature(known[1]) == known[0]:
+        return known[2]
+    folder = bundled_rules_dir()
+    files, _ = rule_files([folder])
+    watched = [folder, *(f.resolve() for f in files)]
+    signature = _file_signature(watched)  # before loading: an edit made while it loads is seen next time
+    rules = load_ge_rules().raise_on_error()
+    _DEFAULT_RULES = (signature, watched, rules)
+    return rules
 
 
 def build_pass_manager(rule_set: RuleSet, *, level: str = DEFAULT_LEVEL, disabled: Iterable[str] = ()) -> PassManager:

@@ -19,7 +19,15 @@ from .compiler.ir import ComputeGraph
 from .compiler.memory.assign import MemoryPlan, assign_memory
 from .compiler.memory.verify import Violation, verify_plan
 from .compiler.model import build_model, dump_model
-from .compiler.passes import DEFAULT_LEVEL, NO_TASK_TAG, PassReport, build_pass_manager, load_ge_rules
+from .compiler.passes import (
+    DEFAULT_LEVEL,
+    NO_TASK_TAG,
+    PassManager,
+    PassReport,
+    build_pass_manager,
+    default_rules,
+    load_ge_rules,
+)
 from .compiler.streams import StreamPlan, assign_streams
 from .compiler.tasks import TaskResult, generate_tasks
 from .dsl.diagnostics import RulepassError, did_you_mean, error
@@ -101,8 +109,30 @@ def optimize(
 
     Every miss carries its explanation (`Decision.reason`) unless `explain` is false; the check, path,
     elements and error are always there."""
-    pm = build_pass_manager(rules or load_rules(), level=level, disabled=disabled)
+    pm = _pass_manager(rules or default_rules(), level, disabled)
     return OptimizeResult(graph, pm.run(graph, dry_run=dry_run, trace_node=trace_node, explain=explain))
+
+
+# the pass managers `optimize` ran, by rule set (the object and the rules it holds), level and disabled passes:
+# building one, and warming its engine's caches (explainers, describers), costs more than deciding a small graph,
+# and a compile runs two per graph. A pass manager keeps no state between runs (each run has its own context).
+_PASS_MANAGERS: dict[tuple[object, ...], tuple[RuleSet, PassManager]] = {}
+_PASS_MANAGERS_LIMIT = 16
+
+
+def _pass_manager(rules: RuleSet, level: str, disabled: Iterable[str]) -> PassManager:
+    """The pass manager of `rules` at `level` with `disabled` off: built once, then reused."""
+    if not isinstance(disabled, (list, tuple, set, frozenset)) or not all(isinstance(d, str) for d in disabled):
+        return build_pass_manager(rules, level=level, disabled=disabled)  # which says what is wrong, or copes
+    key = (id(rules), tuple(map(id, rules.rules)), level, frozenset(disabled))
+    known = _PASS_MANAGERS.get(key)
+    if known is not None and known[0] is rules and not rules.errors:
+        return known[1]
+    pm = build_pass_manager(rules, level=level, disabled=disabled)
+    if len(_PASS_MANAGERS) >= _PASS_MANAGERS_LIMIT:
+        _PASS_MANAGERS.clear()
+    _PASS_MANAGERS[key] = (rules, pm)  # the rule set is kept alive with it, so its id names no other
+    return pm
 
 
 def explain(
@@ -155,7 +185,7 @@ def plan_memory(
     `graph` is optimized in place; the comparison runs on a fresh copy with every pass tagged `no-task` disabled.
     Both plans are proved safe by the verifier when `verify`.
     """
-    rules = rules or load_rules()
+    rules = rules or default_rules()
     baseline_graph = copy_graph(graph)
     optimize(graph, rules, level=level, disabled=disabled)
     result = _with_baseline(graph, baseline_graph, assign_memory(graph), rules, level, disabled, single_stream=True)
@@ -240,7 +270,7 @@ def _stages(
         seconds[stage] = time.perf_counter() - t0
         return value
 
-    rules = rules or load_rules()
+    rules = rules or default_rules()
     baseline_graph = copy_graph(graph)
     # a compile reports counts per check, not explanations: misses carry no Reason (use optimize or explain)
     opt = timed("passes", lambda: optimize(graph, rules, level=level, disabled=disabled, explain=False))
