@@ -1178,12 +1178,13 @@ it and it is cached on the graph, so it is not part of the comparison); the othe
 *engine* drives the pass manager (`build_pass_manager`, built once) as `compile` does: every candidate gets its
 decision record (fired, or the failing check, its path, the elements and any error), without the explanation;
 *engine + explanations* also builds the explanation (`reason`: the failing sub-expression, its span and values) of
-every miss, as `optimize` and `explain` do; *api.optimize* is that library call itself, which also builds the pass
-manager on every call. The engine runs each rule's generated decision function (`dsl/codegen.py`); the closures are
-the reference it falls back to. Repetitions are interleaved (engine, explained, api, hand-written pass,
-hand-written function; then reversed), each sample runs a batch of copies (≥ 5 ms of hand-written work) with the
-cyclic GC off (as `timeit` does) and is timed in process CPU time (the machine is shared); the table shows the
-median of the samples, per graph (all files together for the fixtures).
+every miss, as `optimize` and `explain` do; *api.optimize* is that library call itself, with explanations (it looks
+up the pass manager it keeps for the rule set, level and disabled passes, built on its first call). The engine
+runs each rule's generated decision function (`dsl/codegen.py`); the closures are the reference it falls back to.
+Repetitions are interleaved (engine, explained, api, hand-written pass, hand-written function; then reversed),
+each sample runs a batch of copies (≥ 5 ms of hand-written work) with the cyclic GC off (as `timeit` does) and is
+timed in process CPU time (the machine is shared); the table shows the median of the samples, per graph (all
+files together for the fixtures).
 The hand-written pass is timed twice: as a *pass*, in the rule pass's place in the same pass manager
 (`handwritten_concat.as_pass`: a Python pass with the rule's name, levels and order, run on the root graph and
 every subgraph as the rule is), and as the bare *function* `concat_notask_pass`. How to read it: *engine /

@@ -138,3 +138,5 @@ def test_bad_disabled_passes_are_still_an_error_every_time() -> None:
             api.optimize(graph, rules, disabled=["ConcatNotask"])
         with pytest.raises(RulepassError, match="unknown optimisation level"):
             api.optimize(graph, rules, level="O9")
+        with pytest.raises(RulepassError, match="unknown optimisation level"):
+            api.optimize(graph, rules, level=["O3"])  # type: ignore[arg-type]

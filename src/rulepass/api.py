@@ -122,7 +122,11 @@ _PASS_MANAGERS_LIMIT = 16
 
 def _pass_manager(rules: RuleSet, level: str, disabled: Iterable[str]) -> PassManager:
     """The pass manager of `rules` at `level` with `disabled` off: built once, then reused."""
-    if not isinstance(disabled, (list, tuple, set, frozenset)) or not all(isinstance(d, str) for d in disabled):
+    if (
+        not isinstance(level, str)
+        or not isinstance(disabled, (list, tuple, set, frozenset))
+        or not all(isinstance(d, str) for d in disabled)
+    ):
         return build_pass_manager(rules, level=level, disabled=disabled)  # which says what is wrong, or copes
     key = (id(rules), tuple(map(id, rules.rules)), level, frozenset(disabled))
     known = _PASS_MANAGERS.get(key)
