@@ -141,8 +141,8 @@ class EntitySpec:
     fields: Mapping[str, FieldSpec]
     parents: tuple[str, ...] = ()
     set_attr: Callable[[Any, str, Any], None] | None = None
-    # how a decision record shows a value: its identity (names, places, shapes), never what an action can set,
-    # since the engine writes a run's records after its candidate loop
+    # how a decision record shows a value: its identity (names, places, shapes), as it stands when the candidate
+    # is decided (the engine describes a miss's elements then)
     describe: Callable[[Any], str] = str
     # the inline form of the dict an attribute (not a field) of this entity is stored in, e.g. `{0}.op.attrs`:
     # generated actions write there directly, as `set_attr` would
