@@ -391,7 +391,11 @@ _DEFAULT_RULES: tuple[tuple[object, ...], list[Path], RuleSet] | None = None
 
 def _file_signature(files: Sequence[Path]) -> tuple[object, ...]:
     """What tells an edit of `files` (each one's modification time and size; a missing file reads as absent)."""
-    out: list[object] = [os.getcwd()]  # spans name files relative to it
+    try:
+        cwd = os.getcwd()  # spans name files relative to it
+    except OSError:  # it was removed: the load says what it can
+        cwd = ""
+    out: list[object] = [cwd]
     for f in files:
         try:
             st = f.stat()

@@ -53,7 +53,7 @@ def _shown(p: Path) -> Path:
     """`p` relative to the working directory when it lies below it (diagnostics stay short)."""
     try:
         return p.resolve().relative_to(Path.cwd().resolve())
-    except ValueError:
+    except (ValueError, OSError):  # not below it, or the working directory was removed
         return p
 
 

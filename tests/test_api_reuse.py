@@ -140,3 +140,15 @@ def test_bad_disabled_passes_are_still_an_error_every_time() -> None:
             api.optimize(graph, rules, level="O9")
         with pytest.raises(RulepassError, match="unknown optimisation level"):
             api.optimize(graph, rules, level=["O3"])  # type: ignore[arg-type]
+
+
+def test_the_bundled_rules_load_from_a_removed_working_directory(
+    rules_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()  # the process still stands in it; the spans name the files as they are
+    rules = passes.default_rules()
+    assert {r.name for r in rules.rules} >= {"ConcatNotaskPass", "PackNotaskPass"}
+    assert passes.default_rules() is rules
