@@ -152,3 +152,15 @@ def test_the_bundled_rules_load_from_a_removed_working_directory(
     rules = passes.default_rules()
     assert {r.name for r in rules.rules} >= {"ConcatNotaskPass", "PackNotaskPass"}
     assert passes.default_rules() is rules
+
+
+@pytest.mark.parametrize("call", ["optimize", "explain", "plan_memory", "compile_graph"])
+def test_a_graph_or_rule_set_of_the_wrong_type_is_one_usage_error(call: str) -> None:
+    graph = api.load_graph(example_path())
+    stage = getattr(api, call)
+    extra = ("concat",) if call == "explain" else ()
+    with pytest.raises(RulepassError, match="expected a ComputeGraph, not str"):
+        stage("graph.yaml", *extra)
+    for wrong in (["rules/"], "rules/"):
+        with pytest.raises(RulepassError, match=r"expected a RuleSet \(or None for the bundled rules\)"):
+            stage(graph, *extra, wrong)

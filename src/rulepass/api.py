@@ -109,8 +109,28 @@ def optimize(
 
     Every miss carries its explanation (`Decision.reason`) unless `explain` is false; the check, path,
     elements and error are always there."""
-    pm = _pass_manager(rules or default_rules(), level, disabled)
+    pm = _pass_manager(_rules_for(graph, rules), level, disabled)
     return OptimizeResult(graph, pm.run(graph, dry_run=dry_run, trace_node=trace_node, explain=explain))
+
+
+def _rules_for(graph: object, rules: object) -> RuleSet:
+    """The rule set a stage runs (`rules`, or the bundled rules when None), once the two arguments every stage
+    takes are known to be what it needs: a wrong one is one usage error, not a traceback from deep inside."""
+    if not isinstance(graph, ComputeGraph):
+        raise error(
+            "usage",
+            f"expected a ComputeGraph, not {type(graph).__name__}",
+            hint="load one with api.load_graph(path)",
+        )
+    if rules is None:
+        return default_rules()
+    if not isinstance(rules, RuleSet):
+        raise error(
+            "usage",
+            f"expected a RuleSet (or None for the bundled rules), not {type(rules).__name__}",
+            hint="load one with api.load_rules([path, ...])",
+        )
+    return rules
 
 
 # the pass managers `optimize` ran, by rule set (the object and the rules it holds), level and disabled passes:
@@ -130,7 +150,7 @@ def _pass_manager(rules: RuleSet, level: str, disabled: Iterable[str]) -> PassMa
         return build_pass_manager(rules, level=level, disabled=disabled)  # which says what is wrong, or copes
     key = (id(rules), tuple(map(id, rules.rules)), level, frozenset(disabled))
     known = _PASS_MANAGERS.get(key)
-    if known is not None and known[0] is rules and not rules.errors:
+    if known is not None and not rules.errors:  # (the key's id is the rule set's: the entry keeps it alive)
         return known[1]
     pm = build_pass_manager(rules, level=level, disabled=disabled)
     if len(_PASS_MANAGERS) >= _PASS_MANAGERS_LIMIT:
@@ -149,6 +169,7 @@ def explain(
     disabled: Iterable[str] = (),
 ) -> list[Decision]:
     """The decisions (with check-by-check traces) for one node, as the full pipeline reaches them."""
+    rules = _rules_for(graph, rules)
     graphs = [graph, *graph.all_subgraphs()]
     if not any(g.node(node) is not None for g in graphs):
         names = [n.name for g in graphs for n in g.nodes_in_insertion_order()]
@@ -189,7 +210,7 @@ def plan_memory(
     `graph` is optimized in place; the comparison runs on a fresh copy with every pass tagged `no-task` disabled.
     Both plans are proved safe by the verifier when `verify`.
     """
-    rules = rules or default_rules()
+    rules = _rules_for(graph, rules)
     baseline_graph = copy_graph(graph)
     optimize(graph, rules, level=level, disabled=disabled)
     result = _with_baseline(graph, baseline_graph, assign_memory(graph), rules, level, disabled, single_stream=True)
@@ -274,7 +295,7 @@ def _stages(
         seconds[stage] = time.perf_counter() - t0
         return value
 
-    rules = rules or default_rules()
+    rules = _rules_for(graph, rules)
     baseline_graph = copy_graph(graph)
     # a compile reports counts per check, not explanations: misses carry no Reason (use optimize or explain)
     opt = timed("passes", lambda: optimize(graph, rules, level=level, disabled=disabled, explain=False))
