@@ -10,8 +10,9 @@ None of it is specific to Concat: Pack and Split rules use the same facts.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
+from operator import attrgetter
 from typing import Any
 
 from ..dsl.builtins import builtin_catalogue
@@ -716,13 +717,10 @@ class GeGraphAccess:
         """The nodes whose op type is one of `op_types`, in order."""
         return [n for n in nodes if n.op.type in op_types]
 
-    def op_type(self, node: Node) -> str:
-        """The op type."""
-        return node.op.type
-
-    def node_name(self, node: Node) -> str:
-        """The node name."""
-        return node.op.name
+    # The op type and the node name: C-level readers (no Python frame), for the engine reads them for every
+    # record it makes (a class attribute that is not a function binds no `self`).
+    op_type: Callable[[Node], str] = attrgetter("op.type")
+    node_name: Callable[[Node], str] = attrgetter("op.name")
 
     def graph_name(self, graph: ComputeGraph) -> str:
         """The graph name."""

@@ -22,9 +22,9 @@ from ..dsl.diagnostics import did_you_mean, error
 from ..dsl.load import RuleSet, load_rules, rule_files
 from ..dsl.rules import LEVELS
 from ..engine.decisions import Decision, Reason, RuleStats
-from ..engine.run import CandidateIndex, Engine
+from ..engine.run import Engine
 from .facts import GeGraphAccess, ge_catalogue
-from .ir import ComputeGraph
+from .ir import ComputeGraph, Node
 
 DEFAULT_LEVEL = "O3"
 # GE's OptimizeStage2 tail (spec §2.1), then the passes after it. Ours are ordered against these names.
@@ -39,20 +39,25 @@ class PassContext:
     dry_run: bool = False
     trace_node: str | None = None
     explain: bool = True  # build the explanation (Reason) of every miss
-    # per graph: the graph and its candidate index (shared by the rule passes)
-    _indexes: dict[int, tuple[ComputeGraph, CandidateIndex]] = field(default_factory=dict)
+    # per (graph, op types): the graph's topological order when they were found, and the candidates (shared by
+    # the rule passes; the order is kept, so an entry of a graph since freed is never taken for another's)
+    _found: dict[tuple[int, frozenset[str] | None], tuple[list[Node], Sequence[Node]]] = field(default_factory=dict)
 
     def forget_indexes(self) -> None:
-        """Drop the candidate indexes (after a pass that may have changed what they hold)."""
-        self._indexes.clear()
+        """Drop the candidates found (after a pass that may have changed what they hold)."""
+        self._found.clear()
 
-    def index(self, graph: ComputeGraph) -> CandidateIndex:
-        """The candidate index of `graph`, rebuilt when its topological order changed since (a pass edited it)."""
+    def candidates(self, graph: ComputeGraph, op_types: frozenset[str] | None) -> Sequence[Node]:
+        """`graph`'s nodes of any of `op_types` (None: every node) in topological order, found by one scan and
+        kept until the order changes (a pass edited the graph). A shared list: do not modify it."""
         order = graph.topological_order()
-        got = self._indexes.get(id(graph))
-        if got is None or got[1].all is not order or got[0] is not graph:
-            got = self._indexes[id(graph)] = (graph, CandidateIndex(self.engine.access, order))
-        return got[1]
+        key = (id(graph), op_types)
+        got = self._found.get(key)
+        if got is not None and got[0] is order:
+            return got[1]
+        found = order if op_types is None else self.engine.access.of_types(order, op_types)
+        self._found[key] = (order, found)
+        return found
 
 
 class PassReport(NamedTuple):
@@ -144,7 +149,7 @@ class RulePass:
         rule = self.rule
         if out.stats is None:
             out.stats = RuleStats(rule.name)
-        candidates = ctx.index(graph).candidates(rule.match_types)
+        candidates = ctx.candidates(graph, rule.match_types)
         if candidates:  # most graphs, for most rules, have none: counters of nothing decided
             ctx.engine.run_into(
                 rule, graph, candidates, out.decisions, out.stats, ctx.dry_run, ctx.trace_node, ctx.explain

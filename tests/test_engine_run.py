@@ -166,6 +166,27 @@ def test_ge_access_and_setter() -> None:
         set_attr(concat.op, "_x", 1)
 
 
+def test_pass_context_candidates_follow_the_graph() -> None:
+    """The candidates a pass run finds are kept per graph and op types, and found again once an edit changed
+    the graph's order (a new node of a matched type is a candidate of the next pass)."""
+    from rulepass.compiler.passes import PassContext
+
+    g = load_graph(example_path("allgather_concat.yaml"))
+    ctx = PassContext(build_pass_manager(load_rules()).engine)
+    concats = frozenset({"ConcatD"})
+    first = ctx.candidates(g, concats)
+    assert [n.name for n in first] == [n.name for n in g.topological_order() if n.type == "ConcatD"]
+    assert ctx.candidates(g, concats) is first  # one scan, then kept
+    assert ctx.candidates(g, None) is g.topological_order()
+    other = g.copy()
+    assert [n.name for n in ctx.candidates(other, concats)] == [n.name for n in first]  # per graph
+    g.add_node(OpDesc("late", "ConcatD"))
+    again = ctx.candidates(g, concats)
+    assert again is not first and "late" in [n.name for n in again]
+    ctx.forget_indexes()
+    assert ctx.candidates(g, concats) is not again
+
+
 def test_single_op_scene_reads_the_first_bool() -> None:
     g = load_graph(example_path("allgather_concat.yaml"))
     assert not is_single_op_scene(g)
