@@ -1,0 +1,39 @@
+"""The instruction-count benchmark: its arguments are checked before any count starts, and its worker runs both
+contenders on the same graphs (and refuses to count when they disagree)."""
+
+from __future__ import annotations
+
+import gc
+
+import instructions
+import pytest
+
+
+def test_unknown_case_is_one_error() -> None:
+    with pytest.raises(SystemExit, match="unknown case 'nosuch'"):
+        instructions.main(["nosuch"])
+
+
+def test_negative_copies_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    if instructions.shutil.which("valgrind") is None:
+        assert instructions.main(["fixtures", "--copies", "-1"]) == 2
+        assert "valgrind is not installed" in capsys.readouterr().err
+        return
+    assert instructions.main(["fixtures", "--copies", "-1"]) == 2
+    assert "--copies must be a positive count" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("mode", ["none", "engine", "hand"])
+def test_worker_runs_each_mode(mode: str) -> None:
+    try:
+        instructions.main(["--worker", mode, "fixtures", "1"])
+    finally:
+        gc.enable()  # the worker turns the collector off for the counted runs
+
+
+def test_worker_refuses_disagreeing_contenders(monkeypatch: pytest.MonkeyPatch) -> None:
+    import handwritten_concat as hand
+
+    monkeypatch.setattr(hand, "decide", lambda node, graph: "IsUnknownShapeOp")
+    with pytest.raises(SystemExit, match="disagree on fixtures"):
+        instructions.worker("none", "fixtures", 1)
