@@ -126,21 +126,21 @@ def main(argv: list[str] | None = None) -> int:
         mode, case, k = args.worker
         worker(mode, case, int(k))
         return 0
-    if shutil.which("valgrind") is None:
-        print("error: valgrind is not installed (Debian: apt-get install valgrind)", file=sys.stderr)
-        return 2
     if args.copies < 0:
         print(f"error: --copies must be a positive count (0: by the case's size), not {args.copies}", file=sys.stderr)
         return 2
-    for case in args.cases:
-        _graphs(case)  # an unknown case is one error before any count starts
+    # every case loaded once here: an unknown one is one error before any count starts, and its size sets K
+    nodes = {case: sum(len(g) for g in _graphs(case)) for case in args.cases}
+    if shutil.which("valgrind") is None:
+        print("error: valgrind is not installed (Debian: apt-get install valgrind)", file=sys.stderr)
+        return 2
     print(f"{'case':22s} {'engine M instr/run':>19s} {'hand M instr/run':>17s} {'engine / hand':>14s}")
     for case in args.cases:
-        nodes = sum(len(g) for g in _graphs(case))
-        k = args.copies or DEFAULT_COPIES.get(case, max(3, min(3000, 100_000 // max(nodes, 1))))
+        k = args.copies or DEFAULT_COPIES.get(case, max(3, min(3000, 100_000 // max(nodes[case], 1))))
         base, eng, hnd = (count(m, case, k) for m in ("none", "engine", "hand"))
         e, h = (eng - base) / k, (hnd - base) / k
-        print(f"{case:22s} {e / 1e6:19.3f} {h / 1e6:17.3f} {e / h:14.3f}", flush=True)
+        ratio = f"{e / h:14.3f}" if e > 0 and h > 0 else f"{'below resolution':>14s}"
+        print(f"{case:22s} {e / 1e6:19.3f} {h / 1e6:17.3f} {ratio}", flush=True)
     return 0
 
 

@@ -55,7 +55,7 @@ class PassContext:
         got = self._found.get(key)
         if got is not None and got[0] is order:
             return got[1]
-        found = order if op_types is None else self.engine.access.of_types(order, op_types)
+        found = self.engine.candidates(order, op_types)
         self._found[key] = (order, found)
         return found
 

@@ -69,24 +69,6 @@ class RuleRun:
     stats: RuleStats = field(default_factory=lambda: RuleStats(""))
 
 
-class CandidateIndex:
-    """A graph's candidates per set of op types, in topological order (each set found by one scan, then kept)."""
-
-    def __init__(self, access: GraphAccess, nodes: Sequence[Any]) -> None:
-        self.access = access
-        self.all = nodes  # the graph's own nodes, topologically ordered (access.nodes)
-        self._found: dict[frozenset[str], list[Any]] = {}
-
-    def candidates(self, op_types: frozenset[str] | None) -> Sequence[Any]:
-        """Nodes of any of `op_types` (None: every node), in topological order (a shared list: do not modify it)."""
-        if op_types is None:
-            return self.all
-        found = self._found.get(op_types)
-        if found is None:
-            found = self._found[op_types] = self.access.of_types(self.all, op_types)
-        return found
-
-
 class Engine:
     """Evaluates compiled rules over graphs."""
 
@@ -107,13 +89,17 @@ class Engine:
         return ex
 
     # ---- running -------------------------------------------------------------------------------------------
+    def candidates(self, nodes: Sequence[Any], op_types: frozenset[str] | None) -> Sequence[Any]:
+        """The nodes of `nodes` a rule matching `op_types` decides (None: every one), in their order: one scan
+        (a caller deciding several rules over one graph keeps what it found, as a pass run does)."""
+        return nodes if op_types is None else self.access.of_types(nodes, op_types)
+
     def run(
         self,
         rule: CompiledRule,
         graph: Any,
         *,
         dry_run: bool = False,
-        index: CandidateIndex | None = None,
         trace_node: str | None = None,
         explain: bool = True,
     ) -> RuleRun:
@@ -123,7 +109,7 @@ class Engine:
         but no :class:`Reason` (what a compile needs; `explain` and `optimize` build reasons, and a traced node
         always gets one)."""
         run = RuleRun(rule.name, stats=RuleStats(rule.name))
-        candidates = (index or CandidateIndex(self.access, self.access.nodes(graph))).candidates(rule.match_types)
+        candidates = self.candidates(self.access.nodes(graph), rule.match_types)
         if candidates:
             self.run_into(rule, graph, candidates, run.decisions, run.stats, dry_run, trace_node, explain)
         return run

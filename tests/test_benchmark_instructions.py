@@ -15,12 +15,14 @@ def test_unknown_case_is_one_error() -> None:
 
 
 def test_negative_copies_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    if instructions.shutil.which("valgrind") is None:
-        assert instructions.main(["fixtures", "--copies", "-1"]) == 2
-        assert "valgrind is not installed" in capsys.readouterr().err
-        return
     assert instructions.main(["fixtures", "--copies", "-1"]) == 2
     assert "--copies must be a positive count" in capsys.readouterr().err
+
+
+def test_missing_valgrind_is_one_error(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(instructions.shutil, "which", lambda name: None)
+    assert instructions.main(["fixtures"]) == 2
+    assert "valgrind is not installed" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("mode", ["none", "engine", "hand"])
