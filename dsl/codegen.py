@@ -33,6 +33,7 @@ elements bound by the enclosing `for_each` groups, outermost first.
 
 from __future__ import annotations
 
+import ast as pyast
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -113,6 +114,32 @@ class _Setter:
         self.set_attr(self.target, name, value)
 
 
+def _kept_local(value: str) -> str | None:
+    """The local a value as emitted is, or is kept in (a walrus, or a memo's `(m if m is not _U else (m := v))`);
+    None for any other expression."""
+    if _LOCAL.fullmatch(value):
+        return value
+    try:
+        e = pyast.parse(value, mode="eval").body
+    except SyntaxError:  # pragma: no cover - the generator emits Python
+        return None
+    if isinstance(e, pyast.IfExp) and isinstance(e.body, pyast.Name):
+        e = e.orelse  # the memo's compute branch (its test reads the same local)
+    if isinstance(e, pyast.NamedExpr) and _LOCAL.fullmatch(e.target.id):
+        return e.target.id
+    return None
+
+
+def _int_literal(n: ast.Node) -> int | None:
+    """The value of an int literal (`3`, `-1`), else None."""
+    neg = isinstance(n, ast.Unary) and n.op == "-"
+    if neg:
+        n = n.operand  # type: ignore[attr-defined]
+    if isinstance(n, ast.Lit) and type(n.value) is int:
+        return -n.value if neg else n.value
+    return None
+
+
 def _add(x: Any, y: Any) -> Any:
     return list(x) + list(y) if isinstance(x, (list, tuple)) else x + y
 
@@ -151,6 +178,7 @@ _BUILTINS: dict[str, Any] = {
 }
 _NUMERIC = ("int", "float", "bool")
 _ATOM = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a local, a constant, None/True/False
+_LOCAL = re.compile(r"[a-z][0-9]+")  # a local of the generated function (or a constant's)
 _ARITH = {"-": "-", "*": "*", "/": "/", "//": "//", "%": "%"}
 _ORDER = ("<", "<=", ">", ">=")
 _CONDITIONAL = re.compile(r"\b(?:if|and|or)\b")  # an inline form that may leave an argument unevaluated
@@ -203,6 +231,11 @@ class _Gen:
         # id(group check) -> the locals of its visited elements and, per id(let) earlier() reads, (values, fault)
         self.visited: dict[int, tuple[str, dict[int, tuple[str, str]]]] = {}
         self.counters: set[str] = set()  # loop variables of a quantifier over range(n): non-negative ints
+        # locals holding an int known non-negative on every path to here (a passed `require`, an earlier operand
+        # of the `and` chain being evaluated, the condition of the branch taken, a `where` let through), read as
+        # indexes without the negative-index guard; and per emitted condition, what it proves when it is true
+        self.nonneg: set[str] = set()
+        self.proves: dict[str, frozenset[str]] = {}
         # the element local of a loop over an indexed list -> (owner local, position local, maker constant, form):
         # the element is `maker(owner, position)`, made only where its value is needed
         self.indexed: dict[str, tuple[str, str, str, IndexedList]] = {}
@@ -266,9 +299,9 @@ class _Gen:
             self.done.add(local)
             self.touched.add(local)
             if fuse and len(self.lines) == mark:
-                return f"({local} := {value})"
+                return self.same_proof(value, f"({local} := {value})", local)
             self.emit(f"{local} = {value}")  # computed on no path to here: no test, no reset needed
-            return local
+            return self.same_proof(value, local)
         self.tested.add(local)
         mark = len(self.lines)
         with self.branch():
@@ -279,9 +312,22 @@ class _Gen:
         self.done.add(local)
         self.touched.add(local)
         if fused:  # computed on some path: the test, in the expression
-            return f"({local} if {local} is not _U else ({local} := {value}))"
+            return self.same_proof(value, f"({local} if {local} is not _U else ({local} := {value}))", local)
         self.lines.insert(mark, "    " * self.depth + f"if {local} is _U:")
-        return local
+        return self.same_proof(value, local)
+
+    def same_proof(self, value: str, *forms: str) -> str:
+        """`forms` (a memo local holding `value`, the expressions reading it) prove what `value` proves when true;
+        returns the first."""
+        got = self.proves.get(value)
+        if got:
+            for f in forms:
+                self.proves[f] = got
+        return forms[0]
+
+    def assume(self, cond: str) -> None:
+        """The code from here on runs only where `cond` was true: what it proves holds."""
+        self.nonneg |= self.proves.get(cond, frozenset())
 
     def forget(self, locals_: Sequence[str], depth: int) -> None:
         """The scope of `locals_` starts here (they are reset): none is computed yet."""
@@ -289,6 +335,7 @@ class _Gen:
             self.birth[m] = depth
             self.done.discard(m)
             self.touched.discard(m)
+            self.nonneg.discard(m)
 
     # ---- names ---------------------------------------------------------------------------------------------
     def bind_var(
@@ -571,6 +618,7 @@ class _Gen:
             c = self.expr(n.cond)
             self.emit(f"if {c}:")
             with self.branch():
+                self.assume(c)
                 self.emit(f"{t} = {self.expr(n.then)}")
             self.emit("else:")
             with self.branch():
@@ -587,7 +635,8 @@ class _Gen:
             o, i = self.seq([n.obj, n.index], (True,))
             it = self.res.type_of(n.index)
             lit = n.index.value if isinstance(n.index, ast.Lit) else None
-            if (isinstance(lit, int) and not isinstance(lit, bool) and lit >= 0) or i in self.counters:
+            known = i in self.counters or i in self.nonneg  # a local proved non-negative
+            if (isinstance(lit, int) and not isinstance(lit, bool) and lit >= 0) or known:
                 return f"{o}[{i}]"  # a non-negative index: Python raises on null and past the end, as the closures
             if it.name == "int" and not it.nullable:
                 if not _ATOM.fullmatch(i):
@@ -664,10 +713,15 @@ class _Gen:
         blocks = False
         # each block runs only if the one before it ran: what one computes, the next may take as done
         after = set(self.done)
+        # in an `and`, an operand is evaluated only where every one before it was true: what they prove holds
+        outside, proved = set(self.nonneg), set(self.proves.get(pending[0], ()))
         for op in n.operands[1:]:
+            if n.op == "and":
+                self.nonneg |= proved
             mark = len(self.lines)
             with self.indent():
                 v = self.truth(op)
+            proved |= self.proves.get(v, frozenset())
             if len(self.lines) == mark:
                 pending.append(v)
                 continue
@@ -687,6 +741,9 @@ class _Gen:
         # where the chain came out as it does when every block ran (true for `and`, false for `or`), all did
         self.complete[value] = (n.op == "and", set(self.done))
         self.done = after
+        self.nonneg = outside
+        if n.op == "and" and proved:  # true, every operand was
+            self.proves[value] = frozenset(proved)
         return value
 
     def fuse(self, operands: list[str], op: str) -> str:
@@ -719,7 +776,28 @@ class _Gen:
             return f"({a} {n.op} {b})"
         assert n.op in _ORDER
         plain = all(self.res.type_of(x).name in (*_NUMERIC, "str") for x in (n.left, n.right))
-        return f"({a} {n.op} {b})" if plain else f"bool({a} {n.op} {b})"
+        value = f"({a} {n.op} {b})" if plain else f"bool({a} {n.op} {b})"
+        local = self.nonneg_operand(n, a, b)
+        if local is not None:
+            self.proves[value] = frozenset((local,))
+        return value
+
+    def nonneg_operand(self, n: ast.Compare, a: str, b: str) -> str | None:
+        """For a comparison of an int with an int literal that, when true, makes the int non-negative (`x >= 0`,
+        `0 <= x`, `x > -1`, ...): the local holding the int (its value as emitted, or the local it is kept in);
+        else None."""
+        for x, bound, lit, strict in (
+            (n.left, n.right, a, n.op == ">"),
+            (n.right, n.left, b, n.op == "<"),
+        ):
+            if (x is n.left and n.op not in (">", ">=")) or (x is n.right and n.op not in ("<", "<=")):
+                continue
+            k = _int_literal(bound)
+            t = self.res.type_of(x)
+            if k is None or t.name != "int" or t.nullable or k < (-1 if strict else 0):
+                continue
+            return _kept_local(lit)
+        return None
 
     def literal_set(self, n: ast.Compare) -> frozenset[Any] | None:
         """For `x in [literals]` where x is a scalar (a string, number or bool, or null) and the literals are too:
@@ -903,6 +981,8 @@ class _Gen:
                     self.emit(f"if {'not ' if c.kind == 'require' else ''}{v}:")
                     with self.indent():
                         self.emit(f"return ({k}, {FAILED}, s, {vals})")
+                    if c.kind == "require":  # past it, the condition held
+                        self.assume(v)
                 self.catch(k, vals)
                 passing, done = self.complete.get(v, (None, set()))
                 if passing == (c.kind == "require"):  # past the check, every block of its chain ran
@@ -930,7 +1010,9 @@ class _Gen:
                 if c.where is not None:
                     self.emit("try:")
                     with self.indent():
-                        self.emit(f"if not {self.expr(c.where.node)}: continue")
+                        w = self.expr(c.where.node)
+                        self.emit(f"if not {w}: continue")
+                        self.assume(w)
                     self.catch(k, vals)
                 self.checks(cc.subs, here, (*groups, cc))
                 if kept is not None:
@@ -1086,6 +1168,7 @@ class _Indent:
         self.loop = loop
         self.done: set[str] = set()
         self.nonnull: set[str] = set()
+        self.nonneg: set[str] = set()
 
     def __enter__(self) -> None:
         g = self.gen
@@ -1093,6 +1176,7 @@ class _Indent:
         if self.branch:
             self.done = set(g.done)
             self.nonnull = set(g.nonnull)
+            self.nonneg = set(g.nonneg)
         if self.loop:
             g.loop_depth += 1
 
@@ -1102,6 +1186,7 @@ class _Indent:
         if self.branch:
             g.done = self.done
             g.nonnull = self.nonnull
+            g.nonneg = self.nonneg
         if self.loop:
             g.loop_depth -= 1
 

@@ -747,6 +747,51 @@ def test_a_bool_attribute_with_a_literal_default_reads_as_the_helper(
     assert only_decision(load_graph_text(json.dumps(graph)), rules).check == check
 
 
+INDEXES = """
+rules:
+  - name: Indexes
+    match: [ConcatD]
+    let:
+      k: node.attr_int('k', 0)
+      l: node.attr_ints('l')
+    checks:
+      - name: Proved
+        require: 0 <= k and k < len(l) and l[k] >= 0
+      - name: After
+        require: l[k] < 9 and (if l[k] > -1 then l[l[k]] >= 0 else true)
+  - name: Unproved
+    match: [ConcatD]
+    let:
+      k: node.attr_int('k', 0)
+      j: node.attr_int('j', 0)
+      l: node.attr_ints('l')
+    checks:
+      - name: Otherwise
+        reject_if: if j >= 0 then false else l[j] == 2
+      - name: Either
+        reject_if: k >= 0 or l[k] == 1
+"""
+
+
+@pytest.mark.parametrize("k", [-2, -1, 0, 1, 2, 7])
+@pytest.mark.parametrize("values", [[], [1], [0, 2], [1, 0, 2], [3, 3, 3]])
+def test_an_index_proved_non_negative_reads_without_the_guard(k: int, values: list[int], tmp_path: Path) -> None:
+    """An index that a passed `require`, an earlier operand of an `and` or the condition of the branch taken
+    proves non-negative is read as it is; where nothing proves it (an `or`'s later operand, the other branch) a
+    negative index keeps its guard and faults as the closures' does."""
+    rules, proved = generated(tmp_path, "indexes.yaml", INDEXES)
+    unproved = rules.rules[1].fast.source  # type: ignore[union-attr]
+    guard = re.compile(r"\[(\w+) if \1 >= 0 else None\]")
+    assert not guard.search(proved) and "[c" in proved
+    assert len(guard.findall(unproved)) == 2  # Otherwise's and Either's
+    graph = {"nodes": [
+        {"name": "r", "type": "ReLU", "outputs": ["float16[16,16]"]},
+        {"name": "c", "type": "ConcatD", "attrs": {"k": k, "j": -k, "l": values}, "inputs": ["r", "r"],
+         "outputs": ["float16[32,16]"]},
+    ]}  # fmt: skip
+    assert assert_same(load_graph_text(json.dumps(graph)), rules) == 2
+
+
 WRITES = """
 rules:
   - name: Writes
