@@ -459,6 +459,7 @@ def ge_catalogue() -> Catalogue:
             ),
         ],
         describe=lambda a: f"{a} ({a.node.type})",
+        key_inline="({0}.node, {0}.index)",  # equal as the anchors are (the node by identity); hashed in C
     )
     c.add_entity(
         "TensorDesc",

@@ -147,6 +147,9 @@ class EntitySpec:
     # the inline form of the dict an attribute (not a field) of this entity is stored in, e.g. `{0}.op.attrs`:
     # generated actions write there directly, as `set_attr` would
     attrs_inline: str | None = None
+    # the inline form of a value that equals another's exactly when the two entities are equal (`==`) and hashes
+    # without a Python call, e.g. `({0}.node, {0}.index)`: generated code keeps a set of these for `x in earlier(x)`
+    key_inline: str | None = None
 
 
 _NO_DEFAULT: Any = object()
@@ -268,6 +271,7 @@ class Catalogue:
         settable: Iterable[str] = (),
         attrs_inline: str | None = None,
         indexed: Mapping[str, IndexedList] | None = None,
+        key_inline: str | None = None,
     ) -> None:
         """Register an entity type; fields are (name, type, doc, getter), the getter a function of the object or
         an attribute path (`"op.type"`), or (name, type, doc, function, inline form[, view]) where the inline form
@@ -276,7 +280,8 @@ class Catalogue:
         read;
         `settable` fields may be set by actions; `attrs_inline` is the inline form of the dict the entity's
         attributes live in (what the inherited `set_attr` writes for a name that is not a field); `indexed`
-        declares list fields whose elements are made of the entity and a position (see IndexedList)."""
+        declares list fields whose elements are made of the entity and a position (see IndexedList); `key_inline`
+        the inline form of the entity's equality key (see EntitySpec)."""
         if name in self.entities or name in PRIMITIVES or name == "list":
             raise ValueError(f"entity '{name}' registered twice or shadows a builtin type")
         writable = set(settable)
@@ -306,7 +311,9 @@ class Catalogue:
             specs[f] = dataclasses.replace(specs[f], indexed=ix)
         if attrs_inline is not None:
             check_template(f"entity '{name}' attributes", attrs_inline, 1)
-        self.entities[name] = EntitySpec(name, doc, specs, parents, set_attr, describe, attrs_inline)
+        if key_inline is not None:
+            check_template(f"entity '{name}' key", key_inline, 1)
+        self.entities[name] = EntitySpec(name, doc, specs, parents, set_attr, describe, attrs_inline, key_inline)
         self._check_indexed()
 
     def _check_indexed(self) -> None:

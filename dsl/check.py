@@ -35,6 +35,9 @@ class Resolution:
     # `set` action node -> the inline form of the dict its attribute is written to, and helper call with an inline
     # form -> that of the dict its first argument's attributes live in (when the entity declares one)
     attr_dicts: dict[int, str] = field(default_factory=dict)
+    # `x in xs` / `x not in xs` node where x and xs's elements are of one type with an equality key (a scalar: the
+    # value itself, `{0}`; an entity: its catalogue `key_inline`) -> that key's inline form (codegen keeps sets)
+    member_keys: dict[int, str] = field(default_factory=dict)
 
     def type_of(self, node: ast.Node) -> Type:
         """The static type of `node`."""
@@ -428,6 +431,9 @@ class _Checker:
                     self.err(
                         "type-mismatch", f"`{self.text(n.left)}` is {a} but `{self.text(n.right)}` holds {b.elem}", n
                     )
+                key = self.equality_key(a, b.elem)
+                if key is not None:
+                    self.res.member_keys[id(n)] = key
             elif b.name == "str":
                 if a.name != "str":
                     self.err("type-mismatch", f"`in` a string needs a string on the left, not {a}", n.left)
@@ -448,6 +454,16 @@ class _Checker:
         if not ((a.name in _NUMERIC and b.name in _NUMERIC) or (a.name == b.name == "str")):
             self.err("type-mismatch", f"'{n.op}' compares numbers or strings, not {a} and {b}", n)
         return BOOL
+
+    def equality_key(self, a: Type, b: Type) -> str | None:
+        """The inline form of the key two values of types `a` and `b` share, equal exactly when they are (the value
+        for an int, string or bool; the catalogue's key for an entity of one type), else None."""
+        if a.is_list or b.is_list or a.name != b.name:
+            return None
+        if a.name in ("int", "str", "bool"):
+            return "{0}"
+        entity = self.cat.entities.get(a.name)
+        return entity.key_inline if entity is not None else None
 
     def arith(self, n: ast.Arith, scope: _Scope) -> Type:
         a, b = self.visit(n.left, scope), self.visit(n.right, scope)

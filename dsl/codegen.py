@@ -36,7 +36,7 @@ from __future__ import annotations
 import ast as pyast
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,7 +45,7 @@ from .builtins import RANGE_CAP, _len, _range
 from .catalogue import INT, FieldSpec, IndexedList
 from .check import Earlier, Resolution
 from .compile import CompiledCheck, CompiledRule, _attr_value, _hashable
-from .rules import Binding
+from .rules import Binding, Check
 
 # the generated code of one rule may not exceed this many lines (lazy `let`s are inlined at every use); a rule
 # over it runs on the closures alone
@@ -128,6 +128,19 @@ def _kept_local(value: str) -> str | None:
     if isinstance(e, pyast.NamedExpr) and _LOCAL.fullmatch(e.target.id):
         return e.target.id
     return None
+
+
+def _nodes(check: Check) -> Iterator[ast.Node]:
+    """Every expression node of `check` and the checks inside it."""
+    for e in (check.expr, check.coll, check.where, *(b.expr for b in check.lets)):
+        if e is not None:
+            stack = [e.node]
+            while stack:
+                n = stack.pop()
+                yield n
+                stack.extend(ast.children(n))
+    for sub in check.checks:
+        yield from _nodes(sub)
 
 
 def _int_literal(n: ast.Node) -> int | None:
@@ -236,6 +249,7 @@ class _Gen:
         # indexes without the negative-index guard; and per emitted condition, what it proves when it is true
         self.nonneg: set[str] = set()
         self.proves: dict[str, frozenset[str]] = {}
+        self.kept_keys: dict[str, str] = {}  # the kept let values held as a set of keys -> the key's inline form
         # the element local of a loop over an indexed list -> (owner local, position local, maker constant, form):
         # the element is `maker(owner, position)`, made only where its value is needed
         self.indexed: dict[str, tuple[str, str, str, IndexedList]] = {}
@@ -770,6 +784,9 @@ class _Gen:
         if members is not None:  # a hash lookup, with the list's answer for every such value
             return f"({self.expr(n.left)} {n.op} {self.const(members)})"
         a, b = self.seq([n.left, n.right], (False, n.op in ("in", "not in")))  # membership reads the elements
+        key = self.kept_keys.get(b) if id(n) in self.res.member_keys else None
+        if key is not None:  # `x in earlier(x)` kept as a set of keys
+            return f"({self.keyed(key, a, self.res.type_of(n.left).nullable)} {n.op} {b})"
         if n.op in ("==", "!=") and "None" in (a, b):  # no value of the language equals null but null itself
             return f"({a} {'is' if n.op == '==' else 'is not'} {b})"
         if n.op in ("==", "!=", "in", "not in"):  # `in` null raises TypeError: a fault, as the closures' check
@@ -1053,10 +1070,35 @@ class _Gen:
                 self.flags.append(values[id(ref.binding)][1])
         self.visited[id(cc.check)] = (h, values)
         self.emit(f"{h} = []")
-        for hv, hf in values.values():
-            self.emit(f"{hv} = []")
+        for b, (hv, hf) in values.items():
+            key = self.membership_key(cc.check, b)
+            if key is not None:
+                self.kept_keys[hv] = key
+            self.emit(f"{hv} = {'set()' if key is not None else '[]'}")
             self.emit(f"{hf} = False")
         return h, values
+
+    def membership_key(self, group: Check, binding: int) -> str | None:
+        """When every `earlier(x)` of let `binding` (an id) of `group` is the right of an `in` / `not in` whose
+        sides share an equality key (`Resolution.member_keys`): that key's inline form, and the values are kept in
+        a set of keys (one lookup, not a scan of `==` calls); else None."""
+        refs = {k for k, r in self.res.earlier.items() if r.group is group and id(r.binding) == binding}
+        reads = tests = 0
+        keys: set[str | None] = set()
+        for n in _nodes(group):
+            reads += id(n) in refs
+            if isinstance(n, ast.Compare) and n.op in ("in", "not in") and id(n.right) in refs:
+                tests += 1
+                keys.add(self.res.member_keys.get(id(n)))
+        return keys.pop() if reads and reads == tests and len(keys) == 1 else None
+
+    def keyed(self, key: str, v: str, nullable: bool) -> str:
+        """The equality key of value `v` (null's is null)."""
+        if key == "{0}":
+            return v
+        v = self.atom(v)
+        got = self.inline(key, [v])
+        return f"(None if {v} is None else {got})" if nullable else got
 
     def keep_visited(self, cc: CompiledCheck, local: str, kept: tuple[str, dict[int, tuple[str, str]]]) -> None:
         """At the end of an element of group `cc` (every check passed): remember it and its kept let values."""
@@ -1065,19 +1107,22 @@ class _Gen:
             if id(b) not in values:
                 continue
             hv, hf = values[id(b)]
+            key = self.kept_keys.get(hv)
+            nullable = self.res.type_of(b.expr.node).nullable
             mark = len(self.lines)
             self.emit("try:")
             with self.branch():
                 v = self.let_value(b)
-                self.emit(f"{hv}.append({v})")
+                self.emit(f"{hv}.add({self.keyed(key, v, nullable)})" if key is not None else f"{hv}.append({v})")
             if len(self.lines) == mark + 2 and _ATOM.fullmatch(v):  # known computed: a local's read
+                line = self.lines[-1].strip()
                 del self.lines[mark:]
-                self.emit(f"{hv}.append({v})")
+                self.emit(line)
                 continue
             self.emit("except Exception:")
             with self.indent():
                 self.emit(f"{hf} = True")
-                self.emit(f"{hv}.append(None)")
+                self.emit(f"{hv}.add(None)" if key is not None else f"{hv}.append(None)")
             self.faulting.add(hf)
         ix = self.indexed.get(local)
         self.emit(f"{h}.append({ix[1] if ix is not None else local})")

@@ -481,6 +481,7 @@ def catalogue_templates() -> list[str]:
         *(t for cat in cats for h in cat.helpers.values() for t in h.inline.values()),
         *(t for cat in cats for e in cat.entities.values() for f in e.fields.values() for t in (f.inline, f.view) if t),
         *(f.indexed.count for cat in cats for e in cat.entities.values() for f in e.fields.values() if f.indexed),
+        *(t for cat in cats for e in cat.entities.values() for t in (e.attrs_inline, e.key_inline) if t),
     ]
 
 
@@ -518,6 +519,7 @@ def assert_template_only(src: str) -> None:
                     tok.string in paths
                     or (tok.string == "get" and re.fullmatch(r"Mk\d+", prev_name))
                     or (tok.string == "append" and re.fullmatch(r"hv?\d+", prev_name))  # earlier()'s lists
+                    or (tok.string == "add" and re.fullmatch(r"hv\d+", prev_name))  # and sets of keys
                 ), tok
             else:
                 ok = keyword.iskeyword(tok.string) or tok.string in TEMPLATE_NAMES

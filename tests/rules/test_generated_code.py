@@ -792,6 +792,62 @@ def test_an_index_proved_non_negative_reads_without_the_guard(k: int, values: li
     assert assert_same(load_graph_text(json.dumps(graph)), rules) == 2
 
 
+EARLIER_SETS = """
+rules:
+  - name: Sources
+    match: [ConcatD]
+    checks:
+      - name: Inputs
+        for_each: i in node.inputs
+        where: i.connected
+        let:
+          src: ref_source(i.peer)
+        checks:
+          - name: Repeated
+            reject_if: src in earlier(src)
+  - name: Indexes
+    match: [ConcatD]
+    checks:
+      - name: Inputs
+        for_each: i in node.inputs
+        where: i.connected
+        let:
+          k: i.peer.index
+        checks:
+          - name: Repeated
+            reject_if: k not in earlier(k) and k > 0
+  - name: Listed
+    match: [ConcatD]
+    checks:
+      - name: Inputs
+        for_each: i in node.inputs
+        where: i.connected
+        let:
+          src: ref_source(i.peer)
+        checks:
+          - name: Repeated
+            reject_if: src in earlier(src) or len(earlier(src)) > 40
+"""
+
+
+@pytest.mark.parametrize("inputs", [["a", "b"], ["a", "b", "a"], ["a", "b:1", "b"], [f"r{k}" for k in range(30)]])
+def test_membership_in_earlier_values_is_a_set_lookup_with_the_lists_answer(inputs: list[str], tmp_path: Path) -> None:
+    """`x in earlier(x)` keeps x's values as a set of keys (an anchor's is its node and index, a scalar's itself)
+    when every read of `earlier(x)` is such a test, and a list otherwise; both answer as the closures' list."""
+    rules, source = generated(tmp_path, "earlier_sets.yaml", EARLIER_SETS)
+    assert re.search(r"hv\d+ = set\(\)", source) and ".add((None if " in source  # an anchor, nullable
+    indexes, listed = (r.fast.source for r in rules.rules[1:])  # type: ignore[union-attr]
+    assert re.search(r"hv\d+ = set\(\)", indexes) and re.search(r"hv\d+\.add\([a-z]\d+\)", indexes)
+    assert "set()" not in listed and ".append(" in listed
+    graph = {"nodes": [
+        {"name": "a", "type": "ReLU", "outputs": ["float16[16,16]"]},
+        {"name": "b", "type": "Split", "outputs": ["float16[16,16]", "float16[16,16]"]},
+        *({"name": f"r{k}", "type": "ReLU", "outputs": ["float16[16,16]"]} for k in range(30)),
+        {"name": "c", "type": "ConcatD", "inputs": inputs, "outputs": ["float16[32,16]"]},
+    ]}  # fmt: skip
+    assert assert_same(load_graph_text(json.dumps(graph)), rules) == 3
+
+
 WRITES = """
 rules:
   - name: Writes
