@@ -297,6 +297,30 @@ def axis_map(desc: TensorDesc) -> AxisLists | None:
     return m  # type: ignore[no-any-return]
 
 
+class ShapeTransfer:
+    """TransferShapeUtils for one (origin format, format, rank, dtype, mask): both tables a check reads."""
+
+    __slots__ = ("aligned_shape", "axis_map")
+
+    def __init__(self, aligned: list[int] | None, axes: AxisLists | None) -> None:
+        self.aligned_shape = aligned
+        self.axis_map = axes
+
+
+_TRANSFERS: dict[tuple[str, str, int, str, int], ShapeTransfer] = {}
+
+
+def shape_transfer(desc: TensorDesc) -> ShapeTransfer:
+    """`aligned_shape(desc)` and `axis_map(desc)` (the same entries) found by one key and one lookup."""
+    key = (desc.origin_format, desc.format, len(desc.origin_shape), desc.dtype, reshape_mask(desc) if desc.attrs else 0)
+    t = _TRANSFERS.get(key)
+    if t is None:
+        if len(_TRANSFERS) >= _TABLE_LIMIT:
+            _TRANSFERS.clear()
+        t = _TRANSFERS[key] = ShapeTransfer(aligned_shape(desc), axis_map(desc))
+    return t
+
+
 # ---- describing values in decision records -----------------------------------------------------------------
 def _desc_text(d: TensorDesc) -> str:
     base = f"{d.dtype}[{','.join(map(str, d.shape))}] {d.format}"
@@ -523,6 +547,14 @@ def ge_catalogue() -> Catalogue:
         ],
         describe=lambda m: f"src_to_dst={[list(x) for x in m.src_to_dst]}",
     )
+    c.add_entity(
+        "ShapeTransfer",
+        "TransferShapeUtils for a desc: its aligned shape (GetAlignedShape) and axis maps (TransferDims).",
+        [
+            ("aligned_shape", "list[int]?", "As `aligned_shape(d)`.", "aligned_shape"),
+            ("axis_map", "AxisMap?", "As `axis_map(d)`.", "axis_map"),
+        ],
+    )
     g = "ge"
     c.add_helper(
         "attr_bool",
@@ -689,6 +721,15 @@ def ge_catalogue() -> Catalogue:
         "AxisMap?",
         "TransferShapeUtils::TransferDims for the desc; null where GE fails.",
         axis_map,
+        group=g,
+    )
+    c.add_helper(
+        "shape_transfer",
+        "d: TensorDesc",
+        "ShapeTransfer",
+        "Both of TransferShapeUtils' answers for the desc, `aligned_shape(d)` and `axis_map(d)`, found by one "
+        "lookup (a check reading both calls this once).",
+        shape_transfer,
         group=g,
     )
     c.add_helper(

@@ -631,3 +631,30 @@ def test_align_up(value: int, align: int, expected: int) -> None:
 def test_align_up_rejects_non_positive_alignment() -> None:
     with pytest.raises(ValueError, match="alignment must be positive"):
         align_up(5, 0)
+
+
+@pytest.mark.parametrize(
+    "origin_format,fmt,origin,dtype,attrs",
+    [
+        ("NCHW", "NC1HWC0", (1, 32, 4, 4), FP16, {}),
+        ("NCHW", "NC1HWC0", (1, 32, 4, 4), "int8", {}),  # another dtype, another aligned shape
+        ("NHWC", "FRACTAL_Z", (3, 3, 16, 32), FP16, {}),
+        ("ND", "FRACTAL_NZ", (64, 48), FP16, {}),
+        ("ND", "FRACTAL_NZ", (64,), FP16, {}),
+        ("NCHW", "NC1HWC0", (32, 4), FP16, {"_reshape_type_mask": 0b1100}),
+        ("NCHW", "NC1HWC0", (32, 4), FP16, {"_reshape_type_mask": True}),  # not an int: no mask
+        ("NCHW", "FRACTAL_NZ", (1, 32, 4, 4), FP16, {}),  # GE fails both ways: nulls
+        ("ND", "ND", (5, 7), "float", {}),
+    ],
+)
+def test_shape_transfer_answers_as_the_two_facts(
+    origin_format: str, fmt: str, origin: tuple[int, ...], dtype: str, attrs: dict[str, object]
+) -> None:
+    """`shape_transfer(d)` holds the very entries `aligned_shape(d)` and `axis_map(d)` give, for every desc."""
+    from rulepass.compiler.facts import aligned_shape, axis_map, shape_transfer
+    from rulepass.compiler.ir import TensorDesc
+
+    d = TensorDesc(origin, dtype, fmt, origin, origin_format, dict(attrs))  # type: ignore[arg-type]
+    t = shape_transfer(d)
+    assert t.aligned_shape is aligned_shape(d) and t.axis_map is axis_map(d)
+    assert shape_transfer(TensorDesc(origin, dtype, fmt, origin, origin_format, dict(attrs))) is t  # type: ignore[arg-type]
