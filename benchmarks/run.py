@@ -1206,9 +1206,11 @@ The hand-written pass records the failing check only, so the engine is timed wit
 *explained / hand-written pass* shows what the explanations cost on top. *bytecodes engine / hand-written pass*
 counts the Python bytecode instructions each side executes in one run over fresh copies of the same graphs
 (`sys.settrace` opcode events, every frame; a builtin or C function counts as the instruction calling it): the
-same figure on every run, where a time ratio moves by up to ±0.1 a graph from run to run on this shared machine.
-It weighs every instruction alike (a `dict.get` call counts one, as a local's read does), so it is a steady
-proxy for the work, not the figure.
+same figure on every run, where a time ratio moves by up to ±20% a graph from process to process on this shared
+machine (best sample or median). It weighs every instruction alike (a `dict.get` call counts one, as a local's
+read does), so it is a steady proxy for the work, not the figure; `python benchmarks/instructions.py` counts
+machine instructions instead (valgrind's cachegrind), a figure as steady that weighs them as the CPU does (see
+the findings).
 """
 
 SCALE_TEXT = """## 2. Scale: synthetic workloads at 10k, 100k and 1M nodes
