@@ -58,6 +58,17 @@ def only_decision(g: ComputeGraph, rules: RuleSet) -> Decision:
     return d
 
 
+def one_concat(inputs: list[str], attrs: dict[str, Any] | None = None, producers: int = 0) -> ComputeGraph:
+    """A graph of one ConcatD `c` (with `attrs`) reading `inputs` of ReLU `r` and `r0`..: Split `b` (2 outputs)."""
+    nodes = [
+        {"name": "r", "type": "ReLU", "outputs": ["float16[16,16]"]},
+        {"name": "b", "type": "Split", "outputs": ["float16[16,16]", "float16[16,16]"]},
+        *({"name": f"r{k}", "type": "ReLU", "outputs": ["float16[16,16]"]} for k in range(producers)),
+        {"name": "c", "type": "ConcatD", "attrs": attrs or {}, "inputs": inputs, "outputs": ["float16[32,16]"]},
+    ]
+    return load_graph_text(json.dumps({"nodes": nodes}))
+
+
 def generated(tmp_path: Path, name: str, text: str) -> tuple[RuleSet, str]:
     """The rules of `text` (written to `name`) and the source of its first rule's generated function."""
     path = tmp_path / name
@@ -688,13 +699,7 @@ def test_membership_in_a_list_of_literals_answers_as_the_list(
     fast = rules.rules[0].fast
     assert fast is not None
     assert sum(isinstance(v, frozenset) for v in fast.fn.__defaults__ or ()) == 4  # Lists keeps its list
-    graph = {
-        "nodes": [
-            {"name": "r", "type": "ReLU", "outputs": ["float16[16,16]"]},
-            {"name": "c", "type": "ConcatD", "attrs": attrs, "inputs": ["r", "r"], "outputs": ["float16[32,16]"]},
-        ]
-    }
-    assert only_decision(load_graph_text(json.dumps(graph)), rules).check == check
+    assert only_decision(one_concat(["r", "r"], attrs), rules).check == check
 
 
 DEFAULTS = """
@@ -784,12 +789,7 @@ def test_an_index_proved_non_negative_reads_without_the_guard(k: int, values: li
     guard = re.compile(r"\[(\w+) if \1 >= 0 else None\]")
     assert not guard.search(proved) and "[c" in proved
     assert len(guard.findall(unproved)) == 2  # Otherwise's and Either's
-    graph = {"nodes": [
-        {"name": "r", "type": "ReLU", "outputs": ["float16[16,16]"]},
-        {"name": "c", "type": "ConcatD", "attrs": {"k": k, "j": -k, "l": values}, "inputs": ["r", "r"],
-         "outputs": ["float16[32,16]"]},
-    ]}  # fmt: skip
-    assert assert_same(load_graph_text(json.dumps(graph)), rules) == 2
+    assert assert_same(one_concat(["r", "r"], {"k": k, "j": -k, "l": values}), rules) == 2
 
 
 EARLIER_SETS = """
@@ -830,7 +830,7 @@ rules:
 """
 
 
-@pytest.mark.parametrize("inputs", [["a", "b"], ["a", "b", "a"], ["a", "b:1", "b"], [f"r{k}" for k in range(30)]])
+@pytest.mark.parametrize("inputs", [["r", "b"], ["r", "b", "r"], ["r", "b:1", "b"], [f"r{k}" for k in range(30)]])
 def test_membership_in_earlier_values_is_a_set_lookup_with_the_lists_answer(inputs: list[str], tmp_path: Path) -> None:
     """`x in earlier(x)` keeps x's values as a set of keys (an anchor's is its node and index, a scalar's itself)
     when every read of `earlier(x)` is such a test, and a list otherwise; both answer as the closures' list."""
@@ -839,13 +839,7 @@ def test_membership_in_earlier_values_is_a_set_lookup_with_the_lists_answer(inpu
     indexes, listed = (r.fast.source for r in rules.rules[1:])  # type: ignore[union-attr]
     assert re.search(r"hv\d+ = set\(\)", indexes) and re.search(r"hv\d+\.add\([a-z]\d+\)", indexes)
     assert "set()" not in listed and ".append(" in listed
-    graph = {"nodes": [
-        {"name": "a", "type": "ReLU", "outputs": ["float16[16,16]"]},
-        {"name": "b", "type": "Split", "outputs": ["float16[16,16]", "float16[16,16]"]},
-        *({"name": f"r{k}", "type": "ReLU", "outputs": ["float16[16,16]"]} for k in range(30)),
-        {"name": "c", "type": "ConcatD", "inputs": inputs, "outputs": ["float16[32,16]"]},
-    ]}  # fmt: skip
-    assert assert_same(load_graph_text(json.dumps(graph)), rules) == 3
+    assert assert_same(one_concat(inputs, producers=30), rules) == 3
 
 
 WRITES = """
