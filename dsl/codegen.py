@@ -803,17 +803,14 @@ class _Gen:
         """For a comparison of an int with an int literal that, when true, makes the int non-negative (`x >= 0`,
         `0 <= x`, `x > -1`, ...): the local holding the int (its value as emitted, or the local it is kept in);
         else None."""
-        for x, bound, lit, strict in (
-            (n.left, n.right, a, n.op == ">"),
-            (n.right, n.left, b, n.op == "<"),
-        ):
-            if (x is n.left and n.op not in (">", ">=")) or (x is n.right and n.op not in ("<", "<=")):
+        for x, bound, emitted, ops in ((n.left, n.right, a, (">", ">=")), (n.right, n.left, b, ("<", "<="))):
+            if n.op not in ops:  # `x >= k` / `x > k` with x on the left, `k <= x` / `k < x` on the right
                 continue
             k = _int_literal(bound)
             t = self.res.type_of(x)
-            if k is None or t.name != "int" or t.nullable or k < (-1 if strict else 0):
+            if k is None or t.name != "int" or t.nullable or k < (-1 if n.op in ("<", ">") else 0):
                 continue
-            return _kept_local(lit)
+            return _kept_local(emitted)
         return None
 
     def literal_set(self, n: ast.Compare) -> frozenset[Any] | None:
