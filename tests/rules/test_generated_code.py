@@ -59,7 +59,8 @@ def only_decision(g: ComputeGraph, rules: RuleSet) -> Decision:
 
 
 def one_concat(inputs: list[str], attrs: dict[str, Any] | None = None, producers: int = 0) -> ComputeGraph:
-    """A graph of one ConcatD `c` (with `attrs`) reading `inputs` of ReLU `r` and `r0`..: Split `b` (2 outputs)."""
+    """One ConcatD `c` (with `attrs`) reading `inputs` from ReLU `r`, Split `b` (two outputs) and `producers`
+    ReLUs `r0`, `r1`, ..."""
     nodes = [
         {"name": "r", "type": "ReLU", "outputs": ["float16[16,16]"]},
         {"name": "b", "type": "Split", "outputs": ["float16[16,16]", "float16[16,16]"]},
