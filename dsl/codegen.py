@@ -243,10 +243,10 @@ class _Gen:
         self.nonnull: set[str] = set()  # locals tested not null on every path to here (they are not reassigned)
         # id(group check) -> the locals of its visited elements and, per id(let) earlier() reads, (values, fault)
         self.visited: dict[int, tuple[str, dict[int, tuple[str, str]]]] = {}
-        self.counters: set[str] = set()  # loop variables of a quantifier over range(n): non-negative ints
-        # locals holding an int known non-negative on every path to here (a passed `require`, an earlier operand
-        # of the `and` chain being evaluated, the condition of the branch taken, a `where` let through), read as
-        # indexes without the negative-index guard; and per emitted condition, what it proves when it is true
+        # locals holding an int known non-negative on every path to here (a loop's counter over range(n) or an
+        # indexed list's positions; one a passed `require`, an earlier operand of the `and` chain being evaluated,
+        # the condition of the branch taken or a `where` let through proved so), read as indexes without the
+        # negative-index guard; and per emitted condition, what it proves when it is true
         self.nonneg: set[str] = set()
         self.proves: dict[str, frozenset[str]] = {}
         self.kept_keys: dict[str, str] = {}  # the kept let values held as a set of keys -> the key's inline form
@@ -649,8 +649,7 @@ class _Gen:
             o, i = self.seq([n.obj, n.index], (True,))
             it = self.res.type_of(n.index)
             lit = n.index.value if isinstance(n.index, ast.Lit) else None
-            known = i in self.counters or i in self.nonneg  # a local proved non-negative
-            if (isinstance(lit, int) and not isinstance(lit, bool) and lit >= 0) or known:
+            if (isinstance(lit, int) and not isinstance(lit, bool) and lit >= 0) or i in self.nonneg:
                 return f"{o}[{i}]"  # a non-negative index: Python raises on null and past the end, as the closures
             if it.name == "int" and not it.nullable:
                 if not _ATOM.fullmatch(i):
@@ -867,7 +866,7 @@ class _Gen:
         """`local` (a loop variable just bound) is an element of the indexed list `indexed_items` emitted."""
         _, owner, form = items
         position = self.fresh("p")
-        self.counters.add(position)
+        self.nonneg.add(position)
         self.indexed[local] = (owner, position, self.const(form.make), form)
 
     def element(self, local: str) -> str:
@@ -920,7 +919,7 @@ class _Gen:
             self.emit(f"{t} = {start}")
         local, prev = self.bind_var(n.var)
         if counting:
-            self.counters.add(local)
+            self.nonneg.add(local)
         elif got is not None:
             self.bind_indexed(local, got)
         if counting:  # range(c): min(c, RANGE_CAP) integers, none when c <= 0 (null or not a number: a fault)
