@@ -117,6 +117,10 @@ class FieldSpec:
     # for a list of entities each made of its owner and its position (a node's input anchors): how generated
     # code loops over it without building the list, see IndexedList
     indexed: IndexedList | None = None
+    # for an int field whose inline form is the length of a sibling list field that is never null (`len({0}.shape)`
+    # beside `shape`'s view `{0}.shape`): that sequence's form, which generated code tests for emptiness directly
+    # (derived by `add_entity`)
+    length_of: str | None = None
 
 
 @dataclass(frozen=True)
@@ -154,6 +158,7 @@ class EntitySpec:
 
 _NO_DEFAULT: Any = object()
 _ATTR_NAME = re.compile(r"[a-z][a-z0-9_]*")  # a public attribute name (no dunders, nothing to import)
+_LENGTH_FORM = re.compile(r"len\((.+)\)")  # an inline form that is the length of what it encloses
 
 
 # the builtins an inline form may call (the generated code's namespace holds them)
@@ -304,6 +309,17 @@ class Catalogue:
                     # list, lists do not (a tuple of tuples is not a list of lists)
                     raise ValueError(f"field '{name}.{f}': only a list of scalars or entities has a view")
                 specs[f] = FieldSpec(f, ft, d, g, f in writable, inline=inline, view=view)
+        sequences = {  # the forms of the entity's list fields that are never null
+            form: f
+            for f, spec in specs.items()
+            if spec.type.is_list and not spec.type.nullable
+            for form in (spec.view, f"{{0}}.{spec.path}" if spec.path is not None else None)
+            if form is not None
+        }
+        for f, spec in list(specs.items()):
+            sized = _LENGTH_FORM.fullmatch(spec.inline or "")
+            if sized is not None and sized.group(1) in sequences and spec.type == INT:
+                specs[f] = dataclasses.replace(spec, length_of=sized.group(1))
         for f, ix in (indexed or {}).items():
             if f not in specs or not specs[f].type.is_list:
                 raise ValueError(f"entity '{name}': indexed field '{f}' is not one of its list fields")

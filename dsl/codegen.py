@@ -191,6 +191,9 @@ _BUILTINS: dict[str, Any] = {
 }
 _NUMERIC = ("int", "float", "bool")
 _ATOM = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a local, a constant, None/True/False
+# (comparison, int literal) of a length on the left -> whether it holds for an empty sequence exactly
+_EMPTY_IF = {("==", 0): True, ("<=", 0): True, ("<", 1): True, ("!=", 0): False, (">", 0): False, (">=", 1): False}
+_SINGLE_READ = re.compile(r"\{0\}\.[A-Za-z_]\w*")  # a field form reading one attribute of the object
 _LOCAL = re.compile(r"[a-z][0-9]+")  # a local of the generated function (or a constant's)
 _ARITH = {"-": "-", "*": "*", "/": "/", "//": "//", "%": "%"}
 _ORDER = ("<", "<=", ">", ">=")
@@ -297,17 +300,21 @@ class _Gen:
         """A loop body: it may run no time, or again after computing something."""
         return _Indent(self, branch=True, loop=True)
 
-    def memoised(self, local: str, compute: Callable[[], str], fuse: bool = False) -> str:
+    def memoised(self, local: str, compute: Callable[[], str], fuse: bool = False, cheap: bool = False) -> str:
         """`local`, computed by `compute` (which emits statements and returns the value) unless known done.
 
         With `fuse`, a computation that needs no statement is returned as an expression, `(local := value)` (or,
         where an earlier path may have computed it, `(local if local is not _U else (local := value))`), so the
         expression around it stays one expression: it is computed where it stands, and every later read comes
         after it (an `and`/`or` chain goes left to right; a branch forgets what it computed; an inline form that
-        may skip an argument takes it as a statement, see `inline`)."""
+        may skip an argument takes it as a statement, see `inline`). A `cheap` value (one attribute read) that
+        would need the test is computed where it stands instead."""
         if local in self.done:
             return local
-        if local not in self.touched and self.birth.get(local, 0) >= self.loop_depth:
+        fresh = local not in self.touched and self.birth.get(local, 0) >= self.loop_depth
+        if cheap and not fresh:
+            return compute()
+        if fresh:
             mark = len(self.lines)
             value = compute()
             self.done.add(local)
@@ -491,7 +498,19 @@ class _Gen:
         if form is not None:  # the view and the copy are different values
             key = ("view", key)
         local = self.shared(key, level)
-        return compute() if local is None else self.memoised(local, compute, fuse=True)
+        if local is None:
+            return compute()
+        return self.memoised(local, compute, fuse=True, cheap=self.single_read(n, form))
+
+    def single_read(self, n: ast.Node, form: str | None) -> bool:
+        """Whether `n` is read as one attribute of its object's value (`{0}.name`: a field's path, inline form
+        or view `form`): re-read, it costs what a memo's `is _U` test costs."""
+        if not isinstance(n, ast.Attr):
+            return False
+        spec = self.res.fields[id(n)]
+        if form is None:
+            form = f"{{0}}.{spec.path}" if spec.path is not None else spec.inline
+        return form is not None and _SINGLE_READ.fullmatch(form) is not None
 
     def attrs_dict(self, holder: ast.Node, value: str, form: str) -> str | None:
         """The local holding the attribute dict of `holder` (whose value is `value`; `form` the entity's inline
@@ -782,6 +801,9 @@ class _Gen:
         members = self.literal_set(n)
         if members is not None:  # a hash lookup, with the list's answer for every such value
             return f"({self.expr(n.left)} {n.op} {self.const(members)})"
+        empty = self.emptiness(n)
+        if empty is not None:
+            return empty
         a, b = self.seq([n.left, n.right], (False, n.op in ("in", "not in")))  # membership reads the elements
         key = self.kept_keys.get(b) if id(n) in self.res.member_keys else None
         if key is not None:  # `x in earlier(x)` kept as a set of keys
@@ -797,6 +819,37 @@ class _Gen:
         if local is not None:
             self.proves[value] = frozenset((local,))
         return value
+
+    def emptiness(self, n: ast.Compare) -> str | None:
+        """A length compared with the literal that tells an empty sequence from others (`len(x) == 0`,
+        `len(x) > 0`, `0 < len(x)`, `len(x) >= 1`, ...) as the truth of the sequence, when it is a list or string
+        that is never null (where a null one would fault, none is: the checker's type, or the catalogue's, says
+        so); else None."""
+        flipped = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+        for length, bound, op in ((n.left, n.right, n.op), (n.right, n.left, flipped.get(n.op, ""))):
+            k = _int_literal(bound)
+            empty = _EMPTY_IF.get((op, k)) if k is not None else None
+            if empty is None or self.sized(length) is None:
+                continue
+            seq = self.sized(length, emit=True)
+            return f"(not {seq})" if empty else f"(not (not {seq}))"
+        return None
+
+    def sized(self, n: ast.Node, emit: bool = False) -> str | None:
+        """For a length of a list or string that is never null (`len(x)`, or a field the catalogue declares the
+        length of another, `d.rank`): with `emit`, that sequence's value (emitted), else "" to say it is one;
+        None for anything else."""
+        if isinstance(n, ast.Call) and id(n) in self.res.helpers and self.res.helpers[id(n)].fn is _len:
+            t = self.res.type_of(n.args[0])
+            if t.nullable or t.name not in ("list", "str"):
+                return None
+            return self.expr(n.args[0], t.is_list) if emit else ""
+        if isinstance(n, ast.Attr):
+            spec = self.res.fields[id(n)]
+            if spec.length_of is None or spec.indexed is not None:
+                return None
+            return self.inline(spec.length_of, [self.expr(n.obj)]) if emit else ""
+        return None
 
     def nonneg_operand(self, n: ast.Compare, a: str, b: str) -> str | None:
         """For a comparison of an int with an int literal that, when true, makes the int non-negative (`x >= 0`,

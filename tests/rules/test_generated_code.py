@@ -793,6 +793,98 @@ def test_an_index_proved_non_negative_reads_without_the_guard(k: int, values: li
     assert assert_same(one_concat(["r", "r"], {"k": k, "j": -k, "l": values}), rules) == 2
 
 
+EMPTINESS = """
+rules:
+  - name: Empties
+    match: [ConcatD]
+    let:
+      l: node.attr_ints('l')
+      n: node.attr_str('n', '')
+    checks:
+      - name: Lengths
+        reject_if: len(l) == 0 and 0 < len(n)
+      - name: Flipped
+        reject_if: 1 <= len(node.attr_ints('m')) and len(node.attr_str('o', '')) < 1
+      - name: Ranks
+        for_each: i in node.inputs
+        checks:
+          - name: Scalar
+            reject_if: i.desc.origin_rank == 0 and i.desc.rank != 0 or len(node.attr_ints('p')) > 0
+  - name: Nullable
+    match: [ConcatD]
+    checks:
+      - name: Aligned
+        for_each: i in node.inputs
+        checks:
+          - name: Empty
+            reject_if: len(aligned_shape(i.desc)) == 0
+  - name: Shared
+    match: [ConcatD]
+    let:
+      l: node.attr_ints('l')
+    checks:
+      - name: Twice
+        reject_if: len(l) == 0 or len(l) > 2 or len(l) == 1
+"""
+
+
+def scalar_concat(attrs: dict[str, Any], shape: str) -> ComputeGraph:
+    """One ConcatD `c` (with `attrs`) reading two inputs of `shape` (`float16[]`: scalars) from ReLU `r`."""
+    nodes = [
+        {"name": "r", "type": "ReLU", "outputs": [shape]},
+        {"name": "x", "type": "ReLU", "outputs": ["float16[16,16]"]},
+        {"name": "c", "type": "ConcatD", "attrs": attrs, "inputs": ["x", "r"], "outputs": ["float16[32,16]"]},
+    ]
+    return load_graph_text(json.dumps({"nodes": nodes}))
+
+
+@pytest.mark.parametrize(
+    "attrs",
+    [{}, {"l": [1]}, {"n": "x"}, {"l": [1], "n": "x"}, {"l": [1, 2, 3]}, {"m": [0]}, {"m": [0], "o": "y"}, {"p": [1]}],
+)
+@pytest.mark.parametrize("shape", ["float16[]", "float16[16,16]", "float16[0]"])
+def test_a_length_compared_with_zero_reads_as_the_sequences_truth(
+    attrs: dict[str, Any], shape: str, tmp_path: Path
+) -> None:
+    """`len(x) == 0`, `0 < len(x)`, `1 <= len(x)`, `len(x) < 1` and a field that is the length of another
+    (`origin_rank`, `rank`) test the list or string itself when it is never null; a nullable list keeps `len`,
+    which faults on null as the closures' does."""
+    rules, source = generated(tmp_path, "emptiness.yaml", EMPTINESS)
+    compared = [line for line in source.splitlines() if "len(" in line and re.search(r" (==|!=|<|>|<=|>=) ", line)]
+    assert not compared  # the loop's count keeps its `len`
+    assert "(not (not " in source and ".origin_shape)" in source
+    nullable, shared = (r.fast.source for r in rules.rules[1:])  # type: ignore[union-attr]
+    assert re.search(r"len\(\(?\w+\(", nullable)  # len of the helper's value
+    assert "(not (m" in shared and re.search(r"\(c\d+ := len\(m\d+\)\) > ", shared)  # the others share one len
+    assert assert_same(scalar_concat(attrs, shape), rules) == 3
+
+
+REREAD = """
+rules:
+  - name: Reread
+    match: [ConcatD]
+    checks:
+      - name: Dims
+        for_each: i in node.inputs
+        let:
+          d: i.desc
+        checks:
+          - name: Either
+            require: (if len(i.desc.origin_shape) > 1 then d.shape[1] > 0 else true) and len(d.shape) >= 0
+          - name: Typed
+            require: d.dtype == 'float16' or d.dtype == 'float32'
+"""
+
+
+@pytest.mark.parametrize("shape", ["float16[]", "float16[16,16]", "float16[16,0]", "float32[4,4]", "int8[4]"])
+def test_one_attribute_read_on_some_paths_is_read_again_not_memoised(shape: str, tmp_path: Path) -> None:
+    """A field read as one attribute of its object (`d.shape`) that only some paths have read is read again
+    where it is needed, not kept behind a memo's `is _U` test, which costs as much as the read."""
+    rules, source = generated(tmp_path, "reread.yaml", REREAD)
+    assert source.count(".shape)") == 2 and not re.search(r":= \(\w+\.shape\)\)", source)
+    assert assert_same(scalar_concat({}, shape), rules) == 1
+
+
 EARLIER_SETS = """
 rules:
   - name: Sources
