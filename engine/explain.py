@@ -59,14 +59,28 @@ class Explainer:
         entity's elements, the usual case, go straight to its describer)."""
         if t is None or t.is_list or t.name not in self.cat.entities:
             return lambda value: self.describe_element(var, value, t)
+        described = self.values_describer(var, t, 0)
+        return lambda value: described((value,))[0]
+
+    def values_describer(self, var: str, t: Type | None, at: int) -> Callable[[tuple[Any, ...]], tuple[str, ...]]:
+        """The elements of a miss inside one group, described from the miss's values (its element at `at`, of
+        static type `t`, bound to `var`): `(element_shower(var, t)(values[at]),)`, () for no values, in one call
+        (it runs once per miss, in every compile: an entity's elements, the usual case, go straight to its
+        describer)."""
+        if t is None or t.is_list or t.name not in self.cat.entities:
+            return lambda values: (self.describe_element(var, values[at], t),) if values else ()
         describe, prefix = self.cat.describer(t.name), f"{var} = "
 
-        def shown(value: Any) -> str:
+        def described(values: tuple[Any, ...]) -> tuple[str, ...]:
+            if not values:
+                return ()
+            value = values[at]
             if value is None or isinstance(value, (bool, list, tuple, str)):  # as `show` renders them
-                return self.describe_element(var, value, t)
-            return prefix + _capped(describe(value))
+                return (self.describe_element(var, value, t),)
+            text = describe(value)
+            return (prefix + (text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 3] + "..."),)
 
-        return shown
+        return described
 
     def _fn(self, n: ast.Node) -> Callable[[Env], Any]:
         return self.rule.fns[id(n)]

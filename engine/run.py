@@ -403,12 +403,12 @@ class Engine:
 
     def _describer(self, rule: CompiledRule, site: Site) -> Callable[[tuple[Any, ...]], tuple[str, ...]]:
         """How the elements a miss at `site` reported are described, as one function of the values."""
-        plan = [(shown, at) for _, shown, at, _ in self._site_vars(rule, site)]
+        groups = self._site_vars(rule, site)
+        plan = [(shown, at) for _, shown, at, _ in groups]
         if not plan:
             return lambda values: ()
         if len(plan) == 1:  # the usual case: one group encloses the check
-            shown, first = plan[0]
-            return lambda values: (shown(values[first]),) if values else ()
+            return self.explainer(rule).values_describer(groups[0][0], self._elem_type(rule, site.groups[0]), 0)
         return lambda values: tuple([shown(values[i]) for shown, i in plan]) if values else ()
 
     def _site_vars(
