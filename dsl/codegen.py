@@ -114,6 +114,11 @@ class _Setter:
         self.set_attr(self.target, name, value)
 
 
+def _truth(local: str) -> str:
+    """The fact that `local` holds true (see `_Gen.known`)."""
+    return f"{local} is true"
+
+
 def _kept_local(value: str) -> str | None:
     """The local a value as emitted is, or is kept in (a walrus, or a memo's `(m if m is not _U else (m := v))`);
     None for any other expression."""
@@ -246,11 +251,13 @@ class _Gen:
         self.nonnull: set[str] = set()  # locals tested not null on every path to here (they are not reassigned)
         # id(group check) -> the locals of its visited elements and, per id(let) earlier() reads, (values, fault)
         self.visited: dict[int, tuple[str, dict[int, tuple[str, str]]]] = {}
-        # locals holding an int known non-negative on every path to here (a loop's counter over range(n) or an
-        # indexed list's positions; one a passed `require`, an earlier operand of the `and` chain being evaluated,
-        # the condition of the branch taken or a `where` let through proved so), read as indexes without the
-        # negative-index guard; and per emitted condition, what it proves when it is true
-        self.nonneg: set[str] = set()
+        # what is known on every path to here: a local's name, that it holds an int known non-negative (a loop's
+        # counter over range(n) or an indexed list's positions; one a comparison proved so), read as an index
+        # without the negative-index guard; `_truth(local)`, that the local holds true (a bool value kept in a
+        # local), dropped from an `and` and taken as the branch. Facts come from a passed `require`, the earlier
+        # operands of the `and` chain being evaluated, the condition of the branch taken and a `where` let
+        # through; `proves` holds per emitted condition what it proves when it is true
+        self.known: set[str] = set()
         self.proves: dict[str, frozenset[str]] = {}
         self.kept_keys: dict[str, str] = {}  # the kept let values held as a set of keys -> the key's inline form
         # the element local of a loop over an indexed list -> (owner local, position local, maker constant, form):
@@ -348,7 +355,18 @@ class _Gen:
 
     def assume(self, cond: str) -> None:
         """The code from here on runs only where `cond` was true: what it proves holds."""
-        self.nonneg |= self.proves.get(cond, frozenset())
+        self.known |= self.facts(cond)
+
+    def facts(self, cond: str) -> frozenset[str]:
+        """What `cond` (a bool value as emitted) proves when it is true: what `proves` says, and that the local
+        it is kept in (a walrus, a memo, a chain's result) holds true."""
+        got = self.proves.get(cond, frozenset())
+        local = _kept_local(cond) if ":=" in cond or _LOCAL.fullmatch(cond) else None
+        return got | {_truth(local)} if local is not None else got
+
+    def is_true(self, value: str) -> bool:
+        """Whether `value` (as emitted) is known true here: the literal, or a local known to hold true."""
+        return value == "True" or _truth(value) in self.known
 
     def forget(self, locals_: Sequence[str], depth: int) -> None:
         """The scope of `locals_` starts here (they are reset): none is computed yet."""
@@ -356,7 +374,8 @@ class _Gen:
             self.birth[m] = depth
             self.done.discard(m)
             self.touched.discard(m)
-            self.nonneg.discard(m)
+            self.known.discard(m)
+            self.known.discard(_truth(m))
 
     # ---- names ---------------------------------------------------------------------------------------------
     def bind_var(
@@ -649,6 +668,8 @@ class _Gen:
             return self.boolop(n, t)
         if isinstance(n, ast.IfElse):
             c = self.expr(n.cond)
+            if self.is_true(c):  # the branch taken is known
+                return self.expr(n.then)
             self.emit(f"if {c}:")
             with self.branch():
                 self.assume(c)
@@ -668,7 +689,7 @@ class _Gen:
             o, i = self.seq([n.obj, n.index], (True,))
             it = self.res.type_of(n.index)
             lit = n.index.value if isinstance(n.index, ast.Lit) else None
-            if (isinstance(lit, int) and not isinstance(lit, bool) and lit >= 0) or i in self.nonneg:
+            if (isinstance(lit, int) and not isinstance(lit, bool) and lit >= 0) or i in self.known:
                 return f"{o}[{i}]"  # a non-negative index: Python raises on null and past the end, as the closures
             if it.name == "int" and not it.nullable:
                 if not _ATOM.fullmatch(i):
@@ -741,21 +762,24 @@ class _Gen:
         skipped, and a long chain nests no deeper than two); operands that need no statements are fused into
         one Python `and`/`or` (they are bools, so the value is the same), and a chain of such operands only is
         returned as that expression, for the expression around it to take in. Returns the value."""
-        pending = [self.truth(n.operands[0])]  # its statements run whenever the chain does
+        first = self.truth(n.operands[0])  # its statements run whenever the chain does
+        # in an `and`, an operand known true (a local) is left out: true where the chain is evaluated
+        pending = [] if n.op == "and" and self.is_true(first) else [first]
         blocks = False
         # each block runs only if the one before it ran: what one computes, the next may take as done
         after = set(self.done)
         # in an `and`, an operand is evaluated only where every one before it was true: what they prove holds
-        outside, proved = set(self.nonneg), set(self.proves.get(pending[0], ()))
+        outside, proved = set(self.known), set(self.facts(first))
         for op in n.operands[1:]:
             if n.op == "and":
-                self.nonneg |= proved
+                self.known |= proved
             mark = len(self.lines)
             with self.indent():
                 v = self.truth(op)
-            proved |= self.proves.get(v, frozenset())
+            proved |= self.facts(v)
             if len(self.lines) == mark:
-                pending.append(v)
+                if not (n.op == "and" and self.is_true(v)):
+                    pending.append(v)
                 continue
             blocks = True
             head = [] if pending == [t] else [f"{t} = {self.fuse(pending, n.op)}"]
@@ -767,13 +791,14 @@ class _Gen:
         value = t
         if pending != [t]:
             if not blocks:  # no operand after the first needed a statement: one expression
-                value = f"({self.fuse(pending, n.op)})"
+                value = f"({self.fuse(pending, n.op)})" if pending else "True"  # (an `and` of known truths)
             else:
                 self.emit(f"{t} = {self.fuse(pending, n.op)}")
+        chain_done, self.done, self.known = self.done, after, outside
+        if value == "True":  # a constant, not this chain's own: nothing is recorded under it
+            return value
         # where the chain came out as it does when every block ran (true for `and`, false for `or`), all did
-        self.complete[value] = (n.op == "and", set(self.done))
-        self.done = after
-        self.nonneg = outside
+        self.complete[value] = (n.op == "and", set(chain_done))
         if n.op == "and" and proved:  # true, every operand was
             self.proves[value] = frozenset(proved)
         return value
@@ -795,7 +820,7 @@ class _Gen:
                 f"(({' or '.join(vs)}) if {d} else False)" if d is not None and len(vs) > 1 else " or ".join(vs)
                 for d, vs in runs
             ]
-        return f" {op} ".join(operands)
+        return f" {op} ".join(operands) or ("True" if op == "and" else "False")
 
     def compare(self, n: ast.Compare) -> str:
         members = self.literal_set(n)
@@ -919,7 +944,7 @@ class _Gen:
         """`local` (a loop variable just bound) is an element of the indexed list `indexed_items` emitted."""
         _, owner, form = items
         position = self.fresh("p")
-        self.nonneg.add(position)
+        self.known.add(position)
         self.indexed[local] = (owner, position, self.const(form.make), form)
 
     def element(self, local: str) -> str:
@@ -972,7 +997,7 @@ class _Gen:
             self.emit(f"{t} = {start}")
         local, prev = self.bind_var(n.var)
         if counting:
-            self.nonneg.add(local)
+            self.known.add(local)
         elif got is not None:
             self.bind_indexed(local, got)
         if counting:  # range(c): min(c, RANGE_CAP) integers, none when c <= 0 (null or not a number: a fault)
@@ -1262,7 +1287,7 @@ class _Indent:
         self.loop = loop
         self.done: set[str] = set()
         self.nonnull: set[str] = set()
-        self.nonneg: set[str] = set()
+        self.known: set[str] = set()
 
     def __enter__(self) -> None:
         g = self.gen
@@ -1270,7 +1295,7 @@ class _Indent:
         if self.branch:
             self.done = set(g.done)
             self.nonnull = set(g.nonnull)
-            self.nonneg = set(g.nonneg)
+            self.known = set(g.known)
         if self.loop:
             g.loop_depth += 1
 
@@ -1280,7 +1305,7 @@ class _Indent:
         if self.branch:
             g.done = self.done
             g.nonnull = self.nonnull
-            g.nonneg = self.nonneg
+            g.known = self.known
         if self.loop:
             g.loop_depth -= 1
 

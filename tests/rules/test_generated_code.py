@@ -885,6 +885,35 @@ def test_one_attribute_read_on_some_paths_is_read_again_not_memoised(shape: str,
     assert assert_same(scalar_concat({}, shape), rules) == 1
 
 
+TRUTHS = """
+rules:
+  - name: Truths
+    match: [ConcatD]
+    let:
+      l: node.attr_ints('l')
+      k: node.attr_int('k', 0)
+    checks:
+      - name: First
+        require: len(l) > 1 and k >= 0 and k < len(l)
+      - name: Again
+        reject_if: len(l) > 1 and (if k >= 0 and k < len(l) then l[k] == 3 else false)
+      - name: Either
+        reject_if: k > 5 or (if k > 5 then l[0] == 9 else false)
+"""
+
+
+@pytest.mark.parametrize("attrs", [{}, {"l": [1, 3]}, {"l": [3, 1], "k": 1}, {"l": [9, 3, 3, 3, 3, 3, 3], "k": 6}])
+def test_a_condition_known_true_is_neither_tested_again_nor_branched_on(attrs: dict[str, Any], tmp_path: Path) -> None:
+    """Past a passed `require`, what its `and` chain kept in locals is known true: a later `and` leaves those
+    operands out and a conditional on them takes its `then` branch without a test; an `or`'s later operand
+    learns nothing from the operands before it (they were false), so its conditional keeps the test."""
+    rules, source = generated(tmp_path, "truths.yaml", TRUTHS)
+    again, either = source.split("return (0, 0, s, ())")[1].split("return (1, 0, s, ())")
+    assert re.search(r"if \(\(m\d+\[m\d+\] == k\d+\)\):", again) and " and " not in again  # l[k] == 3 alone
+    assert re.search(r"\n +if c\d+:\n", either)
+    assert assert_same(one_concat(["r", "r"], attrs), rules) == 1
+
+
 EARLIER_SETS = """
 rules:
   - name: Sources
