@@ -200,6 +200,8 @@ _ATOM = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a local, a constant, None/True/
 _EMPTY_IF = {("==", 0): True, ("<=", 0): True, ("<", 1): True, ("!=", 0): False, (">", 0): False, (">=", 1): False}
 _SINGLE_READ = re.compile(r"\{0\}\.[A-Za-z_]\w*")  # a field form reading one attribute of the object
 _LOCAL = re.compile(r"[a-z][0-9]+")  # a local of the generated function (or a constant's)
+_CONST_LOCAL = re.compile(r"k[0-9]+")  # a constant's local (a literal, a field reader, a helper, ...)
+_WORDS = frozenset(("None", "True", "False", "is", "not", "and", "or", "in", "if", "else", "len"))  # of an expression
 _ARITH = {"-": "-", "*": "*", "/": "/", "//": "//", "%": "%"}
 _ORDER = ("<", "<=", ">", ">=")
 _CONDITIONAL = re.compile(r"\b(?:if|and|or)\b")  # an inline form that may leave an argument unevaluated
@@ -251,6 +253,12 @@ class _Gen:
         self.nonnull: set[str] = set()  # locals tested not null on every path to here (they are not reassigned)
         # id(group check) -> the locals of its visited elements and, per id(let) earlier() reads, (values, fault)
         self.visited: dict[int, tuple[str, dict[int, tuple[str, str]]]] = {}
+        # id(group check) of a loop over an indexed list -> its `where` as a test of position `{0}` (True for
+        # none), when that reads nothing but the owner, the position and constants: its visited elements are
+        # then the positions before the current one that pass it (each passed then, and every check), made
+        # into elements only for a miss's record; the visited-elements lists nothing reads are left out
+        self.refilter: dict[int, str] = {}
+        self.unread_visited: dict[str, str] = {}  # such a list -> the line appending to it
         # what is known on every path to here: a local's name, that it holds an int known non-negative (a loop's
         # counter over range(n) or an indexed list's positions; one a comparison proved so), read as an index
         # without the negative-index guard; `_truth(local)`, that the local holds true (a bool value kept in a
@@ -1094,6 +1102,11 @@ class _Gen:
             if got is not None:
                 self.bind_indexed(local, got)
             kept = self.visited_lists(cc)
+            ix = self.indexed.get(local)
+            if kept is not None and ix is not None:
+                self.unread_visited[kept[0]] = f"{kept[0]}.append({ix[1]})"
+                if c.where is None:
+                    self.refilter[id(cc.check)] = "True"
             self.for_header(local, items)
             with self.loop():
                 self.open_scope(level)
@@ -1104,6 +1117,9 @@ class _Gen:
                         w = self.expr(c.where.node)
                         self.emit(f"if not {w}: continue")
                         self.assume(w)
+                        test = self.where_test(w, ix[0], ix[1]) if kept is not None and ix is not None else None
+                        if test is not None:
+                            self.refilter[id(cc.check)] = test
                     self.catch(k, vals)
                 self.checks(cc.subs, here, (*groups, cc))
                 if kept is not None:
@@ -1123,12 +1139,37 @@ class _Gen:
         out = f"{self.element(local) if ix is not None else local}, "
         if g.visited is not None:
             h = self.visited[id(g.check)][0]
-            if ix is not None:  # the positions kept, made into elements for the record
+            test = self.refilter.get(id(g.check))
+            if ix is not None and test is not None:  # the positions that passed, found again for the record
+                j = self.fresh("j")
+                cond = "" if test == "True" else f" if {test.format(j)}"
+                out += f"[{ix[2]}({ix[0]}, {j}) for {j} in range({ix[1]}){cond}], "
+            elif ix is not None:  # the positions kept, made into elements for the record
                 j = self.fresh("j")
                 out += f"[{ix[2]}({ix[0]}, {j}) for {j} in {h}], "
+                self.unread_visited.pop(h, None)
             else:
                 out += f"{h}, "
         return out
+
+    def where_test(self, w: str, owner: str, position: str) -> str | None:
+        """`w` (a `where` as emitted) as a template of the position (`{0}`), when it reads only `owner`,
+        `position` and constants and keeps nothing in a local; else None."""
+        out, at = [], 0
+        for m in _SCAN.finditer(w):
+            name = m.group("n")
+            if m.group("w") is not None:
+                return None
+            if name is None or w[m.start() - 1 : m.start()] == "." or name in _WORDS or name == owner:
+                continue  # a literal, an attribute, a keyword, the owner
+            if _CONST_LOCAL.fullmatch(name):
+                continue
+            if name != position:
+                return None
+            out.append(w[at : m.start()].replace("{", "{{").replace("}", "}}") + "{0}")
+            at = m.end()
+        out.append(w[at:].replace("{", "{{").replace("}", "}}"))
+        return "".join(out)
 
     def visited_lists(self, cc: CompiledCheck) -> tuple[str, dict[int, tuple[str, str]]] | None:
         """The locals of group `cc`'s visited elements and kept let values (declared empty here), or None."""
@@ -1205,6 +1246,7 @@ class _Gen:
         """`earlier(x)`: the kept list (a fault if computing one of its values faulted)."""
         h, values = self.visited[id(ref.group)]
         if ref.binding is None:
+            self.unread_visited.pop(h, None)
             return h
         hv, hf = values[id(ref.binding)]
         self.emit(f"if {hf}: raise _F")
@@ -1351,6 +1393,7 @@ def _build(gen: _Gen, returns: str, init_lets: bool = False, params: str = "R, s
     unset: list[str] = []  # reset before any statement: parameters defaulting to `_U`, set by the call itself
     never = {f for f in gen.flags if f not in gen.faulting}
     dropped = {f"{f} = False" for f in never} | {f"if {f}: raise _F" for f in never}
+    dropped |= {line for h, append in gen.unread_visited.items() for line in (f"{h} = []", append)}
     for line in gen.lines:
         text = line.lstrip(" ")
         if text in dropped:

@@ -914,6 +914,70 @@ def test_a_condition_known_true_is_neither_tested_again_nor_branched_on(attrs: d
     assert assert_same(one_concat(["r", "r"], attrs), rules) == 1
 
 
+REFILTERED = """
+rules:
+  - name: Refiltered
+    match: [ConcatD]
+    checks:
+      - name: Inputs
+        for_each: i in node.inputs
+        where: i.connected
+        let:
+          src: ref_source(i.peer)
+        checks:
+          - name: Distinct
+            reject_if: src in earlier(src) or len(earlier(src)) > 40
+  - name: Kept
+    match: [ConcatD]
+    let:
+      skip: node.attr_int('skip', -1)
+    checks:
+      - name: Inputs
+        for_each: i in node.inputs
+        where: i.connected and i.index != skip
+        let:
+          src: ref_source(i.peer)
+        checks:
+          - name: Distinct
+            reject_if: src in earlier(src) or len(earlier(src)) > 40
+"""
+
+
+@pytest.mark.parametrize("explain", [False, True])
+@pytest.mark.parametrize("skip", [-1, 1, 2])
+def test_visited_inputs_are_found_again_for_a_miss_where_the_where_reads_only_the_input(
+    explain: bool, skip: int, tmp_path: Path
+) -> None:
+    """A loop over a node's inputs whose `where` reads only the input keeps no list of the positions visited:
+    a miss's record finds them again, the positions before its own that pass the `where` (each passed then,
+    and every check). A `where` reading anything else (a `let`) keeps the list. Both explain the miss, with the
+    earlier sources, as the closures do."""
+    rules, source = generated(tmp_path, "refiltered.yaml", REFILTERED)
+    assert not re.search(r"h\d+ = \[\]", source) and "for j" in source and "is not None)]" in source
+    kept = rules.rules[1].fast.source  # type: ignore[union-attr]
+    assert re.search(r"h\d+ = \[\]", kept) and re.search(r"h\d+\.append\(p\d+\)", kept)
+    graph = {
+        "nodes": [
+            {"name": "r", "type": "ReLU", "outputs": ["float16[16,16]"]},
+            {"name": "q", "type": "ReLU", "outputs": ["float16[16,16]"]},
+            {
+                "name": "c",
+                "type": "ConcatD",
+                "attrs": {"skip": skip},
+                "inputs": ["q", {"desc": "float16[16,16]"}, "r", {"desc": "float16[16,16]"}, "q"],
+                "outputs": ["float16[80,16]"],
+            },
+        ]
+    }
+    assert assert_same(load_graph_text(json.dumps(graph)), rules, explain=explain) == 2
+    g = load_graph_text(json.dumps(graph))
+    misses = [d for r in build_pass_manager(rules).run(g, explain=True) for d in r.decisions]
+    assert [d.check for d in misses] == ["Distinct", "Distinct"]
+    shown = [dict(d.reason.values)["earlier(src)"] for d in misses if d.reason is not None]
+    both = "[q:0 (ReLU), r:0 (ReLU)]"
+    assert shown == [both, "[q:0 (ReLU)]" if skip == 2 else both]  # input 2 (r) skipped by Kept's where
+
+
 EARLIER_SETS = """
 rules:
   - name: Sources
