@@ -759,14 +759,11 @@ class GeGraphAccess:
         """The nodes whose op type is one of `op_types`, in order."""
         return [n for n in nodes if n.op.type in op_types]
 
-    # The op type and the node name: C-level readers (no Python frame), for the engine reads them for every
-    # record it makes (a class attribute that is not a function binds no `self`).
+    # The op type, the node name and the graph name: C-level readers (no Python frame), for the engine reads
+    # them for every record it makes (a class attribute that is not a function binds no `self`).
     op_type: Callable[[Node], str] = attrgetter("op.type")
     node_name: Callable[[Node], str] = attrgetter("op.name")
-
-    def graph_name(self, graph: ComputeGraph) -> str:
-        """The graph name."""
-        return graph.name
+    graph_name: Callable[[ComputeGraph], str] = attrgetter("name")
 
     def bindings(self, graph: ComputeGraph, node: Node) -> dict[str, Any]:
         """`node` and its owner `graph` (a new dict)."""

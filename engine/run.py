@@ -128,48 +128,60 @@ class Engine:
         """:meth:`run` on `graph`'s `candidates` (in order), appending to `decisions` and counting (and timing)
         them in `stats`: a pass collects every graph's records in one list and one set of counters."""
         t0 = time.perf_counter()
-        start = len(decisions)
-        access = self.access
-        gname = access.graph_name(graph)
-        node_name, op_type = access.node_name, access.op_type
-        skip = self._graph_skip(rule, graph, explain or trace_node is not None)
+        fast = rule.fast
+        skip = self._graph_skip(rule, graph, explain or trace_node is not None) if rule.skips else None
         if skip is not None:
             stats.graphs_skipped += 1
-            for node in candidates:
-                decisions.append(
-                    Decision(
-                        rule.name,
-                        gname,
-                        node_name(node),
-                        op_type(node),
-                        False,
-                        skip.check,
-                        skip.check_path,
-                        "skip_graph",
-                        skip.check_span,
-                        (),
-                        skip.reason,
-                        skip.error,
-                        dry_run,
-                    )
-                )
-        elif rule.fast is not None:  # counts its records as it makes them
-            self._run_fast(rule, rule.fast, graph, gname, candidates, dry_run, explain, trace_node, decisions, stats)
+            self._record_all(rule, graph, skip, candidates, decisions, stats, dry_run)
+        elif fast is not None:  # counts its records as it makes them
+            self._run_fast(rule, fast, graph, candidates, dry_run, explain, trace_node, decisions, stats)
         else:
+            node_name, start = self.access.node_name, len(decisions)
             for node in candidates:
                 tracing = node_name(node) == trace_node
                 decisions.append(
                     self.decide(rule, graph, node, dry_run=dry_run, trace=tracing, explain=explain or tracing)
                 )
-        if rule.fast is None or skip is not None:
             stats.add_all(decisions[start:] if start else decisions)
         stats.seconds += time.perf_counter() - t0
 
+    def _record_all(
+        self,
+        rule: CompiledRule,
+        graph: Any,
+        skip: Decision,
+        candidates: Sequence[Any],
+        decisions: list[Decision],
+        stats: RuleStats,
+        dry_run: bool,
+    ) -> None:
+        """Every candidate of a graph a skip condition excludes gets `skip`'s record, counted in `stats`."""
+        access = self.access
+        gname, node_name, op_type = access.graph_name(graph), access.node_name, access.op_type
+        start = len(decisions)
+        for node in candidates:
+            decisions.append(
+                Decision(
+                    rule.name,
+                    gname,
+                    node_name(node),
+                    op_type(node),
+                    False,
+                    skip.check,
+                    skip.check_path,
+                    "skip_graph",
+                    skip.check_span,
+                    (),
+                    skip.reason,
+                    skip.error,
+                    dry_run,
+                )
+            )
+        stats.add_all(decisions[start:])
+
     def _graph_skip(self, rule: CompiledRule, graph: Any, explain: bool) -> Decision | None:
-        """The record every candidate of `graph` gets when one of `rule`'s skip conditions holds (with its
-        explanation when `explain`, as a miss has), else None."""
-        if not rule.skips:
-            return None
+        """The record every candidate of `graph` gets when one of `rule`'s skip conditions (it has some) holds
+        (with its explanation when `explain`, as a miss has), else None."""
         fast = rule.fast
         if fast is not None and fast.skips is not None:
             try:
@@ -228,7 +240,7 @@ class Engine:
         fast: FastRule | None = rule.fast
         if fast is not None and not trace:
             out: list[Decision] = []
-            self._run_fast(rule, fast, graph, gname, (node,), dry_run, explain, None, out)
+            self._run_fast(rule, fast, graph, (node,), dry_run, explain, None, out)
             return out[0]
         # the closures, checking in order (and tracing every check when asked)
         env = Env(access.bindings(graph, node), rule.step_limit)
@@ -244,7 +256,6 @@ class Engine:
         rule: CompiledRule,
         fast: FastRule,
         graph: Any,
-        gname: str,
         candidates: Sequence[Any],
         dry_run: bool,
         explain: bool,
@@ -258,6 +269,7 @@ class Engine:
         hand-written pass does; anything else (a fault, a miss to explain, an action the closures must run) goes
         through the general path and is counted by `RuleStats.add`."""
         access = self.access
+        gname = access.graph_name(graph)
         bindings, node_name, op_type = access.bindings, access.node_name, access.op_type
         fn, actions, sites, name = fast.fn, fast.actions, fast.sites, rule.name
         describers = self._site_describers(fast)
