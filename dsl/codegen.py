@@ -205,7 +205,11 @@ _WORDS = frozenset(("None", "True", "False", "is", "not", "and", "or", "in", "if
 _ARITH = {"-": "-", "*": "*", "/": "/", "//": "//", "%": "%"}
 _ORDER = ("<", "<=", ">", ">=")
 _CONDITIONAL = re.compile(r"\b(?:if|and|or)\b")  # an inline form that may leave an argument unevaluated
-_FLAG_READ = re.compile(r"\((c\d+)\.get\(k\d+\) is True\)")  # a bool attribute read from a shared dict local
+# false for every key of an empty dict local: a bool attribute's read, or an int list attribute's non-emptiness
+_FLAG_READ = re.compile(
+    r"\((c\d+)\.get\(k\d+\) is True\)"
+    r"|\(not \(not \(\[\] if (c\d+)\.get\(k\d+\) is None else k\d+\([a-z]\d+, k\d+\)\)\)\)"
+)
 
 
 class _Gen:
@@ -813,13 +817,15 @@ class _Gen:
 
     def fuse(self, operands: list[str], op: str) -> str:
         """Bool operands joined by `op`. In an `or`, a run of flag reads of one attribute dict (`D.get(k) is
-        True`, false for every key of an empty dict) is skipped as a whole when the dict is empty, the usual
-        case for a GE op (the catalogue's `attrs_inline` names the entity's attribute dict, so `D` is a dict)."""
+        True`, and the test that an int list attribute is not empty, `attr_ints`' inline form under `not not`:
+        false for every key of an empty dict) is skipped as a whole when the dict is empty, the usual case for a
+        GE op (the catalogue's `attrs_inline` names the entity's attribute dict, so `D` is a dict)."""
         if op == "or" and len(operands) > 1:
             runs: list[tuple[str | None, list[str]]] = []
             for v in operands:
                 m = _FLAG_READ.fullmatch(v)
-                d = m.group(1) if m is not None and m.group(1) in self.attr_locals else None
+                d = (m.group(1) or m.group(2)) if m is not None else None
+                d = d if d in self.attr_locals else None
                 if d is not None and runs and runs[-1][0] == d:
                     runs[-1][1].append(v)
                 else:

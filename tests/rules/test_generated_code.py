@@ -659,6 +659,34 @@ def test_a_run_of_flag_reads_is_skipped_on_an_empty_attribute_dict(tmp_path: Pat
     assert got == {"c1": None, "c2": "Flags", "c3": "Flags", "c4": "Flags", "c5": "Flags"}
 
 
+LIST_RUNS = """
+rules:
+  - name: ListRuns
+    match: [ConcatD]
+    checks:
+      - name: Producers
+        for_each: i in node.inputs
+        where: i.connected
+        checks:
+          - name: Flags
+            reject_if: i.peer.node.attr_bool('b') or len(i.peer.node.attr_ints('list')) > 0
+"""
+
+
+def test_an_int_list_attribute_tested_non_empty_joins_the_run_of_flag_reads(tmp_path: Path) -> None:
+    """`len(attr_ints(x)) > 0` is false on an empty attribute dict as the flags are: it joins their run, and the
+    whole run is skipped there; an ill-typed list still reads as empty, a list of ints as not."""
+    rules, source = generated(tmp_path, "lists.yaml", LIST_RUNS)
+    run = re.search(
+        r"\(\(\(c\d+\.get\(k\d+\) is True\) or \(not \(not \(\[\] if (c\d+)\.get.*\)\)\)\) if \1 else False\)", source
+    )
+    assert run is not None, source
+    g = load_graph_text(json.dumps(ATTRS_GRAPH))  # wrong_types' list holds floats; two's holds ints
+    assert assert_same(g, rules) == 5
+    got = {d.node: d.check for r in build_pass_manager(rules).run(g) for d in r.decisions}
+    assert got == {"c1": None, "c2": "Flags", "c3": None, "c4": None, "c5": "Flags"}
+
+
 MEMBERSHIP = """
 rules:
   - name: Membership
