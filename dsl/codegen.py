@@ -271,7 +271,9 @@ class _Gen:
         # through; `proves` holds per emitted condition what it proves when it is true
         self.known: set[str] = set()
         self.proves: dict[str, frozenset[str]] = {}
-        self.kept_keys: dict[str, str] = {}  # the kept let values held as a set of keys -> the key's inline form
+        # the kept let values held as a set of keys -> the key's inline form and the group's scope level (an
+        # element's key is computed once: where it is tested, and read again where the element is kept)
+        self.kept_keys: dict[str, tuple[str, int]] = {}
         # the element local of a loop over an indexed list -> (owner local, position local, maker constant, form):
         # the element is `maker(owner, position)`, made only where its value is needed
         self.indexed: dict[str, tuple[str, str, str, IndexedList]] = {}
@@ -844,9 +846,10 @@ class _Gen:
         if empty is not None:
             return empty
         a, b = self.seq([n.left, n.right], (False, n.op in ("in", "not in")))  # membership reads the elements
-        key = self.kept_keys.get(b) if id(n) in self.res.member_keys else None
-        if key is not None:  # `x in earlier(x)` kept as a set of keys
-            return f"({self.keyed(key, a, self.res.type_of(n.left).nullable)} {n.op} {b})"
+        kept = self.kept_keys.get(b) if id(n) in self.res.member_keys else None
+        if kept is not None:  # `x in earlier(x)` kept as a set of keys
+            let = id(self.res.earlier[id(n.right)].binding)
+            return f"({self.keyed(kept, a, self.res.type_of(n.left).nullable, let)} {n.op} {b})"
         if n.op in ("==", "!=") and "None" in (a, b):  # no value of the language equals null but null itself
             return f"({a} {'is' if n.op == '==' else 'is not'} {b})"
         if n.op in ("==", "!=", "in", "not in"):  # `in` null raises TypeError: a fault, as the closures' check
@@ -1107,7 +1110,7 @@ class _Gen:
             local, prev = self.bind_var(c.var, level, id(cc))
             if got is not None:
                 self.bind_indexed(local, got)
-            kept = self.visited_lists(cc)
+            kept = self.visited_lists(cc, level)
             ix = self.indexed.get(local)
             if kept is not None and ix is not None:
                 self.unread_visited[kept[0]] = f"{kept[0]}.append({ix[1]})"
@@ -1177,8 +1180,9 @@ class _Gen:
         out.append(w[at:].replace("{", "{{").replace("}", "}}"))
         return "".join(out)
 
-    def visited_lists(self, cc: CompiledCheck) -> tuple[str, dict[int, tuple[str, str]]] | None:
-        """The locals of group `cc`'s visited elements and kept let values (declared empty here), or None."""
+    def visited_lists(self, cc: CompiledCheck, level: int) -> tuple[str, dict[int, tuple[str, str]]] | None:
+        """The locals of group `cc`'s visited elements and kept let values (declared empty here), or None; `level`
+        is the scope level of its elements."""
         if cc.visited is None:
             return None
         h = self.fresh("h")
@@ -1194,7 +1198,7 @@ class _Gen:
         for b, (hv, hf) in values.items():
             key = self.membership_key(cc.check, b)
             if key is not None:
-                self.kept_keys[hv] = key
+                self.kept_keys[hv] = (key, level)
             self.emit(f"{hv} = {'set()' if key is not None else '[]'}")
             self.emit(f"{hf} = False")
         return h, values
@@ -1213,13 +1217,21 @@ class _Gen:
                 keys.add(self.res.member_keys.get(id(n)))
         return keys.pop() if reads and reads == tests and len(keys) == 1 else None
 
-    def keyed(self, key: str, v: str, nullable: bool) -> str:
-        """The equality key of value `v` (null's is null)."""
+    def keyed(self, kept: tuple[str, int], v: str, nullable: bool, let: int) -> str:
+        """The equality key of value `v` (null's is null) of the `let` (an id) kept as a set of keys: `kept`'s
+        inline form, computed once per element of its group (at the test, read again where the element is
+        kept)."""
+        key, level = kept
         if key == "{0}":
             return v
         v = self.atom(v)
-        got = self.inline(key, [v])
-        return f"(None if {v} is None else {got})" if nullable else got
+
+        def compute() -> str:
+            got = self.inline(key, [v])
+            return f"(None if {v} is None else {got})" if nullable else got
+
+        local = self.shared(("key", let), level)
+        return compute() if local is None else self.memoised(local, compute, fuse=True)
 
     def keep_visited(self, cc: CompiledCheck, local: str, kept: tuple[str, dict[int, tuple[str, str]]]) -> None:
         """At the end of an element of group `cc` (every check passed): remember it and its kept let values."""
@@ -1228,13 +1240,13 @@ class _Gen:
             if id(b) not in values:
                 continue
             hv, hf = values[id(b)]
-            key = self.kept_keys.get(hv)
+            kept_key = self.kept_keys.get(hv)
             nullable = self.res.type_of(b.expr.node).nullable
             mark = len(self.lines)
             self.emit("try:")
             with self.branch():
                 v = self.let_value(b)
-                self.emit(f"{hv}.add({self.keyed(key, v, nullable)})" if key is not None else f"{hv}.append({v})")
+                self.emit(f"{hv}.add({self.keyed(kept_key, v, nullable, id(b))})" if kept_key else f"{hv}.append({v})")
             if len(self.lines) == mark + 2 and _ATOM.fullmatch(v):  # known computed: a local's read
                 line = self.lines[-1].strip()
                 del self.lines[mark:]
@@ -1243,7 +1255,7 @@ class _Gen:
             self.emit("except Exception:")
             with self.indent():
                 self.emit(f"{hf} = True")
-                self.emit(f"{hv}.add(None)" if key is not None else f"{hv}.append(None)")
+                self.emit(f"{hv}.add(None)" if kept_key else f"{hv}.append(None)")
             self.faulting.add(hf)
         ix = self.indexed.get(local)
         self.emit(f"{h}.append({ix[1] if ix is not None else local})")
