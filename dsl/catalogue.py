@@ -121,6 +121,9 @@ class FieldSpec:
     # beside `shape`'s view `{0}.shape`): that sequence's form, which generated code tests for emptiness directly
     # (derived by `add_entity`)
     length_of: str | None = None
+    # for a bool field whose inline form tests a sibling nullable field's for null (`connected`, `peer`'s form
+    # followed by `is not None`): that sibling, which generated code reads once for both (derived by `add_entity`)
+    not_null_of: FieldSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -320,6 +323,14 @@ class Catalogue:
             sized = _LENGTH_FORM.fullmatch(spec.inline or "")
             if sized is not None and sized.group(1) in sequences and spec.type == INT:
                 specs[f] = dataclasses.replace(spec, length_of=sized.group(1))
+        for f, spec in list(specs.items()):
+            tested = [
+                other
+                for other in specs.values()
+                if other.inline is not None and other.type.nullable and spec.inline == f"{other.inline} is not None"
+            ]
+            if tested and spec.type == BOOL:
+                specs[f] = dataclasses.replace(spec, not_null_of=tested[0])
         for f, ix in (indexed or {}).items():
             if f not in specs or not specs[f].type.is_list:
                 raise ValueError(f"entity '{name}': indexed field '{f}' is not one of its list fields")

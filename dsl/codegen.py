@@ -263,6 +263,10 @@ class _Gen:
         # into elements only for a miss's record; the visited-elements lists nothing reads are left out
         self.refilter: dict[int, str] = {}
         self.unread_visited: dict[str, str] = {}  # such a list -> the line appending to it
+        # a field read through a sibling (FieldSpec.not_null_of): id(read) -> the sibling's read of the same object
+        # (made once, so it is a sub-expression like the rule's own reads of it), and its field
+        self.siblings: dict[int, ast.Attr] = {}
+        self.sibling_fields: dict[int, FieldSpec] = {}
         # what is known on every path to here: a local's name, that it holds an int known non-negative (a loop's
         # counter over range(n) or an indexed list's positions; one a comparison proved so), read as an index
         # without the negative-index guard; `_truth(local)`, that the local holds true (a bool value kept in a
@@ -470,7 +474,7 @@ class _Gen:
         elif not isinstance(n, ast.Quant) and id(n) not in self.res.earlier:  # `earlier(x)` reads a local
             parts: list[object] = [type(n).__name__, getattr(n, "op", None)]
             if isinstance(n, ast.Attr):
-                parts.append(id(self.res.fields[id(n)].get))
+                parts.append(id(self.field(n).get))
             elif isinstance(n, ast.Call):
                 parts.append(id(self.res.helpers[id(n)].fn))
             elif isinstance(n, ast.Slice):
@@ -499,6 +503,18 @@ class _Gen:
             name = self.memo[id(b)] = self.fresh("m")
         return name
 
+    def field(self, n: ast.Attr) -> FieldSpec:
+        """The catalogue field `n` reads."""
+        return self.sibling_fields.get(id(n)) or self.res.fields[id(n)]
+
+    def sibling(self, n: ast.Attr, spec: FieldSpec) -> ast.Attr:
+        """The read of field `spec` of `n`'s object (one node per `n`)."""
+        got = self.siblings.get(id(n))
+        if got is None:
+            got = self.siblings[id(n)] = ast.Attr(n.start, n.end, n.depth, n.obj, spec.name)
+            self.sibling_fields[id(got)] = spec
+        return got
+
     # ---- expressions ---------------------------------------------------------------------------------------
     def expr(self, n: ast.Node, view: bool = False) -> str:
         """Emit the statements computing `n`; the returned local (or constant) holds its value. With `view` (the
@@ -510,7 +526,7 @@ class _Gen:
             return self._expr(n)
         form = None
         if view and isinstance(n, ast.Attr):
-            spec = self.res.fields[id(n)]
+            spec = self.field(n)
             form = spec.view
             obj = n.obj
         if form is not None:
@@ -540,7 +556,7 @@ class _Gen:
         or view `form`): re-read, it costs what a memo's `is _U` test costs."""
         if not isinstance(n, ast.Attr):
             return False
-        spec = self.res.fields[id(n)]
+        spec = self.field(n)
         if form is None:
             form = f"{{0}}.{spec.path}" if spec.path is not None else spec.inline
         return form is not None and _SINGLE_READ.fullmatch(form) is not None
@@ -595,7 +611,9 @@ class _Gen:
         # (`seq` pins an earlier operand into a local when a later one needs statements). A fault raises in
         # the fused expression as it would have in a statement of its own.
         if isinstance(n, ast.Attr):
-            spec = self.res.fields[id(n)]
+            spec = self.field(n)
+            if spec.not_null_of is not None:  # the sibling, read (and kept) as itself
+                return f"({self.expr(self.sibling(n, spec.not_null_of))} is not None)"
             part = self.indexed_field(n, spec)
             if part is not None:
                 return part
@@ -887,7 +905,7 @@ class _Gen:
                 return None
             return self.expr(n.args[0], t.is_list) if emit else ""
         if isinstance(n, ast.Attr):
-            spec = self.res.fields[id(n)]
+            spec = self.field(n)
             if spec.length_of is None or spec.indexed is not None:
                 return None
             return self.inline(spec.length_of, [self.expr(n.obj)]) if emit else ""
@@ -1163,12 +1181,14 @@ class _Gen:
 
     def where_test(self, w: str, owner: str, position: str) -> str | None:
         """`w` (a `where` as emitted) as a template of the position (`{0}`), when it reads only `owner`,
-        `position` and constants and keeps nothing in a local; else None."""
+        `position` and constants (what it keeps in a local for the element is computed again); else None."""
         out, at = [], 0
         for m in _SCAN.finditer(w):
             name = m.group("n")
-            if m.group("w") is not None:
-                return None
+            if m.group("w") is not None:  # a value kept for this element: computed again, not kept
+                out.append(w[at : m.start()].replace("{", "{{").replace("}", "}}") + "(")
+                at = m.end()
+                continue
             if name is None or w[m.start() - 1 : m.start()] == "." or name in _WORDS or name == owner:
                 continue  # a literal, an attribute, a keyword, the owner
             if _CONST_LOCAL.fullmatch(name):

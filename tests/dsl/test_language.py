@@ -646,6 +646,32 @@ def test_a_helpers_inline_form_may_call_the_helper_and_a_fields_may_not() -> Non
         cat.add_entity("E", "An entity.", [("n", "int", "A number.", len, "{f}({0})")])
 
 
+def test_the_catalogue_derives_which_fields_are_lengths_and_null_tests_of_others() -> None:
+    """An int field whose inline form is `len(...)` of a never-null list field's form is that list's length; a
+    bool field whose form is a nullable field's form followed by `is not None` is that field's null test.
+    Anything else derives nothing (generated code then reads each field by its own form)."""
+    cat = Catalogue()
+    cat.add_entity(
+        "E",
+        "An entity.",
+        [
+            ("xs", "list[int]", "Items.", list, "list({0}.xs)", "{0}.xs"),
+            ("maybe", "list[int]?", "Items or null.", list, "{0}.maybe"),
+            ("n", "int", "Count.", len, "len({0}.xs)"),
+            ("m", "int", "Count of the nullable.", len, "len({0}.maybe)"),
+            ("k", "int", "Not a length.", len, "len({0}.xs) + 1"),
+            ("peer", "E?", "Another.", lambda o: o, "{0}.peer"),
+            ("linked", "bool", "Has one.", bool, "{0}.peer is not None"),
+            ("other", "bool", "Something else.", bool, "{0}.xs is not None"),
+        ],
+    )
+    fields = cat.entities["E"].fields
+    assert fields["n"].length_of == "{0}.xs"
+    assert fields["m"].length_of is None and fields["k"].length_of is None  # nullable; not a plain length
+    assert fields["linked"].not_null_of is fields["peer"]
+    assert fields["other"].not_null_of is None  # `xs` is never null
+
+
 def test_a_field_view_is_checked_like_an_inline_form_and_only_lists_of_scalars_or_entities_have_one() -> None:
     cat = Catalogue()
     with pytest.raises(ValueError, match="may not contain"):

@@ -979,9 +979,12 @@ def test_visited_inputs_are_found_again_for_a_miss_where_the_where_reads_only_th
     """A loop over a node's inputs whose `where` reads only the input keeps no list of the positions visited:
     a miss's record finds them again, the positions before its own that pass the `where` (each passed then,
     and every check). A `where` reading anything else (a `let`) keeps the list. Both explain the miss, with the
-    earlier sources, as the closures do."""
+    earlier sources, as the closures do. The `where`'s `i.connected` and the `let`'s `i.peer` read the peer once."""
     rules, source = generated(tmp_path, "refiltered.yaml", REFILTERED)
     assert not re.search(r"h\d+ = \[\]", source) and "for j" in source and "is not None)]" in source
+    # `i.connected` reads `i.peer` (the catalogue's form of one tests the other's for null), kept for `src`
+    peer = re.search(r"if not \(\(c(\d+) := \(\w+\.in_peers\[p\d+\]\)\) is not None\): continue", source)
+    assert peer is not None and f"(c{peer.group(1)})" in source and source.count(".in_peers[p") == 1
     kept = rules.rules[1].fast.source  # type: ignore[union-attr]
     assert re.search(r"h\d+ = \[\]", kept) and re.search(r"h\d+\.append\(p\d+\)", kept)
     graph = {
