@@ -96,6 +96,7 @@ class FastRule:
     sites: tuple[Site, ...]
     source: str
     actions: Callable[[dict[str, Any], int, bool], int] | None = None
+    actions_source: str = ""  # the source of `actions`, for reading and for tests
     #: `skips(graph bindings, 0)`: the index of the first skip condition that holds, or -1 (one step budget for
     #: all, as the closures'); raises on any fault, and the engine asks the closures instead
     skips: Callable[[dict[str, Any], int], int] | None = None
@@ -1306,7 +1307,8 @@ class _Gen:
         if isinstance(n, ast.ForAction):
             got = self.indexed_items(n.coll)
             c = got[0] if got is not None else self.atom(self.expr(n.coll))
-            local, prev = self.bind_var(n.var)
+            level = len(self.scopes)  # an element's scope, as a group's: what repeats in it is computed once
+            local, prev = self.bind_var(n.var, level, id(n))
             if got is not None:
                 self.bind_indexed(local, got)
             outermost = self.action_loops == 0
@@ -1314,9 +1316,11 @@ class _Gen:
             self.action_loops += 1
             self.loop_head(c, local)
             with self.loop():
+                self.open_scope(level)
                 if n.where is not None:
                     self.emit(f"if not {self.expr(n.where)}: continue")
                 self.action(n.body)
+            del self.scopes[level:]
             self.action_loops -= 1
             self.unbind(n.var, prev)
             if outermost:  # the lists the loop's writes are collected in, made before it
@@ -1325,14 +1329,16 @@ class _Gen:
             return
         assert isinstance(n, ast.SetAction)
         target = self.atom(self.expr(n.target))
-        if target not in self.nonnull:
+        form = self.res.attr_dicts.get(id(n))
+        # a null target faults: where the write's dict is read from it, that read raises (any exception sends the
+        # actions to the closures, which give the error); a setter's target is tested here
+        if target not in self.nonnull and not (form is not None and form.startswith("{0}.")):
             self.emit(f"if {target} is None: raise _F")
-            self.nonnull.add(target)
+        self.nonnull.add(target)
         if isinstance(n.value, ast.Lit):  # a scalar: _attr_value keeps it as it is
             value = self.const(n.value.value)
         else:
             value = f"{self.const(_attr_value)}({self.expr(n.value)})"
-        form = self.res.attr_dicts.get(id(n))
         if form is not None:  # the dict the setter would write the attribute to (shared by the target's writes)
             where = self.attrs_dict(n.target, target, form) or self.inline(form, [target])
         else:
@@ -1508,7 +1514,12 @@ def generate_rule(rule: CompiledRule) -> FastRule | None:
     acts = _generate(rule.res, rule.step_limit, actions, params="R, s, apply") if rule.rule.actions else None
     skip = _generate(rule.res, rule.step_limit, skips, init_lets=True) if rule.rule.skip_graph else None
     return FastRule(
-        fn, tuple(gen.sites), src, acts[0] if acts is not None else None, skip[0] if skip is not None else None
+        fn,
+        tuple(gen.sites),
+        src,
+        acts[0] if acts is not None else None,
+        acts[1] if acts is not None else "",
+        skip[0] if skip is not None else None,
     )
 
 

@@ -1096,10 +1096,13 @@ def _full_state(g: ComputeGraph) -> list[tuple[str, str, str, list[tuple[str, An
 def test_generated_actions_evaluate_everything_then_write_in_the_closures_order(dry_run: bool, tmp_path: Path) -> None:
     """Writes of constants and computed values, through attribute dicts and through setters (fields), in loops and
     nested loops: the generated actions write what the closures' write, in the same order (attribute dicts keep
-    insertion order), and nothing in a dry run."""
+    insertion order), and nothing in a dry run; a null target faults, and the closures give the error."""
     rules, _ = generated(tmp_path, "writes.yaml", WRITES)
     fast = rules.rules[0].fast
     assert fast is not None and fast.actions is not None
+    # a write's dict read from its target faults on a null target by itself: only the setter's target is tested;
+    # each loop's element is a scope of its own, so `i.connected` and `i.peer` read the peer once
+    assert fast.actions_source.count("is None: raise _F") == 1 and fast.actions_source.count(".in_peers[p") == 3
     g = synthetic.generate("split", 300)
     a, b, before = g.copy(), g.copy(), _full_state(g)
     fast_run = [d.to_json() for r in build_pass_manager(rules).run(a, dry_run=dry_run) for d in r.decisions]
@@ -1114,6 +1117,30 @@ def test_generated_actions_evaluate_everything_then_write_in_the_closures_order(
         assert list(concat.op.attrs)[-3:] == ["z_first", "sibling_of", "a_last"] and concat.op.engine == "AIcoreEngine"
         producer = concat.in_peers[1]
         assert producer is not None and producer.node.op.output_descs[producer.index].attrs["fed_at"] == 1
+
+
+NULL_TARGET = """
+rules:
+  - name: NullTarget
+    match: [ConcatD]
+    checks:
+      - name: Any
+        require: node.input_count >= 1
+    actions:
+      - set node.first = 1
+      - "for i in node.inputs: set ref_source(i.peer).node.z = 2"
+"""
+
+
+def test_an_action_faulting_on_a_null_writes_nothing_in_both_compilations(tmp_path: Path) -> None:
+    """The second input is unconnected: its write's target faults (reading `node` of null), so the generated
+    actions, which test no target their dict read dereferences, leave it to the closures: one error, no write."""
+    rules, _ = generated(tmp_path, "null_target.yaml", NULL_TARGET)
+    g = one_concat(["r", {"desc": "float16[16,16]"}])  # type: ignore[list-item]
+    assert assert_same(g, rules) == 1
+    (d,) = [d for r in build_pass_manager(rules).run(g) for d in r.decisions]
+    assert not d.fired and d.error == "an action failed, nothing was changed: cannot read 'node' of null"
+    assert "first" not in next(n for n in g.nodes_in_insertion_order() if n.op.name == "c").op.attrs
 
 
 def _walrus_targets_read_nowhere(source: str) -> list[str]:
