@@ -118,11 +118,10 @@ class RulePass:
 
     rule: CompiledRule
     kind: str = "rule"
+    name: str = field(init=False)  # the rule's name, read for every graph the pass runs on
 
-    @property
-    def name(self) -> str:
-        """The pass name."""
-        return self.rule.name
+    def __post_init__(self) -> None:
+        self.name = self.rule.name
 
     @property
     def levels(self) -> tuple[str, ...]:

@@ -114,14 +114,11 @@ class CompiledRule:
     fast: Any = None  # the generated decision function (codegen.FastRule), or None: closures only
     # the op types it matches as a set, or None for `*` (every node): what a candidate index looks up
     match_types: frozenset[str] | None = field(init=False)
+    name: str = field(init=False)  # the pass name (the rule's), read for every graph a pass runs on
 
     def __post_init__(self) -> None:
         self.match_types = None if "*" in self.rule.match else frozenset(self.rule.match)
-
-    @property
-    def name(self) -> str:
-        """The pass name."""
-        return self.rule.name
+        self.name = self.rule.name
 
 
 class _Compiler:
