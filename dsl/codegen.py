@@ -1102,12 +1102,18 @@ class _Gen:
                     self.reset_lets(c.lets, len(groups) + 1)
                 assert c.expr is not None
                 # the test inside the `try`, on the value as it stands (a fused expression needs no local)
+                miss = f"return ({k}, {FAILED}, s, {vals})"
                 self.emit("try:")
+                if self.decided_in_turn(c.expr.node, c.kind == "require"):
+                    with self.indent():
+                        self.test_in_turn(c.expr.node, c.kind == "require", miss)  # type: ignore[arg-type]
+                    self.catch(k, vals)
+                    continue
                 with self.indent():
                     v = self.expr(c.expr.node)
                     self.emit(f"if {'not ' if c.kind == 'require' else ''}{v}:")
                     with self.indent():
-                        self.emit(f"return ({k}, {FAILED}, s, {vals})")
+                        self.emit(miss)
                     if c.kind == "require":  # past it, the condition held
                         self.assume(v)
                 self.catch(k, vals)
@@ -1154,6 +1160,40 @@ class _Gen:
                     self.keep_visited(cc, local, kept)
             del self.scopes[level:]
             self.unbind(c.var, prev)
+
+    def decided_in_turn(self, n: ast.Node, require: bool) -> bool:
+        """Whether check condition `n` is a chain that misses at its first deciding operand (a `require`'s
+        `and`, a `reject_if`'s `or`), not kept for another read: then its operands are tested in turn."""
+        if not isinstance(n, ast.BoolOp) or (n.op == "and") != require:
+            return False
+        k = self.key(n)
+        return self.hot is None or k is None or k[0] not in self.hot
+
+    def test_in_turn(self, n: ast.BoolOp, require: bool, miss: str) -> None:
+        """A check's `and` (`require`) or `or` (`reject_if`) chain as a test per run of operands: the operands
+        needing no statement are fused into one Python `and`/`or` (see `fuse`), and a run is tested, missing
+        with `miss`, before the statements of the operand after it, which run only where it passed (so what
+        they compute is computed on every path past them; a `require`'s operands hold past their test, and
+        prove what they prove). The chain's value needs no local, and no operand is tested twice."""
+        pending: list[str] = []
+        neg = "not " if require else ""
+        for op in n.operands:
+            mark = len(self.lines)
+            v = self.truth(op)
+            if len(self.lines) > mark and pending:  # the run before these statements is tested before them
+                pad = "    " * self.depth
+                self.lines[mark:mark] = [f"{pad}if {neg}({self.fuse(pending, n.op)}):", f"{pad}    {miss}"]
+                pending = []
+            if require:
+                known = self.is_true(v)  # known true before this check: nothing to test
+                self.assume(v)  # later operands run only where it held (the fused ones by `and` itself)
+                if known:
+                    continue
+            pending.append(v)
+        if pending:
+            self.emit(f"if {neg}({self.fuse(pending, n.op)}):")
+            with self.indent():
+                self.emit(miss)
 
     # ---- earlier(...) ----------------------------------------------------------------------------------------
     # A group that some `earlier(x)` reads keeps, in locals, the elements it has visited (`h`) and, per `let` x

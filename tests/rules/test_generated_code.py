@@ -406,7 +406,7 @@ rules:
 
 def test_list_fields_are_read_without_a_copy_only_where_no_list_is_needed(tmp_path: Path) -> None:
     rules, source = generated(tmp_path, "views.yaml", VIEWS)
-    copies, views = source.split("return (1, 0")  # the code up to the Copies check's miss, and after it
+    copies, views = source.rsplit("return (1, 0", 1)  # the code up to the Copies check's last miss, and after it
     assert re.search(r"list\(v\d+\.shape\)", copies) and re.search(r"list\(v\d+\.origin_shape\)", copies)
     assert re.search(r"= \(v\d+\.shape\)", views) and not re.search(r"list\(v\d+\.", views)
     d = only_decision(load_graph(example_path("allgather_concat.yaml")), rules)
@@ -1007,6 +1007,37 @@ def test_visited_inputs_are_found_again_for_a_miss_where_the_where_reads_only_th
     shown = [dict(d.reason.values)["earlier(src)"] for d in misses if d.reason is not None]
     both = "[q:0 (ReLU), r:0 (ReLU)]"
     assert shown == [both, "[q:0 (ReLU)]" if skip == 2 else both]  # input 2 (r) skipped by Kept's where
+
+
+IN_TURN = """
+rules:
+  - name: InTurn
+    match: [ConcatD]
+    let:
+      l: node.attr_ints('l')
+    checks:
+      - name: Require
+        require: "len(l) > 0 and l[0] >= 0 and all(x in l: x < 5) and len(l) < 4"
+      - name: Reject
+        reject_if: "len(l) > 3 or any(x in l: x == 3) or l[0] == 9"
+      - name: Either
+        require: "len(l) == 1 or all(x in l: x > 0)"
+"""
+
+
+@pytest.mark.parametrize("values", [[], [1], [-1], [0, 7], [1, 2, 3], [9, 1], [0, 1], [1, 2, 4, 4], [2]])
+def test_a_checks_chain_that_misses_at_its_first_deciding_operand_is_tested_run_by_run(
+    values: list[int], tmp_path: Path
+) -> None:
+    """A `require`'s `and` and a `reject_if`'s `or` miss at the first operand that decides: the operands before
+    one that needs statements are tested (fused) before those statements, each once, with no local for the
+    chain's value. An `or` that a `require` passes on any operand keeps its chain."""
+    rules, source = generated(tmp_path, "in_turn.yaml", IN_TURN)
+    require, reject, either = source.split("try:")[1:]
+    for text in (require, reject):
+        assert text.count(", 0, s, ())") == 2 and not re.search(r"\bt\d+ = t\d+", text)
+    assert re.search(r"\bt\d+ = t\d+", either)
+    assert assert_same(one_concat(["r", "r"], {"l": values}), rules) == 1
 
 
 EARLIER_SETS = """
