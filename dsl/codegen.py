@@ -1104,9 +1104,10 @@ class _Gen:
                 # the test inside the `try`, on the value as it stands (a fused expression needs no local)
                 miss = f"return ({k}, {FAILED}, s, {vals})"
                 self.emit("try:")
-                if self.decided_in_turn(c.expr.node, c.kind == "require"):
+                chain = self.chain_test(c.expr.node, c.kind == "require")
+                if chain is not None:
                     with self.indent():
-                        self.test_in_turn(c.expr.node, c.kind == "require", miss)  # type: ignore[arg-type]
+                        chain(c.expr.node, c.kind == "require", miss)
                     self.catch(k, vals)
                     continue
                 with self.indent():
@@ -1161,13 +1162,16 @@ class _Gen:
             del self.scopes[level:]
             self.unbind(c.var, prev)
 
-    def decided_in_turn(self, n: ast.Node, require: bool) -> bool:
-        """Whether check condition `n` is a chain that misses at its first deciding operand (a `require`'s
-        `and`, a `reject_if`'s `or`), not kept for another read: then its operands are tested in turn."""
-        if not isinstance(n, ast.BoolOp) or (n.op == "and") != require:
-            return False
+    def chain_test(self, n: ast.Node, require: bool) -> Callable[[Any, bool, str], None] | None:
+        """How a check whose condition `n` is an `and`/`or` chain (not kept for another read) is tested as
+        control flow: in turn when it misses at its first deciding operand (a `require`'s `and`, a
+        `reject_if`'s `or`), nested when only every operand together decides the miss; None for the rest."""
+        if not isinstance(n, ast.BoolOp):
+            return None
         k = self.key(n)
-        return self.hot is None or k is None or k[0] not in self.hot
+        if self.hot is not None and k is not None and k[0] in self.hot:
+            return None
+        return self.test_in_turn if (n.op == "and") == require else self.test_nested
 
     def test_in_turn(self, n: ast.BoolOp, require: bool, miss: str) -> None:
         """A check's `and` (`require`) or `or` (`reject_if`) chain as a test per run of operands: the operands
@@ -1194,6 +1198,38 @@ class _Gen:
             self.emit(f"if {neg}({self.fuse(pending, n.op)}):")
             with self.indent():
                 self.emit(miss)
+
+    def test_nested(self, n: ast.BoolOp, require: bool, miss: str) -> None:
+        """A check's `or` (`require`) or `and` (`reject_if`) chain, which misses only where no operand (every
+        operand) holds: each run of operands needing no statement is tested, fused, and the operands after it
+        are evaluated inside that test's block (where, for an `and`, the run held), so the miss is the
+        innermost block's; no local holds the chain's value."""
+        descend = "not " if require else ""
+        first = self.truth(n.operands[0])
+        pending = [] if n.op == "and" and self.is_true(first) else [first]  # a known truth decides nothing
+        opened: list[_Indent] = []
+        for op in n.operands[1:]:
+            block = self.branch()  # runs only where the operands before it did not decide
+            block.__enter__()
+            if n.op == "and":
+                for p in pending:
+                    self.assume(p)
+            mark = len(self.lines)
+            v = self.truth(op)
+            if len(self.lines) > mark:  # statements: the run before them is tested, and they run in its block
+                pad = "    " * (self.depth - 1)
+                self.lines.insert(mark, f"{pad}if {descend}({self.fuse(pending, n.op)}):")
+                opened.append(block)
+                pending = []
+            else:
+                block.__exit__(None, None, None)
+            if not (n.op == "and" and self.is_true(v)):
+                pending.append(v)
+        self.emit(f"if {descend}({self.fuse(pending, n.op)}):")
+        with self.indent():
+            self.emit(miss)
+        for block in reversed(opened):
+            block.__exit__(None, None, None)
 
     # ---- earlier(...) ----------------------------------------------------------------------------------------
     # A group that some `earlier(x)` reads keeps, in locals, the elements it has visited (`h`) and, per `let` x

@@ -1026,17 +1026,17 @@ rules:
 
 
 @pytest.mark.parametrize("values", [[], [1], [-1], [0, 7], [1, 2, 3], [9, 1], [0, 1], [1, 2, 4, 4], [2]])
-def test_a_checks_chain_that_misses_at_its_first_deciding_operand_is_tested_run_by_run(
-    values: list[int], tmp_path: Path
-) -> None:
+def test_a_checks_chain_is_tested_run_by_run_in_turn_or_nested(values: list[int], tmp_path: Path) -> None:
     """A `require`'s `and` and a `reject_if`'s `or` miss at the first operand that decides: the operands before
-    one that needs statements are tested (fused) before those statements, each once, with no local for the
-    chain's value. An `or` that a `require` passes on any operand keeps its chain."""
+    one that needs statements are tested (fused) before those statements, each once. A `require`'s `or` misses
+    only where no operand holds: the operands after a run are evaluated in the block where it did not hold, and
+    the miss is the innermost block's. No local holds a chain's value."""
     rules, source = generated(tmp_path, "in_turn.yaml", IN_TURN)
     require, reject, either = source.split("try:")[1:]
     for text in (require, reject):
         assert text.count(", 0, s, ())") == 2 and not re.search(r"\bt\d+ = t\d+", text)
-    assert re.search(r"\bt\d+ = t\d+", either)
+    assert either.count(", 0, s, ())") == 1 and not re.search(r"\bt\d+ = t\d+", either)
+    assert re.search(r"\n( +)if not \(\(c\d+ == k\d+\)\):\n(.*\n)*\1    if not \(t\d+\):\n", either)  # nested
     assert assert_same(one_concat(["r", "r"], {"l": values}), rules) == 1
 
 
