@@ -643,24 +643,6 @@ rules:
             reject_if: >
               i.peer.node.attr_bool('a') or i.peer.node.attr_bool('b') or i.peer.node.attr_bool('c')
               or i.peer.node.attr_int('n', 0) > 2 or len(i.peer.node.attr_ints('list')) > 1
-"""
-
-
-def test_a_run_of_flag_reads_is_skipped_on_an_empty_attribute_dict(tmp_path: Path) -> None:
-    """`attr_bool(a) or attr_bool(b) or attr_bool(c)` on one holder reads nothing when its dict is empty (the
-    usual op); values that are not `true` stay false, and reads outside the run keep their own place."""
-    rules, source = generated(tmp_path, "flags.yaml", FLAG_RUNS)
-    run = re.search(r"\(\((\(c\d+\.get\(k\d+\) is True\)(?: or )?){3}\) if (c\d+) else False\)", source)
-    assert run is not None, source
-    assert source.count(f"if {run.group(2)} else False") == 1  # the reads after attr_int keep their place
-    g = load_graph_text(json.dumps(ATTRS_GRAPH))  # c1's producers: no attribute, and a, b not bools
-    assert assert_same(g, rules) == 5
-    got = {d.node: d.check for r in build_pass_manager(rules).run(g) for d in r.decisions}
-    assert got == {"c1": None, "c2": "Flags", "c3": "Flags", "c4": "Flags", "c5": "Flags"}
-
-
-LIST_RUNS = """
-rules:
   - name: ListRuns
     match: [ConcatD]
     checks:
@@ -673,17 +655,31 @@ rules:
 """
 
 
+def test_a_run_of_flag_reads_is_skipped_on_an_empty_attribute_dict(tmp_path: Path) -> None:
+    """`attr_bool(a) or attr_bool(b) or attr_bool(c)` on one holder reads nothing when its dict is empty (the
+    usual op); values that are not `true` stay false, and reads outside the run keep their own place."""
+    rules, source = generated(tmp_path, "flags.yaml", FLAG_RUNS)
+    run = re.search(r"\(\((\(c\d+\.get\(k\d+\) is True\)(?: or )?){3}\) if (c\d+) else False\)", source)
+    assert run is not None, source
+    assert source.count(f"if {run.group(2)} else False") == 1  # the reads after attr_int keep their place
+    g = load_graph_text(json.dumps(ATTRS_GRAPH))  # c1's producers: no attribute, and a, b not bools
+    assert assert_same(g, rules) == 10
+    got = {d.node: d.check for r in build_pass_manager(rules).run(g) for d in r.decisions if d.rule == "FlagRuns"}
+    assert got == {"c1": None, "c2": "Flags", "c3": "Flags", "c4": "Flags", "c5": "Flags"}
+
+
 def test_an_int_list_attribute_tested_non_empty_joins_the_run_of_flag_reads(tmp_path: Path) -> None:
     """`len(attr_ints(x)) > 0` is false on an empty attribute dict as the flags are: it joins their run, and the
     whole run is skipped there; an ill-typed list still reads as empty, a list of ints as not."""
-    rules, source = generated(tmp_path, "lists.yaml", LIST_RUNS)
+    rules, _ = generated(tmp_path, "flags.yaml", FLAG_RUNS)
+    source = rules.rules[1].fast.source  # type: ignore[union-attr]
     run = re.search(
         r"\(\(\(c\d+\.get\(k\d+\) is True\) or \(not \(not \(\[\] if (c\d+)\.get.*\)\)\)\) if \1 else False\)", source
     )
     assert run is not None, source
     g = load_graph_text(json.dumps(ATTRS_GRAPH))  # wrong_types' list holds floats; two's holds ints
-    assert assert_same(g, rules) == 5
-    got = {d.node: d.check for r in build_pass_manager(rules).run(g) for d in r.decisions}
+    assert assert_same(g, rules) == 10
+    got = {d.node: d.check for r in build_pass_manager(rules).run(g) for d in r.decisions if d.rule == "ListRuns"}
     assert got == {"c1": None, "c2": "Flags", "c3": None, "c4": None, "c5": "Flags"}
 
 
@@ -942,19 +938,7 @@ def test_a_condition_known_true_is_neither_tested_again_nor_branched_on(attrs: d
     assert assert_same(one_concat(["r", "r"], attrs), rules) == 1
 
 
-REFILTERED = """
-rules:
-  - name: Refiltered
-    match: [ConcatD]
-    checks:
-      - name: Inputs
-        for_each: i in node.inputs
-        where: i.connected
-        let:
-          src: ref_source(i.peer)
-        checks:
-          - name: Distinct
-            reject_if: src in earlier(src) or len(earlier(src)) > 40
+KEPT_WHERE = """
   - name: Kept
     match: [ConcatD]
     let:
@@ -966,7 +950,7 @@ rules:
         let:
           src: ref_source(i.peer)
         checks:
-          - name: Distinct
+          - name: Repeated
             reject_if: src in earlier(src) or len(earlier(src)) > 40
 """
 
@@ -980,12 +964,12 @@ def test_visited_inputs_are_found_again_for_a_miss_where_the_where_reads_only_th
     a miss's record finds them again, the positions before its own that pass the `where` (each passed then,
     and every check). A `where` reading anything else (a `let`) keeps the list. Both explain the miss, with the
     earlier sources, as the closures do. The `where`'s `i.connected` and the `let`'s `i.peer` read the peer once."""
-    rules, source = generated(tmp_path, "refiltered.yaml", REFILTERED)
+    rules, _ = generated(tmp_path, "refiltered.yaml", EARLIER_SETS + KEPT_WHERE)  # Sources, Indexes, Listed, Kept
+    source, kept = (r.fast.source for r in rules.rules[2:])  # type: ignore[union-attr]
     assert not re.search(r"h\d+ = \[\]", source) and "for j" in source and "is not None)]" in source
     # `i.connected` reads `i.peer` (the catalogue's form of one tests the other's for null), kept for `src`
     peer = re.search(r"if not \(\(c(\d+) := \(\w+\.in_peers\[p\d+\]\)\) is not None\): continue", source)
     assert peer is not None and f"(c{peer.group(1)})" in source and source.count(".in_peers[p") == 1
-    kept = rules.rules[1].fast.source  # type: ignore[union-attr]
     assert re.search(r"h\d+ = \[\]", kept) and re.search(r"h\d+\.append\(p\d+\)", kept)
     graph = {
         "nodes": [
@@ -1000,10 +984,11 @@ def test_visited_inputs_are_found_again_for_a_miss_where_the_where_reads_only_th
             },
         ]
     }
-    assert assert_same(load_graph_text(json.dumps(graph)), rules, explain=explain) == 2
+    assert assert_same(load_graph_text(json.dumps(graph)), rules, explain=explain) == 4
     g = load_graph_text(json.dumps(graph))
-    misses = [d for r in build_pass_manager(rules).run(g, explain=True) for d in r.decisions]
-    assert [d.check for d in misses] == ["Distinct", "Distinct"]
+    runs = build_pass_manager(rules).run(g, explain=True)
+    misses = [d for r in runs for d in r.decisions if d.rule in ("Listed", "Kept")]
+    assert [d.check for d in misses] == ["Repeated", "Repeated"]
     shown = [dict(d.reason.values)["earlier(src)"] for d in misses if d.reason is not None]
     both = "[q:0 (ReLU), r:0 (ReLU)]"
     assert shown == [both, "[q:0 (ReLU)]" if skip == 2 else both]  # input 2 (r) skipped by Kept's where
