@@ -313,8 +313,8 @@ class Catalogue:
                     raise ValueError(f"field '{name}.{f}': only a list of scalars or entities has a view")
                 specs[f] = FieldSpec(f, ft, d, g, f in writable, inline=inline, view=view)
         sequences = {  # the forms of the entity's list fields that are never null
-            form: f
-            for f, spec in specs.items()
+            form
+            for spec in specs.values()
             if spec.type.is_list and not spec.type.nullable
             for form in (spec.view, f"{{0}}.{spec.path}" if spec.path is not None else None)
             if form is not None

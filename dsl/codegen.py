@@ -199,6 +199,8 @@ _NUMERIC = ("int", "float", "bool")
 _ATOM = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a local, a constant, None/True/False
 # (comparison, int literal) of a length on the left -> whether it holds for an empty sequence exactly
 _EMPTY_IF = {("==", 0): True, ("<=", 0): True, ("<", 1): True, ("!=", 0): False, (">", 0): False, (">=", 1): False}
+_FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}  # `a op b` is `b flipped[op] a`
+_NESTED_OPERANDS = 8  # the longest chain a check tests nested (see `_Gen.chain_test`)
 _SINGLE_READ = re.compile(r"\{0\}\.[A-Za-z_]\w*")  # a field form reading one attribute of the object
 _LOCAL = re.compile(r"[a-z][0-9]+")  # a local of the generated function (or a constant's)
 _CONST_LOCAL = re.compile(r"k[0-9]+")  # a constant's local (a literal, a field reader, a helper, ...)
@@ -886,30 +888,24 @@ class _Gen:
         `len(x) > 0`, `0 < len(x)`, `len(x) >= 1`, ...) as the truth of the sequence, when it is a list or string
         that is never null (where a null one would fault, none is: the checker's type, or the catalogue's, says
         so); else None."""
-        flipped = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
-        for length, bound, op in ((n.left, n.right, n.op), (n.right, n.left, flipped.get(n.op, ""))):
+        for length, bound, op in ((n.left, n.right, n.op), (n.right, n.left, _FLIPPED.get(n.op, ""))):
             k = _int_literal(bound)
             empty = _EMPTY_IF.get((op, k)) if k is not None else None
-            if empty is None or self.sized(length) is None:
-                continue
-            seq = self.sized(length, emit=True)
-            return f"(not {seq})" if empty else f"(not (not {seq}))"
+            sequence = self.sized(length) if empty is not None else None
+            if sequence is not None:
+                return f"(not {sequence()})" if empty else f"(not (not {sequence()}))"
         return None
 
-    def sized(self, n: ast.Node, emit: bool = False) -> str | None:
+    def sized(self, n: ast.Node) -> Callable[[], str] | None:
         """For a length of a list or string that is never null (`len(x)`, or a field the catalogue declares the
-        length of another, `d.rank`): with `emit`, that sequence's value (emitted), else "" to say it is one;
-        None for anything else."""
+        length of another, `d.rank`): what emits that sequence's value; None for anything else."""
         if isinstance(n, ast.Call) and id(n) in self.res.helpers and self.res.helpers[id(n)].fn is _len:
-            t = self.res.type_of(n.args[0])
-            if t.nullable or t.name not in ("list", "str"):
-                return None
-            return self.expr(n.args[0], t.is_list) if emit else ""
+            arg, t = n.args[0], self.res.type_of(n.args[0])
+            return None if t.nullable or t.name not in ("list", "str") else lambda: self.expr(arg, t.is_list)
         if isinstance(n, ast.Attr):
-            spec = self.field(n)
-            if spec.length_of is None or spec.indexed is not None:
-                return None
-            return self.inline(spec.length_of, [self.expr(n.obj)]) if emit else ""
+            spec, obj = self.field(n), n.obj
+            form = spec.length_of
+            return None if form is None or spec.indexed is not None else lambda: self.inline(form, [self.expr(obj)])
         return None
 
     def nonneg_operand(self, n: ast.Compare, a: str, b: str) -> str | None:
@@ -1171,7 +1167,11 @@ class _Gen:
         k = self.key(n)
         if self.hot is not None and k is not None and k[0] in self.hot:
             return None
-        return self.test_in_turn if (n.op == "and") == require else self.test_nested
+        if (n.op == "and") == require:
+            return self.test_in_turn
+        # nested one block deeper per operand that needs statements: a long chain keeps its local instead (Python
+        # refuses about a hundred levels of indentation, and the rule would run on the closures)
+        return self.test_nested if len(n.operands) <= _NESTED_OPERANDS else None
 
     def test_in_turn(self, n: ast.BoolOp, require: bool, miss: str) -> None:
         """A check's `and` (`require`) or `or` (`reject_if`) chain as a test per run of operands: the operands

@@ -77,8 +77,7 @@ class Explainer:
             value = values[at]
             if value is None or isinstance(value, (bool, list, tuple, str)):  # as `show` renders them
                 return (self.describe_element(var, value, t),)
-            text = describe(value)
-            return (prefix + (text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 3] + "..."),)
+            return (prefix + _capped(describe(value)),)
 
         return described
 

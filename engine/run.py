@@ -272,8 +272,7 @@ class Engine:
         gname = access.graph_name(graph)
         bindings, node_name, op_type = access.bindings, access.node_name, access.op_type
         fn, actions, sites, name = fast.fn, fast.actions, fast.sites, rule.name
-        known = self._describers.get(id(fast))  # `_site_describers`, inline: a pass asks once a graph
-        describers = known[1] if known is not None and known[0] is fast else self._site_describers(fast)
+        describers = self._site_describers(fast)
         misses: dict[str, int] = {} if stats is None else stats.misses
         apply, append = not dry_run, out.append
         fired = missed = 0  # the records made in place; the others are counted as they are made

@@ -1025,6 +1025,28 @@ def test_a_checks_chain_is_tested_run_by_run_in_turn_or_nested(values: list[int]
     assert assert_same(one_concat(["r", "r"], {"l": values}), rules) == 1
 
 
+@pytest.mark.parametrize("operands", [8, 120])
+def test_a_long_chain_of_quantifiers_is_still_generated(operands: int, tmp_path: Path) -> None:
+    """A `require`'s `or` and a `reject_if`'s `and` of quantifiers are nested one block per operand up to eight
+    operands; a longer chain keeps its local (flat), so Python's indentation limit never sends the rule to the
+    closures. Both agree with them."""
+    ops = " or ".join(f"all(x in node.attr_ints('l{k}'): x > {k})" for k in range(operands))
+    text = f"""
+rules:
+  - name: Deep
+    match: [ConcatD]
+    checks:
+      - name: Either
+        require: "{ops}"
+      - name: Both
+        reject_if: "{ops.replace(" or ", " and ")}"
+"""
+    rules, source = generated(tmp_path, "deep.yaml", text)
+    assert bool(re.search(r"\bt\d+ = t\d+", source)) == (operands > 8)  # the chain's local, flat
+    for attrs in ({}, {"l5": [9]}, {"l0": [0], "l1": [0]}):
+        assert assert_same(one_concat(["r"], attrs), rules) == 1
+
+
 EARLIER_SETS = """
 rules:
   - name: Sources
