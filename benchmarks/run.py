@@ -573,8 +573,7 @@ def worker_compile(
     meter.start("copy")  # compile_graph copies the graph for the baseline before its first stage
     result = compile_graph(graph, rules, progress=meter.start, verify=verify)
     meter.start("write")
-    text = result.model_text()
-    Path(model_path).write_text(text, encoding="utf-8")
+    result.write_model(model_path)
     meter.stop()
     if prof:
         prof.disable()
@@ -590,7 +589,7 @@ def worker_compile(
         "tasks": len(result.tasks.tasks),
         "streams": result.streams.stream_count,
         "feature_map": result.memory.plan.total("feature_map"),
-        "model_mib": len(text) / MiB,
+        "model_mib": os.path.getsize(model_path) / MiB,
     }
 
 

@@ -23,7 +23,7 @@ import yaml
 
 from ..dsl.diagnostics import Diagnostic, RulepassError, Span, did_you_mean, error
 from ..dsl.schema import schema_diagnostics
-from ..dsl.yaml_source import YamlDoc, load_text, plain_scalar, read_text
+from ..dsl.yaml_source import YamlDoc, atomic_output, load_text, plain_scalar, read_text
 from . import formats
 from .ir import ATTR_PARENT_NODE_INDEX, AttrValue, ComputeGraph, GraphError, Node, OpDesc, TensorDesc, copy_attrs
 
@@ -520,6 +520,5 @@ def save_graph(g: ComputeGraph, path: str | Path) -> None:
     """Write the graph to `path` (JSON when it ends in .json, else YAML), atomically."""
     p = Path(path)
     text = dump_graph(g, "json" if p.suffix.lower() == ".json" else "yaml")
-    tmp = p.with_name(p.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(p)
+    with atomic_output(p, what="graph file") as f:
+        f.write(text)

@@ -9,8 +9,12 @@ same graph and options give the same bytes.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from itertools import islice
+from pathlib import Path
 from typing import Any
 
+from ..dsl.yaml_source import atomic_output
 from .graph_file import gc_paused, graph_to_data
 from .ir import ComputeGraph
 from .memory.assign import MemoryPlan
@@ -53,7 +57,52 @@ def build_model(graph: ComputeGraph, plan: MemoryPlan, streams: StreamPlan, task
     }
 
 
+_ENCODE = json.JSONEncoder(separators=(",", ":"), sort_keys=False).encode
+# a list or a dict longer than this is encoded in slices of this many members (each member whole); a shorter one
+# in the top `_SPLIT_DEPTH` levels, member by member, so a long one inside it is sliced too
+CHUNK = 4096
+_SPLIT_DEPTH = 3
+
+
 def dump_model(model: dict[str, Any]) -> str:
     """Deterministic JSON text of a model (compact: the C encoder; `python -m json.tool` pretty-prints it)."""
     with gc_paused():  # the encoder allocates a string per value: collections would walk the whole heap for nothing
-        return json.dumps(model, separators=(",", ":"), sort_keys=False) + "\n"
+        return _ENCODE(model) + "\n"
+
+
+def model_chunks(model: dict[str, Any]) -> Iterator[str]:
+    """The text of `dump_model`, in pieces of at most a few thousand values each (for writing a large model
+    without holding its whole text: the same bytes)."""
+    yield from _chunks(model, 0)
+    yield "\n"
+
+
+def _chunks(value: Any, depth: int) -> Iterator[str]:
+    if isinstance(value, list) and len(value) > CHUNK:
+        for i in range(0, len(value), CHUNK):
+            yield ("[" if i == 0 else ",") + _ENCODE(value[i : i + CHUNK])[1:-1]
+        yield "]"
+    elif isinstance(value, dict) and len(value) > CHUNK:
+        items = iter(value.items())
+        for i in range(0, len(value), CHUNK):
+            yield ("{" if i == 0 else ",") + _ENCODE(dict(islice(items, CHUNK)))[1:-1]
+        yield "}"
+    elif isinstance(value, dict) and value and depth < _SPLIT_DEPTH:  # a short container may hold a long one
+        for i, (key, member) in enumerate(value.items()):
+            yield ("{" if i == 0 else ",") + _ENCODE({key: 0})[1:-2]  # the key as the encoder writes a key
+            yield from _chunks(member, depth + 1)
+        yield "}"
+    elif isinstance(value, list) and value and depth < _SPLIT_DEPTH:
+        for i, member in enumerate(value):
+            yield "[" if i == 0 else ","
+            yield from _chunks(member, depth + 1)
+        yield "]"
+    else:
+        yield _ENCODE(value)
+
+
+def write_model(model: dict[str, Any], path: str | Path) -> None:
+    """Write the model file to `path` (the bytes of `dump_model`), streamed: its text is never held whole. The
+    file appears complete or not at all (see `atomic_output`)."""
+    with gc_paused(), atomic_output(path, what="model file") as f:
+        f.writelines(model_chunks(model))

@@ -9,13 +9,15 @@ YAML 1.2 core schema for scalars (``yes``/``no``/``on`` stay strings).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import yaml
 
@@ -571,6 +573,40 @@ def read_text(path: str | Path, *, what: str = "file", max_bytes: int = MAX_FILE
             Span(name, line, col, line, col, None),
         ) from None
     return text
+
+
+def check_writable(path: str | Path, *, what: str = "file") -> None:
+    """Raise the error writing `path` would, before any work is done: it is a directory, or its folder does not
+    exist or cannot be written."""
+    p, name = Path(path), str(path)
+    if p.is_dir():
+        raise error("io", f"cannot write {what} '{name}': it is a directory", where=name)
+    if not p.parent.is_dir():
+        raise error("io", f"cannot write {what} '{name}': its folder does not exist", where=name)
+    if not os.access(p.parent, os.W_OK):
+        raise error("io", f"cannot write {what} '{name}' (permission denied)", where=name)
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | Path, *, what: str = "file", binary: bool = False) -> Iterator[IO[Any]]:
+    """A file to write `path` through: a temporary file beside it, renamed over it when the block ends, removed
+    when the block raises, so `path` holds the whole new content or its old one. Every I/O problem becomes one
+    clear error naming the file."""
+    name = str(path)
+    target = Path(path)
+    tmp = target.with_name(target.name + ".tmp")
+    try:
+        try:
+            with open(tmp, "wb") if binary else open(tmp, "w", encoding="utf-8") as f:
+                yield f
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        check_writable(path, what=what)  # names the cause when it is one of those
+        raise error("io", f"cannot write {what} '{name}': {exc.strerror or exc}", where=name) from None
 
 
 def load_file(path: str | Path, *, what: str = "file") -> YamlDoc:

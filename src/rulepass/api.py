@@ -18,7 +18,7 @@ from .compiler.graph_file import load_graph as load_graph_file
 from .compiler.ir import ComputeGraph
 from .compiler.memory.assign import MemoryPlan, assign_memory
 from .compiler.memory.verify import Violation, verify_plan
-from .compiler.model import build_model, dump_model
+from .compiler.model import build_model, dump_model, write_model
 from .compiler.passes import (
     DEFAULT_LEVEL,
     NO_TASK_TAG,
@@ -236,6 +236,10 @@ class CompileResult:
     def model_text(self) -> str:
         """The model file's text (deterministic JSON)."""
         return dump_model(self.model)
+
+    def write_model(self, path: str | Path) -> None:
+        """Write the model file (the bytes of `model_text`) to `path`, streamed and atomically."""
+        write_model(self.model, path)
 
     def tasks_by_type(self) -> dict[str, int]:
         """Task counts per ModelTaskType name."""

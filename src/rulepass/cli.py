@@ -18,6 +18,7 @@ from typing import Any, TextIO
 
 from . import __version__
 from .dsl.diagnostics import Diagnostic, RulepassError
+from .dsl.yaml_source import check_writable
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -95,6 +96,8 @@ def _load_graph_arg(path: str, err: TextIO) -> Any:
 
 
 def _cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.output:
+        check_writable(args.output, what="graph file")  # before any work
     from .compiler.graph_file import save_graph
     from .compiler.onnx_import import import_onnx
 
@@ -177,6 +180,8 @@ def _default_graph(err: TextIO) -> str:
 
 
 def _cmd_optimize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.output:
+        check_writable(args.output, what="graph file")  # before any work
     from .api import load_rules, optimize
     from .compiler.graph_file import save_graph
 
@@ -399,6 +404,8 @@ def _cmd_memplan(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _cmd_compile(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.output:
+        check_writable(args.output, what="model file")  # before any work
     from .api import compile_graph, load_rules
 
     graph = _load_graph_arg(args.graph or _default_graph(err), err)
@@ -420,11 +427,7 @@ def _cmd_compile(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         progress=progress,
     )
     if args.output:
-        text = result.model_text()
-        tmp = args.output + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, args.output)
+        result.write_model(args.output)
     mem = result.memory
     if args.format == "json":
         doc = {
@@ -572,8 +575,11 @@ def _read_npz(path: str, ranks: int) -> tuple[dict[str, Any], list[dict[str, Any
 
 
 def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.output:
+        check_writable(args.output, what="outputs file")  # before any work
     from .api import run_model
     from .dsl.diagnostics import error
+    from .dsl.yaml_source import atomic_output
 
     try:
         import numpy as np
@@ -603,14 +609,9 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             for r, outs in enumerate(result.per_rank)
             for name, a in outs.items()
         }
-        tmp = args.output + ".tmp"
-        try:
-            savez: Any = np.savez  # numpy's stub types **kwds as its own keyword arguments
-            with open(tmp, "wb") as f:
-                savez(f, **arrays)
-            os.replace(tmp, args.output)
-        except OSError as exc:
-            raise error("io", f"cannot write '{args.output}': {exc.strerror or exc}", where=args.output) from None
+        savez: Any = np.savez  # numpy's stub types **kwds as its own keyword arguments
+        with atomic_output(args.output, what="outputs file", binary=True) as f:
+            savez(f, **arrays)
     if args.format == "json":
         doc = {
             "model": result.name,

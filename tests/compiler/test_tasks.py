@@ -298,3 +298,65 @@ def test_readme_first_command_compiles_the_allgather_example(
     assert "ConcatNotaskPass: 1 candidate(s), 1 fired" in out and "plan verified safe" in out
     assert main(["compile", "-o", str(model_path)]) == 0
     assert model_path.read_text() == text  # deterministic
+
+
+def test_the_model_file_is_streamed_in_slices_with_the_bytes_of_the_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rulepass.compiler import model as model_mod
+
+    result = compile_graph(_chain(300))
+    text = result.model_text()
+    # slices of ten values: above the key counts of the model's own maps (model_def has 8), which are written key
+    # by key, and below its long lists and maps (tasks, addresses, streams, the graph's nodes), which are cut
+    monkeypatch.setattr(model_mod, "CHUNK", 10)
+    pieces = list(model_mod.model_chunks(result.model))
+    assert len(pieces) > 200 and max(len(p) for p in pieces) < len(text) // 20
+    assert "".join(pieces) == text
+    path = tmp_path / "model.json"
+    result.write_model(path)
+    assert path.read_text(encoding="utf-8") == text
+    # keys that are not strings, empty containers, nesting below the split depth: the encoder's own text
+    odd = {"a": list(range(20)), "b": {str(i): [i] * 9 for i in range(15)}, "c": [[], {}], 1: None, None: [[[[1] * 9]]]}
+    assert "".join(model_mod.model_chunks(odd)) == json.dumps(odd, separators=(",", ":")) + "\n"
+
+
+def test_a_model_that_cannot_be_written_leaves_nothing_and_names_the_file(tmp_path: Path) -> None:
+    result = compile_graph(_chain(5))
+    path = tmp_path / "model.json"
+    path.write_text("old")
+    broken = dict(result.model, bad=object())  # fails half-way through the stream
+    with pytest.raises(TypeError):
+        from rulepass.compiler.model import write_model
+
+        write_model(broken, path)
+    assert path.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["model.json"]
+    for target, expected in ((tmp_path / "no" / "m.json", "its folder does not exist"), (tmp_path, "is a directory")):
+        with pytest.raises(RulepassError) as exc:
+            result.write_model(target)
+        assert str(target) in str(exc.value) and expected in str(exc.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.json"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["compile", "GRAPH", "-o", "OUT"],
+        ["optimize", "GRAPH", "-o", "OUT"],
+    ],
+)
+def test_an_output_path_that_cannot_be_written_is_refused_before_any_work(
+    argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import rulepass.api as api
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("compiled before checking the output path")
+
+    monkeypatch.setattr(api, "compile_graph", never)
+    monkeypatch.setattr(api, "optimize", never)
+    graph = str(example_path("allgather_concat"))
+    out = str(tmp_path / "missing" / "model.json")
+    assert main([graph if a == "GRAPH" else out if a == "OUT" else a for a in argv]) == 1
+    err = capsys.readouterr().err
+    assert "cannot write" in err and out in err and "its folder does not exist" in err and "internal error" not in err
