@@ -552,7 +552,12 @@ def worker_reference(n: int) -> dict[str, Any]:
     t3 = time.process_time()
     gc.enable()
     assert len(copies) == n and total >= 0
-    return {"build": 1e6 * (t1 - t0) / n, "walk": 1e6 * (t2 - t1) / n, "copy": 1e6 * (t3 - t2) / n}
+    return {
+        "build": 1e6 * (t1 - t0) / n,
+        "walk": 1e6 * (t2 - t1) / n,
+        "copy": 1e6 * (t3 - t2) / n,
+        "huge_mib": anon_huge_mib(),
+    }
 
 
 def worker_compile(
@@ -590,6 +595,7 @@ def worker_compile(
         "streams": result.streams.stream_count,
         "feature_map": result.memory.plan.total("feature_map"),
         "model_mib": os.path.getsize(model_path) / MiB,
+        "huge_mib": anon_huge_mib(),
     }
 
 
@@ -603,16 +609,50 @@ def mem_cap() -> int:
     return cap
 
 
-def _run_worker(args: list[str], log: Callable[[str], None]) -> tuple[dict[str, Any] | None, dict[str, Any], str]:
-    """Run `run.py --worker ...`; (final result or None, last stage report, error text)."""
+# The huge-pages runs of the scale section: every allocation through glibc's malloc (CPython's own small-object
+# allocator maps its arenas itself, in 4 KiB pages), which glibc backs with transparent huge pages (2 MiB).
+HUGE_PAGES_ENV = {"PYTHONMALLOC": "malloc", "GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
+
+
+def huge_pages_unavailable() -> str | None:
+    """Why this machine cannot run the huge-pages mode, or None when it can (Linux with transparent huge pages
+    not disabled, glibc 2.35 or later: its `glibc.malloc.hugetlb` tunable)."""
+    try:
+        mode = Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
+    except OSError:
+        return "no transparent huge pages (not Linux, or a kernel without them)"
+    if "[never]" in mode:
+        return "transparent huge pages are disabled on this machine ([never])"
+    lib, version = platform.libc_ver()
+    parts = tuple(int(x) for x in re.findall(r"\d+", version)[:2])
+    if lib != "glibc" or parts < (2, 35):
+        return f"needs glibc 2.35 or later for glibc.malloc.hugetlb (found {lib or 'no glibc'} {version})"
+    return None
+
+
+def anon_huge_mib() -> float | None:
+    """The process's memory in transparent huge pages now, MiB (None where the kernel does not say)."""
+    with contextlib.suppress(OSError):
+        m = re.search(r"AnonHugePages:\s+(\d+) kB", Path("/proc/self/smaps_rollup").read_text())
+        if m:
+            return int(m.group(1)) / 1024
+    return None
+
+
+def _run_worker(
+    args: list[str], log: Callable[[str], None], *, huge_pages: bool = False
+) -> tuple[dict[str, Any] | None, dict[str, Any], str]:
+    """Run `run.py --worker ...` (with `huge_pages`, in the huge-pages mode); (final result or None, last stage
+    report, error text)."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", *args]
+    env = {**os.environ, **HUGE_PAGES_ENV} if huge_pages else None
 
     cap = mem_cap()
 
     def limit() -> None:  # fail with MemoryError rather than wake the OOM killer on a shared machine
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, preexec_fn=limit)
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, preexec_fn=limit, env=env)
     last: dict[str, Any] = {}
     final = None
     for line in proc.stdout.splitlines():
@@ -650,44 +690,74 @@ def _each_graph(
                     os.remove(mpath)
 
 
-def bench_scale(sizes: Sequence[int], profile: bool, log: Callable[[str], None]) -> dict[str, Any]:
-    """Generate and compile every workload at every size, each in its own subprocess."""
+def bench_scale(
+    sizes: Sequence[int], profile: bool, log: Callable[[str], None], huge_pages: bool = False
+) -> dict[str, Any]:
+    """Generate and compile every workload at every size, each in its own subprocess; with `huge_pages`, each
+    graph (and the reference walk) once more in the huge-pages mode (`HUGE_PAGES_ENV`)."""
     runs: list[dict[str, Any]] = []
     profiles: dict[str, str] = {}
     reference = []
-    for n in sizes:
-        log(f"  scale: reference workload {n}")
-        ref, _, err = _run_worker(["reference", str(n)], log)
-        reference.append({"size": n, **(ref or {"error": err})})
+    unavailable = huge_pages_unavailable() if huge_pages else None
+    if unavailable:
+        log(f"  scale: no huge-pages runs: {unavailable}")
+    modes = [False, True] if huge_pages and not unavailable else [False]
+    for huge in modes:
+        for n in sizes:
+            log(f"  scale: reference workload {n}" + (" (huge pages)" if huge else ""))
+            ref, _, err = _run_worker(["reference", str(n)], log, huge_pages=huge)
+            reference.append({"size": n, **({"pages": "huge"} if huge else {}), **(ref or {"error": err})})
     for w, n, gpath, mpath, gen in _each_graph("rulepass-scale-", sizes, runs, log):
-        log(f"  scale: {w} {n}: compiling {gen['nodes']} nodes ({gen['file_mib']:.0f} MiB of JSON)")
-        res, last, err = _run_worker(["compile", gpath, mpath], log)
-        run: dict[str, Any] = {"workload": w, "size": n, "generate": gen, "verify": True}
-        if res is None:
-            failed_at = next((s for s in STAGES if s not in last), "?")
-            run.update(error=f"failed in {failed_at}: {err}", stages=last, nodes=gen["nodes"])
-            runs.append(run)
-            if failed_at != "verify":
-                continue
-            # the verifier ran out: measure the rest of the pipeline all the same, without it
-            log(f"  scale: {w} {n}: compiling again without the verifier")
-            res, last, err = _run_worker(["compile", gpath, mpath, "--no-verify"], log)
-            run = {"workload": w, "size": n, "generate": gen, "verify": False}
-        if res is None:
-            failed_at = next((s for s in STAGES if s not in last and s != "verify"), "?")
-            run.update(error=f"failed in {failed_at}: {err}", stages=last, nodes=gen["nodes"])
-        else:
-            run.update(res)
-            total = sum(s["wall"] for s in res["stages"].values())
-            log(f"  scale: {w} {n}: {total:.1f} s, peak {max_peak(res):.0f} MiB")
+        for huge in modes:
+            res = _compile_scaled(w, n, gpath, mpath, gen, huge, runs, log)
+            if profile and not huge and n == max(sizes) and res is not None:
+                ppath = gpath + ".prof"  # in the same temporary directory
+                log(f"  scale: {w} {n}: profiling (cProfile)")
+                pres, _, _ = _run_worker(["compile", gpath, mpath, ppath], log)
+                if pres is not None:
+                    profiles[f"{w} {n}"] = profile_text(ppath)
+    out: dict[str, Any] = {"sizes": list(sizes), "runs": runs, "profiles": profiles, "reference": reference}
+    if unavailable:
+        out["huge_pages_unavailable"] = unavailable
+    return out
+
+
+def _compile_scaled(
+    w: str,
+    n: int,
+    gpath: str,
+    mpath: str,
+    gen: dict[str, Any],
+    huge: bool,
+    runs: list[dict[str, Any]],
+    log: Callable[[str], None],
+) -> dict[str, Any] | None:
+    """Compile one generated graph in a worker and record the run in `runs` (again without the verifier when
+    the verifier alone ran out); the worker's result or None."""
+    label = f"{w} {n}" + (" (huge pages)" if huge else "")
+    mode = {"pages": "huge"} if huge else {}
+    log(f"  scale: {label}: compiling {gen['nodes']} nodes ({gen['file_mib']:.0f} MiB of JSON)")
+    res, last, err = _run_worker(["compile", gpath, mpath], log, huge_pages=huge)
+    run: dict[str, Any] = {"workload": w, "size": n, **mode, "generate": gen, "verify": True}
+    if res is None:
+        failed_at = next((s for s in STAGES if s not in last), "?")
+        run.update(error=f"failed in {failed_at}: {err}", stages=last, nodes=gen["nodes"])
         runs.append(run)
-        if profile and n == max(sizes) and res is not None:
-            ppath = gpath + ".prof"  # in the same temporary directory
-            log(f"  scale: {w} {n}: profiling (cProfile)")
-            pres, _, _ = _run_worker(["compile", gpath, mpath, ppath], log)
-            if pres is not None:
-                profiles[f"{w} {n}"] = profile_text(ppath)
-    return {"sizes": list(sizes), "runs": runs, "profiles": profiles, "reference": reference}
+        if failed_at != "verify":
+            return None
+        # the verifier ran out: measure the rest of the pipeline all the same, without it
+        log(f"  scale: {label}: compiling again without the verifier")
+        res, last, err = _run_worker(["compile", gpath, mpath, "--no-verify"], log, huge_pages=huge)
+        run = {"workload": w, "size": n, **mode, "generate": gen, "verify": False}
+    if res is None:
+        failed_at = next((s for s in STAGES if s not in last and s != "verify"), "?")
+        run.update(error=f"failed in {failed_at}: {err}", stages=last, nodes=gen["nodes"])
+    else:
+        run.update(res)
+        total = sum(s["wall"] for s in res["stages"].values())
+        log(f"  scale: {label}: {total:.1f} s, peak {max_peak(res):.0f} MiB")
+    runs.append(run)
+    return res
 
 
 def bench_work(sizes: Sequence[int], log: Callable[[str], None]) -> dict[str, Any]:
@@ -725,8 +795,13 @@ def render_work(data: dict[str, Any], scale: dict[str, Any] | None = None) -> st
         for r in runs
     ]
     t1 = table(["workload", "nodes", *shown, "total"], rows)
-    timed = {(r["workload"], r["size"]): r for r in (scale or {}).get("runs", []) if "error" not in r}
-    walk = {r["size"]: r["walk"] for r in (scale or {}).get("reference", []) if "error" not in r}
+    default = [r for r in (scale or {}).get("runs", []) if "error" not in r and r.get("pages") != "huge"]
+    timed = {(r["workload"], r["size"]): r for r in default}
+    walk = {
+        r["size"]: r["walk"]
+        for r in (scale or {}).get("reference", [])
+        if "error" not in r and r.get("pages") != "huge"
+    }
     lrows = []
     for w in synthetic.WORKLOADS:
         ok = [r for r in runs if r["workload"] == w]
@@ -793,10 +868,11 @@ def render_scale(data: dict[str, Any]) -> str:
     """Time per stage, peak memory per stage, and the linearity table."""
     runs = data["runs"]
     shown = [s for s in STAGES if any(s in r.get("stages", {}) for r in runs)]
+    huge = any(r.get("pages") == "huge" for r in runs)
     trows, mrows = [], []
     for r in runs:
         st = r.get("stages", {})
-        name = f"{r['workload']} {r['size'] // 1000}k" + ("" if r.get("verify", True) else " (verify off)")
+        name = _run_label(r) + ("" if r.get("verify", True) else " (verify off)")
         nodes = r.get("nodes", r.get("generate", {}).get("nodes", "?"))
         total = sum(s["wall"] for s in st.values())
         cpu = sum(s["cpu"] for s in st.values())
@@ -815,13 +891,15 @@ def render_scale(data: dict[str, Any]) -> str:
                 f"**{max_peak(r):.0f}**",
                 f"{1024 * net_peak(r) / nodes:.1f}" if isinstance(nodes, int) and "rss_before_mib" in r else "—",
             ]
+            + ([f"{r['huge_mib']:.0f}" if r.get("huge_mib") is not None else "—"] if huge else [])
         )
     t1 = table(["workload", "nodes", *shown, "total s", "CPU s", "GC", "CPU µs/node"], trows)
-    t2 = table(["workload", "nodes", *shown, "peak MiB", "KiB/node above start"], mrows)
+    huge_col = ["in huge pages at the end"] if huge else []
+    t2 = table(["workload", "nodes", *shown, "peak MiB", "KiB/node above start", *huge_col], mrows)
     # linearity: CPU time per node at each size relative to each smaller one, in total and per stage
     lrows = []
-    for w in synthetic.WORKLOADS:
-        ok = [r for r in runs if r["workload"] == w and "error" not in r]
+    for w, pages in [(w, pages) for pages in ("small", "huge") for w in synthetic.WORKLOADS]:
+        ok = [r for r in runs if r["workload"] == w and r.get("pages", "small") == pages and "error" not in r]
         if any(not r.get("verify", True) for r in ok):  # compare like with like: the verifier is ~10% of a run
             ok = [{**r, "stages": {k: v for k, v in r["stages"].items() if k != "verify"}} for r in ok]
         if len(ok) < 2:
@@ -841,6 +919,7 @@ def render_scale(data: dict[str, Any]) -> str:
             lrows.append(
                 [
                     f"{w} {r['size'] // 1000}k vs {base['size'] // 1000}k"
+                    + (" (huge pages)" if pages == "huge" else "")
                     + ("" if r.get("verify", True) else " (verify left out)"),
                     *per,
                     f"**{tot_b / tot_a:.2f}**",
@@ -853,17 +932,19 @@ def render_scale(data: dict[str, Any]) -> str:
         if lrows
         else "(one size only: no ratio)"
     )
-    ref = [r for r in data.get("reference", []) if "error" not in r]
-    if len(ref) > 1:
-        rrows = [
+    rrows = []
+    for pages in ("small", "huge"):
+        ref = [r for r in data.get("reference", []) if "error" not in r and r.get("pages", "small") == pages]
+        rrows += [
             [
-                f"{r['size'] // 1000}k vs {a['size'] // 1000}k",
+                f"{r['size'] // 1000}k vs {a['size'] // 1000}k" + (" (huge pages)" if pages == "huge" else ""),
                 *(f"{r[k] / a[k]:.2f}" for k in ("build", "walk", "copy")),
                 f"{r['walk']:.2f}",
             ]
             for i, a in enumerate(ref)
             for r in ref[i + 1 :]
         ]
+    if rrows:
         t3 += (
             "\n\nThe machine's own scaling, measured in the same run (`worker_reference`: no project code, a "
             "trivially linear pure-Python workload over as many linked objects as the graph has nodes; the same "
@@ -882,7 +963,29 @@ def render_scale(data: dict[str, Any]) -> str:
         "also measures the cache, see the findings); "
         "*total without GC* leaves out the "
         "time in Python's cyclic garbage collector; *peak memory* compares the peak above the interpreter's own "
-        "RSS per node:\n\n" + t3
+        "RSS per node:\n\n" + t3 + _huge_pages_note(data)
+    )
+
+
+def _run_label(r: dict[str, Any]) -> str:
+    """A scale run's name: workload, size and, for the huge-pages mode, that."""
+    return f"{r['workload']} {r['size'] // 1000}k" + (" (huge pages)" if r.get("pages") == "huge" else "")
+
+
+def _huge_pages_note(data: dict[str, Any]) -> str:
+    if data.get("huge_pages_unavailable"):
+        return f"\n\nNo huge-pages runs: {data['huge_pages_unavailable']}."
+    if not any(r.get("pages") == "huge" for r in data["runs"]):
+        return ""
+    return (
+        "\n\n*(huge pages)*: the same graph compiled once more by the same code with every allocation through "
+        "glibc's malloc backed by 2 MiB transparent huge pages (`PYTHONMALLOC=malloc "
+        "GLIBC_TUNABLES=glibc.malloc.hugetlb=1`, run with `--huge-pages`; *in huge pages at the end* is the "
+        "process's `AnonHugePages`, MiB). The default runs use CPython's small-object allocator, whose arenas "
+        "are in 4 KiB pages. The two modes differ in the allocator and in the page size, not in the code or "
+        "the work it does (the *work* table's calls); what grows in one mode and not in the other is the memory "
+        "system's: translating addresses through 4 KiB page tables on a larger heap, and where the allocator "
+        "puts objects."
     )
 
 
@@ -1358,6 +1461,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--only", default=",".join(SECTIONS), help="comma-separated: " + ",".join(SECTIONS))
     parser.add_argument("--profile", action="store_true", help="cProfile the largest scale run of each workload")
+    parser.add_argument(
+        "--huge-pages",
+        action="store_true",
+        help="scale: compile every graph once more with its heap in transparent huge pages (glibc malloc)",
+    )
     parser.add_argument("--write", action="store_true", help="store results and rewrite the doc even with --quick")
     parser.add_argument("--no-write", action="store_true", help="print only; leave results.json and the doc")
     parser.add_argument("--render", action="store_true", help="only rewrite the doc from benchmarks/results.json")
@@ -1392,7 +1500,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = sizes or [min(args.max_nodes, 1000)]  # the scale and work sections' graph sizes
     if "scale" in only:
         log("2. scale")
-        sec = record("scale", bench_scale(sizes, args.profile, log))
+        sec = record("scale", bench_scale(sizes, args.profile, log, args.huge_pages))
         out += ["## 2. Scale", "", render_scale(sec["data"]), ""]
         for name, text in sec["data"]["profiles"].items():
             out += [f"cProfile of the {name} compile:", "```", text, "```", ""]
