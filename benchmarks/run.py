@@ -1,6 +1,7 @@
 """rulepass benchmarks: engine overhead, scale, memory quality and what the no-task optimisation buys.
 
     python benchmarks/run.py [--quick] [--max-nodes N] [--only engine,scale,work,memory,savings] [--profile]
+                             [--huge-pages]
 
 Prints one markdown table per benchmark and, unless `--no-write` (or `--quick` without `--write`), stores the
 figures in benchmarks/results.json and rewrites docs/benchmarks.md from them. A section that was not run
@@ -12,7 +13,8 @@ on record (e.g. one with `--max-nodes 1000000`) is kept beside a smaller default
              the decisions must be identical. Figure: engine time / hand-written time.
 2. scale   — synthetic LLM / split-pipeline / 5HD-CNN graphs at 10k, 100k (and, opt-in, 1M) nodes, each size
              generated and then compiled in a fresh subprocess: wall and CPU time, GC time and peak RSS of
-             every stage (load, copy, passes, streams, memory, verify, baseline memory, tasks, model, write).
+             every stage (load, copy, passes, streams, memory, verify, baseline memory, tasks, model, write);
+             with `--huge-pages`, every graph compiled once more with its heap in 2 MiB transparent huge pages.
    work    — the same graphs compiled again under cProfile, counting every stage's calls per node: work that
              the caches do not change, so its growth from size to size is the code's own (1.00 = linear).
 3. memory  — the feature-map arena of the offset planner versus the lower bound and versus greedy-by-size
@@ -1268,6 +1270,7 @@ python benchmarks/run.py --only work --max-nodes 1000000  # calls counted per st
 python benchmarks/run.py --quick               # a smoke run (small sizes, fewer repetitions), prints only
 python benchmarks/run.py --only engine,memory  # some sections; the others keep their last figures
 python benchmarks/run.py --profile             # also profile the largest scale run of every workload
+python benchmarks/run.py --only scale --max-nodes 1000000 --huge-pages  # scale in both page sizes (about 45 minutes)
 python benchmarks/run.py --render              # rewrite this page from benchmarks/results.json only
 ```
 
@@ -1333,6 +1336,9 @@ disturbed by other processes on the machine than wall time; a ratio above 1.10 m
 than the number of nodes. Before the graphs, the same run measures the machine's own scaling: a trivially
 linear pure-Python workload (no project code) over as many linked objects as the graph has nodes, whose CPU
 time per element grows only because a larger heap misses the caches more often (the last table of each run).
+With `--huge-pages`, every graph and the reference walk run a second time in a process whose heap is in 2 MiB
+transparent huge pages instead of 4 KiB pages (the rows marked *(huge pages)*): the same code doing the same
+work, so the two modes' ratios side by side separate what grows in the code from what grows in the memory system.
 """
 
 WORK_TEXT = """### Work: calls counted per stage
