@@ -703,14 +703,14 @@ def bench_scale(
     unavailable = huge_pages_unavailable() if huge_pages else None
     if unavailable:
         log(f"  scale: no huge-pages runs: {unavailable}")
-    modes = [False, True] if huge_pages and not unavailable else [False]
-    for huge in modes:
+    # every default run first, then every huge-pages run (graphs generated again: the same graphs), so that no
+    # default run follows a process that held ~10 GiB in huge pages
+    for huge in [False, True] if huge_pages and not unavailable else [False]:
         for n in sizes:
             log(f"  scale: reference workload {n}" + (" (huge pages)" if huge else ""))
             ref, _, err = _run_worker(["reference", str(n)], log, huge_pages=huge)
             reference.append({"size": n, **({"pages": "huge"} if huge else {}), **(ref or {"error": err})})
-    for w, n, gpath, mpath, gen in _each_graph("rulepass-scale-", sizes, runs, log):
-        for huge in modes:
+        for w, n, gpath, mpath, gen in _each_graph("rulepass-scale-", sizes, runs, log):
             res = _compile_scaled(w, n, gpath, mpath, gen, huge, runs, log)
             if profile and not huge and n == max(sizes) and res is not None:
                 ppath = gpath + ".prof"  # in the same temporary directory
