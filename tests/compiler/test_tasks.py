@@ -343,6 +343,8 @@ def test_a_model_that_cannot_be_written_leaves_nothing_and_names_the_file(tmp_pa
     [
         ["compile", "GRAPH", "-o", "OUT"],
         ["optimize", "GRAPH", "-o", "OUT"],
+        ["import", "MODEL", "-o", "OUT"],  # the model is not even read
+        ["run", "MODEL", "-o", "OUT"],
     ],
 )
 def test_an_output_path_that_cannot_be_written_is_refused_before_any_work(
@@ -357,6 +359,7 @@ def test_an_output_path_that_cannot_be_written_is_refused_before_any_work(
     monkeypatch.setattr(api, "optimize", never)
     graph = str(example_path("allgather_concat"))
     out = str(tmp_path / "missing" / "model.json")
-    assert main([graph if a == "GRAPH" else out if a == "OUT" else a for a in argv]) == 1
+    named = {"GRAPH": graph, "OUT": out, "MODEL": str(tmp_path / "absent.onnx")}
+    assert main([named.get(a, a) for a in argv]) == 1
     err = capsys.readouterr().err
     assert "cannot write" in err and out in err and "its folder does not exist" in err and "internal error" not in err
