@@ -672,11 +672,15 @@ def _run_worker(
 
 
 def _each_graph(
-    prefix: str, sizes: Sequence[int], runs: list[dict[str, Any]], log: Callable[[str], None]
+    prefix: str,
+    sizes: Sequence[int],
+    runs: list[dict[str, Any]],
+    log: Callable[[str], None],
+    mode: dict[str, str] | None = None,
 ) -> Iterator[tuple[str, int, str, str, dict[str, Any]]]:
     """Every workload at every size, generated in a subprocess into a temporary directory: (workload, size, graph
     path, model path, the generator's report), both files removed after use; a graph that could not be made is
-    recorded in `runs` instead."""
+    recorded in `runs` instead (with `mode`, the run mode it was made for)."""
     with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         for w in synthetic.WORKLOADS:
             for n in sizes:
@@ -684,7 +688,7 @@ def _each_graph(
                 log(f"  {w} {n}: generating")
                 gen, _, err = _run_worker(["generate", w, str(n), gpath], log)
                 if gen is None:
-                    runs.append({"workload": w, "size": n, "error": f"generate: {err}"})
+                    runs.append({"workload": w, "size": n, **(mode or {}), "error": f"generate: {err}"})
                     continue
                 yield w, n, gpath, mpath, gen
                 with contextlib.suppress(OSError):
@@ -710,7 +714,8 @@ def bench_scale(
             log(f"  scale: reference workload {n}" + (" (huge pages)" if huge else ""))
             ref, _, err = _run_worker(["reference", str(n)], log, huge_pages=huge)
             reference.append({"size": n, **({"pages": "huge"} if huge else {}), **(ref or {"error": err})})
-        for w, n, gpath, mpath, gen in _each_graph("rulepass-scale-", sizes, runs, log):
+        mode = {"pages": "huge"} if huge else {}
+        for w, n, gpath, mpath, gen in _each_graph("rulepass-scale-", sizes, runs, log, mode):
             res = _compile_scaled(w, n, gpath, mpath, gen, huge, runs, log)
             if profile and not huge and n == max(sizes) and res is not None:
                 ppath = gpath + ".prof"  # in the same temporary directory
