@@ -1275,7 +1275,7 @@ python benchmarks/run.py --only work --max-nodes 1000000  # calls counted per st
 python benchmarks/run.py --quick               # a smoke run (small sizes, fewer repetitions), prints only
 python benchmarks/run.py --only engine,memory  # some sections; the others keep their last figures
 python benchmarks/run.py --profile             # also profile the largest scale run of every workload
-python benchmarks/run.py --only scale --max-nodes 1000000 --huge-pages  # scale in both page sizes (about 45 minutes)
+python benchmarks/run.py --only scale --max-nodes 1000000 --huge-pages  # scale in both page sizes (about 50 minutes)
 python benchmarks/run.py --render              # rewrite this page from benchmarks/results.json only
 ```
 
