@@ -578,6 +578,8 @@ def read_text(path: str | Path, *, what: str = "file", max_bytes: int = MAX_FILE
 def check_writable(path: str | Path, *, what: str = "file") -> None:
     """Raise the error writing `path` would, before any work is done: it is a directory, or its folder does not
     exist or cannot be written."""
+    if not isinstance(path, (str, os.PathLike)) or not str(path):
+        raise error("usage", f"the {what}'s path must be a non-empty str or path, got {path!r}")
     p, name = Path(path), str(path)
     if p.is_dir():
         raise error("io", f"cannot write {what} '{name}': it is a directory", where=name)
@@ -592,6 +594,7 @@ def atomic_output(path: str | Path, *, what: str = "file", binary: bool = False)
     """A file to write `path` through: a temporary file beside it, renamed over it when the block ends, removed
     when the block raises, so `path` holds the whole new content or its old one. Every I/O problem becomes one
     clear error naming the file."""
+    check_writable(path, what=what)
     name = str(path)
     target = Path(path)
     tmp = target.with_name(target.name + ".tmp")

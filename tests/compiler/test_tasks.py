@@ -11,6 +11,7 @@ import pytest
 from rulepass.compiler import tasks as tasks_mod
 from rulepass.compiler.graph_file import load_graph_text
 from rulepass.compiler.ir import ComputeGraph, OpDesc, TensorDesc
+from rulepass.compiler.model import write_model
 from rulepass.compiler.streams import assign_streams
 from rulepass.compiler.tasks import (
     BuildContext,
@@ -327,8 +328,6 @@ def test_a_model_that_cannot_be_written_leaves_nothing_and_names_the_file(tmp_pa
     path.write_text("old")
     broken = dict(result.model, bad=object())  # fails half-way through the stream
     with pytest.raises(TypeError):
-        from rulepass.compiler.model import write_model
-
         write_model(broken, path)
     assert path.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["model.json"]
     for target, expected in ((tmp_path / "no" / "m.json", "its folder does not exist"), (tmp_path, "is a directory")):
@@ -336,6 +335,9 @@ def test_a_model_that_cannot_be_written_leaves_nothing_and_names_the_file(tmp_pa
             result.write_model(target)
         assert str(target) in str(exc.value) and expected in str(exc.value)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.json"]
+    for bad in (3, None, ""):
+        with pytest.raises(RulepassError, match="non-empty str or path"):
+            result.write_model(bad)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
