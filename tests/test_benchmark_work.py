@@ -146,3 +146,83 @@ def test_a_huge_pages_worker_gets_the_allocator_settings(monkeypatch: pytest.Mon
     assert seen[0] is None  # the default mode inherits the environment as it is
     assert seen[1]["PYTHONMALLOC"] == "malloc" and seen[1]["GLIBC_TUNABLES"] == "glibc.malloc.hugetlb=1"
     assert seen[1]["PATH"] == bench.os.environ["PATH"]
+
+
+def _result(load: float, passes: float, peak: float) -> dict[str, Any]:
+    stage = {"wall": 0.0, "gc": 0.0, "rss_mib": 90.0}
+    return {
+        "nodes": 1000,
+        "rss_before_mib": 50.0,
+        "huge_mib": None,
+        "stages": {
+            "load": {**stage, "cpu": load, "wall": load + 0.5, "peak_mib": peak},
+            "passes": {**stage, "cpu": passes, "wall": passes + 0.5, "peak_mib": 100.0},
+        },
+    }
+
+
+def test_repeated_compiles_keep_each_stages_least_cpu_and_highest_peak(monkeypatch: pytest.MonkeyPatch) -> None:
+    attempts = [_result(0.30, 0.10, 120.0), _result(0.20, 0.40, 110.0), _result(0.25, 0.15, 130.0)]
+    calls: list[list[str]] = []
+
+    def fake_worker(args: list[str], log: Any, *, huge_pages: bool = False) -> tuple[Any, Any, str]:
+        calls.append(args)
+        return attempts[len(calls) - 1], {}, ""
+
+    monkeypatch.setattr(bench, "_run_worker", fake_worker)
+    runs: list[dict[str, Any]] = []
+    gen = {"nodes": 1000, "file_mib": 1.0}
+    res = bench._compile_scaled("llm", 1000, "g.json", "m.json", gen, False, runs, lambda _: None, 3)
+    assert res is not None and len(calls) == 3 and calls[0] == calls[2] == ["compile", "g.json", "m.json"]
+    st = runs[0]["stages"]
+    assert st["load"]["cpu"] == 0.20 and st["load"]["wall"] == 0.70  # the second repeat's load stage, whole
+    assert st["passes"]["cpu"] == 0.10 and st["passes"]["wall"] == 0.60  # the first repeat's passes
+    assert st["load"]["peak_mib"] == 130.0  # but the highest peak any repeat reached
+    assert runs[0]["cpu_repeats"] == pytest.approx([0.40, 0.60, 0.40])
+    text = bench.render_scale({"sizes": [1000], "runs": runs, "reference": [], "repeat": 3})
+    assert "compiled 3 times" in text and "| 300 | 50% |" in text  # 0.30 CPU s a 1000 nodes; (0.6 - 0.4) / 0.4
+    once = bench.render_scale({"sizes": [1000], "runs": [{**runs[0], "cpu_repeats": [0.3]}], "reference": []})
+    assert "spread" not in once and "compiled" not in once
+
+
+def test_a_repeat_that_fails_fails_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    outcomes = [(_result(0.3, 0.1, 100.0), {}, ""), (None, {"load": {}}, "exit code 1: MemoryError")]
+
+    def fake_worker(args: list[str], log: Any, *, huge_pages: bool = False) -> tuple[Any, Any, str]:
+        return outcomes.pop(0)
+
+    monkeypatch.setattr(bench, "_run_worker", fake_worker)
+    runs: list[dict[str, Any]] = []
+    gen = {"nodes": 1000, "file_mib": 1.0}
+    assert bench._compile_scaled("cnn", 1000, "g", "m", gen, False, runs, lambda _: None, 2) is None
+    assert runs == [
+        {
+            "workload": "cnn",
+            "size": 1000,
+            "generate": gen,
+            "verify": True,
+            "error": "failed in copy: exit code 1: MemoryError",  # the stage after load
+            "stages": {"load": {}},
+            "nodes": 1000,
+        }
+    ]
+
+
+def test_the_reference_walk_repeated_keeps_its_least_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    walks = [{"build": 2.0, "walk": 0.5, "copy": 1.0, "huge_mib": None}, {"build": 1.0, "walk": 0.4, "copy": 3.0}]
+
+    def fake_worker(args: list[str], log: Any, *, huge_pages: bool = False) -> tuple[Any, Any, str]:
+        assert args[0] == "reference"
+        return walks.pop(0), {}, ""
+
+    monkeypatch.setattr(bench, "_run_worker", fake_worker)
+    best, err = bench._best_reference(1000, False, 2, lambda _: None)
+    assert err == "" and best == {"build": 1.0, "walk": 0.4, "copy": 1.0, "huge_mib": None, "walk_repeats": [0.5, 0.4]}
+    ref = [{"size": 1000, **best}, {"size": 10000, **best, "walk": 0.5, "walk_repeats": [0.5, 0.6]}]
+    assert "| 10k vs 1k | 1.00 | 1.25 | 1.00 | 0.50 | 20% |" in bench.render_scale({"runs": [], "reference": ref})
+
+
+def test_repeat_must_be_at_least_one(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        bench.main(["--repeat", "0", "--only", "scale"])
+    assert exc.value.code == 2 and "--repeat must be at least 1, not 0" in capsys.readouterr().err
