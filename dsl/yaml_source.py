@@ -14,6 +14,7 @@ import json
 import math
 import os
 import re
+import secrets
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -592,15 +593,16 @@ def check_writable(path: str | Path, *, what: str = "file") -> None:
 @contextlib.contextmanager
 def atomic_output(path: str | Path, *, what: str = "file", binary: bool = False) -> Iterator[IO[Any]]:
     """A file to write `path` through: a temporary file beside it, renamed over it when the block ends, removed
-    when the block raises, so `path` holds the whole new content or its old one. Every I/O problem becomes one
-    clear error naming the file."""
+    when the block raises, so `path` holds the whole new content or its old one. The temporary file's name is
+    unique (created exclusively), so writers of the same path at once never share one: the last rename wins
+    and each is whole. Every I/O problem becomes one clear error naming the file."""
     check_writable(path, what=what)
     name = str(path)
     target = Path(path)
-    tmp = target.with_name(target.name + ".tmp")
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
         try:
-            with open(tmp, "wb") if binary else open(tmp, "w", encoding="utf-8") as f:
+            with open(tmp, "xb") if binary else open(tmp, "x", encoding="utf-8") as f:
                 yield f
             os.replace(tmp, target)
         except BaseException:
