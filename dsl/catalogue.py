@@ -45,6 +45,12 @@ class Type:
         """The same type with `?`."""
         return self if self.nullable or self.name in ("null", "any") else Type(self.name, self.elem, True)
 
+    def item(self) -> Type:
+        """The type of an element taken out of this list: its element type, or `any` for the empty list's
+        `nothing` (no element is ever taken out of it, and what is written against one is not checked)."""
+        assert self.elem is not None
+        return ANY if self.elem.name == "nothing" else self.elem
+
 
 BOOL = Type("bool")
 INT = Type("int")
@@ -52,6 +58,9 @@ FLOAT = Type("float")
 STR = Type("str")
 NULL = Type("null")
 ANY = Type("any")
+# the element type of the empty list literal `[]`: no value has it, so it joins with every type (`if c then []
+# else [1]` is a list[int]) and a list[nothing] may stand wherever any list is expected
+NOTHING = Type("nothing")
 PRIMITIVES = ("bool", "int", "float", "str", "null", "any")
 
 
@@ -453,7 +462,7 @@ class Catalogue:
 
     def assignable(self, actual: Type, expected: Type) -> bool:
         """Whether a value of type `actual` may be used where `expected` is required."""
-        if actual.name == "any" or expected.name == "any":
+        if actual.name in ("any", "nothing") or expected.name == "any":
             return True
         if actual.name == "null":
             return expected.nullable or expected.name == "null"

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import ast
-from .catalogue import ANY, BOOL, FLOAT, INT, NULL, STR, Catalogue, FieldSpec, HelperSpec, Type, list_of
+from .catalogue import ANY, BOOL, FLOAT, INT, NOTHING, NULL, STR, Catalogue, FieldSpec, HelperSpec, Type, list_of
 from .diagnostics import Diagnostic, Span, did_you_mean
 from .rules import Binding, Check, Expr, Rule
 
@@ -261,14 +261,13 @@ class _Checker:
                 if u is None:
                     return self.err("type-mismatch", f"list elements have different types ({elem} and {t})", item)
                 elem = u
-            return list_of(elem or ANY)
+            return list_of(elem or NOTHING)
         if isinstance(n, ast.Index):
             obj, idx = self.visit(n.obj, scope), self.visit(n.index, scope)
             if idx.name not in ("int", "any"):
                 self.err("type-mismatch", f"an index must be an int, but `{self.text(n.index)}` is {idx}", n.index)
             if obj.is_list:
-                assert obj.elem is not None
-                return obj.elem
+                return obj.item()
             if obj.name in ("str", "any"):
                 return obj
             return self.err(
@@ -490,8 +489,7 @@ class _Checker:
             self.err("type-mismatch", f"{n.kind}() needs a list, but `{self.text(n.coll)}` is {coll}", n.coll)
             elem = ANY
         else:
-            assert coll.elem is not None
-            elem = coll.elem
+            elem = coll.item()
         inner = _Scope(scope)
         assert self.expr is not None
         self.bind(inner, n.var, elem, None, "quant", self.expr.src.span(n.var_start, n.var_start + len(n.var)))
@@ -506,6 +504,10 @@ class _Checker:
     def unify(self, a: Type, b: Type) -> Type | None:
         if a.name == "any" or b.name == "any":
             return ANY
+        if a.name == "nothing":  # the empty list's elements: [] joins any list
+            return b
+        if b.name == "nothing":
+            return a
         if a.name == "null":
             return b.or_null()
         if b.name == "null":
@@ -527,7 +529,7 @@ class _Checker:
         self.expr = e
         if isinstance(n, ast.ForAction):
             coll = self.visit(n.coll, scope)
-            elem = coll.elem if coll.is_list and coll.elem is not None else ANY
+            elem = coll.item() if coll.is_list else ANY
             if not coll.is_list and coll.name != "any":
                 self.err("type-mismatch", f"'for' needs a list, but `{self.text(n.coll)}` is {coll}", n.coll)
             inner = _Scope(scope)
@@ -574,7 +576,7 @@ class _Checker:
         if form is not None:
             self.res.attr_dicts[id(n)] = form
         ok = vt.name in ("bool", "int", "float", "str") or (
-            vt.is_list and vt.elem is not None and vt.elem.name in ("bool", "int", "float", "str")
+            vt.is_list and vt.elem is not None and vt.elem.name in ("bool", "int", "float", "str", "nothing")
         )
         if not ok:
             self.err(
@@ -624,7 +626,7 @@ def check_rule(rule: Rule, catalogue: Catalogue) -> tuple[Resolution, list[Diagn
             if c.kind == "group":
                 assert c.coll is not None
                 coll = ch.check_expr(c.coll, scope)
-                elem = coll.elem if coll.is_list and coll.elem is not None else ANY
+                elem = coll.item() if coll.is_list else ANY
                 if not coll.is_list and coll.name != "any":
                     ch.err("type-mismatch", f"for_each needs a list, but `{c.coll.text}` is {coll}", c.coll.node)
                 inner = _Scope(scope)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from rulepass.compiler.facts import GeGraphAccess, is_single_op_scene, set_attr
+from rulepass.compiler.graph_file import dump_graph, load_graph_text
 from rulepass.compiler.ir import ComputeGraph, InAnchor, OpDesc, OutAnchor, TensorDesc
 from rulepass.compiler.passes import build_pass_manager
 from rulepass.dsl.load import RuleSet
@@ -32,6 +33,8 @@ rules:
         require: len(node.inputs) >= 2
     actions:
       - set node._marked = true
+      - set node._dims = if len(node.inputs) > 8 then [] else [len(node.inputs)]
+      - set node._cleared = []
       - "for i in node.inputs where i.connected: set i.peer.desc._locked = true"
       - set node.inputs[{index}].desc._last = 1
 """
@@ -75,6 +78,8 @@ def test_actions_apply_as_one_unit_unless_dry_run(closures: bool, tmp_path: Path
     assert d == Decision("Mark", "allgather_concat", "concat", "ConcatD", True)
     concat = g.node("concat")
     assert concat is not None and concat.op.attrs["_marked"] is True
+    assert concat.op.attrs["_dims"] == [2] and concat.op.attrs["_cleared"] == []  # `[]` joins a list[int]
+    assert dump_graph(load_graph_text(dump_graph(g, "yaml"), "g.yaml"), "yaml") == dump_graph(g, "yaml")
     assert concat.op.input_descs[1].attrs["_last"] == 1
     for name in ("allgather_0", "allgather_1"):
         node = g.node(name)

@@ -425,6 +425,22 @@ def test_checker_action_errors() -> None:
     ]
 
 
+def test_the_empty_list_joins_any_list_and_keeps_its_element_type() -> None:
+    # `[]` is a list[nothing]: beside a list[int] the whole is a list[int], so what is read from it is checked
+    for whole in ("(if n > 1 then [] else [1, 2])", "(if n > 1 then [1, 2] else [])", "([] + [1])"):
+        assert errors_of(f"{whole}[0] + 'x' == 'y'") == ["'+' needs numbers, not int and str"]
+        assert errors_of(f"'a' in {whole}") == [f"`'a'` is str but `{whole}` holds int"]
+    assert errors_of("(if n > 1 then [[]] else [[1]])[0][0] + 'x' == 'y'") == ["'+' needs numbers, not int and str"]
+    assert errors_of("all(x in (if n > 1 then [] else [1]): x == 'a')") == ["comparing int with str is always false"]
+    assert errors_of("(if n > 1 then [] else ['a']) == [1]") == ["comparing list[str] with list[int] is always false"]
+    # alone, it stands wherever a list is expected, and what is read from it is not known
+    assert errors_of("len([]) == 0 and [] == [1] and count(x in []: x > 1) == 0 and sum([]) == 0") == []
+    assert errors_of("all(x in []: x.foo)") == ["cannot read field 'foo' of `x`: its type is not known"]
+    assert ev("len(if n > 1 then [] else [1])", n=2) == 0 and ev("([] + [3])[0]") == 3
+    _, compiled, _ = checked(rule_text("1", actions=("set item.x = []",)))
+    assert compiled is not None  # an empty list is an attribute value
+
+
 def test_unknown_names_do_not_cascade() -> None:
     assert errors_of("nn.size > 1 and nn.name == 'a'") == ["unknown name 'nn'", "unknown name 'nn'"]
     assert errors_of("all(x in n: x.size > 0)") == ["all() needs a list, but `n` is int"]
