@@ -17,7 +17,9 @@ from ..dsl.diagnostics import Span
 
 @dataclass(frozen=True)
 class Reason:
-    """Why an expression did not give the value its check needed; `sub` narrows it down."""
+    """Why an expression did not give the value its check needed; `sub` narrows it down to one part, and
+    `alternatives` holds one reason for each operand when every operand is to blame (an `or` none of whose
+    alternatives held, an `and` that had to be false and all of whose conditions held)."""
 
     text: str
     span: Span | None
@@ -25,23 +27,41 @@ class Reason:
     values: tuple[tuple[str, str], ...] = ()
     element: str | None = None
     sub: Reason | None = None
+    alternatives: tuple[Reason, ...] = ()
 
     def leaf(self) -> Reason:
-        """The innermost reason."""
+        """The innermost reason (where the chain of `sub`s ends; it may hold `alternatives`)."""
         r = self
         while r.sub is not None:
             r = r.sub
         return r
 
-    def elements(self) -> list[str]:
-        """The elements bound along the chain, outermost first."""
+    def elements(self, within: bool = True) -> list[str]:
+        """The elements bound along the chain, outermost first; with `within`, also those each alternative at its
+        end stopped at."""
         out = []
         r: Reason | None = self
         while r is not None:
             if r.element:
                 out.append(r.element)
+            if r.sub is None and within:
+                for x in (x for a in r.alternatives for x in a.elements()):
+                    if x not in out:
+                        out.append(x)
             r = r.sub
         return out
+
+    def summary(self) -> str:
+        """The innermost reason in one line; at an `or` (or an `and`) to which every operand is to blame, each
+        operand's, with the elements it stopped at."""
+        r = self.leaf()
+        if not r.alternatives:
+            return r.message
+        parts = []
+        for a in r.alternatives:
+            at = a.elements()
+            parts.append(a.summary() + (f" (at {', '.join(at)})" if at else ""))
+        return f"{r.message}: " + "; ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
         """The reason as a JSON object."""
@@ -52,6 +72,7 @@ class Reason:
             "values": {k: v for k, v in self.values},
             "element": self.element,
             "sub": self.sub.to_json() if self.sub else None,
+            "alternatives": [a.to_json() for a in self.alternatives],
         }
 
 
@@ -124,9 +145,9 @@ class Decision:
         """One line: fired, or the failing check and its innermost reason."""
         if self.fired:
             return "fired" + (" (dry run)" if self.dry_run else "")
-        elements = [*self.elements, *(self.reason.elements() if self.reason else [])]
+        elements = [*self.elements, *(self.reason.elements(within=False) if self.reason else [])]
         where = f" at {', '.join(elements)}" if elements else ""
-        why = self.error or (self.reason.leaf().message if self.reason else "")
+        why = self.error or (self.reason.summary() if self.reason else "")
         return f"missed at {'/'.join(self.check_path) or self.check}{where}: {why}"
 
     def to_json(self) -> dict[str, Any]:

@@ -108,10 +108,10 @@ class Explainer:
                 if narrows and bool(v) != expected:
                     return self.why(e, op, env, expected)
                 vals.append((" ".join(e.text[op.start : op.end].split()), self.show(v, res.type_of(op))))
-            held = "none of the alternatives held" if n.op == "or" else "every condition held"
-            # the last operand is usually the general condition (`single input or <the real test>`): narrow into it
-            last = self.why(e, n.operands[-1], env, expected)
-            return Reason(text, span, f"{held}; the last: {last.leaf().message}", tuple(vals), None, last)
+            k = len(n.operands)
+            held = f"none of the {k} alternatives held" if n.op == "or" else f"all {k} conditions held"
+            every = tuple(self.why(e, op, env, expected) for op in n.operands)
+            return Reason(text, span, held, tuple(vals), alternatives=every)
         if isinstance(n, ast.Quant):
             return self.why_quant(e, n, env, expected)
         if isinstance(n, ast.Compare):

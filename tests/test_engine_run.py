@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import io
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from rulepass.engine.decisions import Decision, RuleStats
 from rulepass.examples import example_path
 
 from rulepass.api import load_graph, load_rules
+from rulepass.cli import main
 
 MARK = """
 rules:
@@ -225,3 +227,57 @@ def test_a_miss_on_a_comparison_with_a_quantifier_side_is_explained(tmp_path: Pa
     assert d.reason is not None and d.error is None
     assert d.reason.message.startswith("`count(i in node.inputs: i.connected and i.index >= 0) > 40` is false: ")
     assert "i.connected" not in dict(d.reason.values)
+
+
+EVERY_OPERAND = """
+rules:
+  - name: Alternatives
+    match: [ConcatD]
+    checks:
+      - name: OneWayOrAnother
+        require: "len(node.inputs) > 5 or all(i in node.inputs: i.index > 0) or none(i in node.inputs: i.connected)"
+  - name: Conditions
+    match: [ConcatD]
+    checks:
+      - name: NotBoth
+        reject_if: "node.input_count == 2 and not (node.type != 'ConcatD')"
+"""
+
+
+def test_every_operand_to_blame_is_explained_not_only_the_last(tmp_path: Path) -> None:
+    path = tmp_path / "every.yaml"
+    path.write_text(EVERY_OPERAND)
+    g = load_graph(example_path("allgather_concat.yaml"))
+    alt, cond = [d for r in build_pass_manager(load_rules([path])).run(g) for d in r.decisions]
+    first = "i = input 0 of concat (from allgather_0:0)"
+    assert alt.reason is not None and alt.reason.sub is None and len(alt.reason.alternatives) == 3
+    assert alt.summary() == (
+        "missed at OneWayOrAnother: none of the 3 alternatives held: `len(node.inputs) > 5` is false: 2 > 5; "
+        f"`i.index > 0` is false: 0 > 0 (at {first}); `i.connected` is true (at {first})"
+    )
+    assert alt.reason.elements() == [first] and alt.reason.elements(within=False) == []
+    doc = alt.to_json()["reason"]
+    assert [a["message"] for a in doc["alternatives"]] == [
+        "`len(node.inputs) > 5` is false: 2 > 5",
+        "`i.index > 0` is false: 0 > 0",
+        "`i.connected` is true",
+    ]
+    assert doc["alternatives"][1]["element"] == first and doc["alternatives"][1]["sub"]["alternatives"] == []
+    # an `and` that had to be false: every condition held, and each says so (through the `not`)
+    assert cond.summary() == (
+        "missed at NotBoth: all 2 conditions held: `node.input_count == 2` is true: 2 == 2; "
+        "`(node.type != 'ConcatD')` is false: 'ConcatD' != 'ConcatD'"
+    )
+    # the explain command prints each alternative, one level deeper, with its own values and place
+    out, err = io.StringIO(), io.StringIO()
+    graph_path = str(example_path("allgather_concat.yaml"))
+    assert main(["explain", graph_path, "--node", "concat", "--rules", str(path)], out=out, err=err) == 0
+    text = out.getvalue()
+    block = text[text.index("    none of the 3 alternatives held\n") :]
+    assert block.startswith(
+        "    none of the 3 alternatives held\n"
+        "      `len(node.inputs) > 5` is false: 2 > 5\n"
+        "        len(node.inputs) = 2\n"
+    )
+    assert f"      at {first}\n      `i.index > 0` is false: 0 > 0\n" in block
+    assert block.count(f"{path}:7:") == 3  # each alternative's own place in the rule file

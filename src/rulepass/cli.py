@@ -14,11 +14,14 @@ import os
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from . import __version__
 from .dsl.diagnostics import Diagnostic, RulepassError
 from .dsl.yaml_source import check_writable
+
+if TYPE_CHECKING:
+    from .engine.decisions import Reason
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -279,24 +282,30 @@ def _cmd_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if not d.fired:
             if d.check_kind == "skip_graph":
                 out.write(f"  FAIL  graph exclusion {d.check}\n")
-            r = d.reason
-            depth = 2
-            while r is not None:
-                pad = "  " * depth
-                el = f"{pad}at {r.element}\n" if r.element else ""
-                out.write(el + f"{pad}{r.message}\n")
-                if r.sub is None:
-                    for k, v in r.values:
-                        out.write(f"{pad}  {k} = {v}\n")
-                    if r.span is not None:
-                        out.write(f"{pad}  at {r.span}\n")
-                r = r.sub
-                depth += 1
+            if d.reason is not None:
+                _write_reason(out, d.reason, 2)
             if d.error and d.reason is None:
                 out.write(f"    {d.error}\n")
             if d.check_span is not None:
                 out.write(f"  decided by check '{d.check}' defined at {d.check_span}\n")
     return EXIT_OK
+
+
+def _write_reason(out: TextIO, r: Reason, depth: int) -> None:
+    """A reason as `explain` prints it: its message, then the part it narrows to one level deeper, or each
+    alternative to blame, down to the innermost, whose values and place in the rule file close it."""
+    pad = "  " * depth
+    out.write((f"{pad}at {r.element}\n" if r.element else "") + f"{pad}{r.message}\n")
+    if r.sub is not None:
+        _write_reason(out, r.sub, depth + 1)
+    elif r.alternatives:  # the operands' values are in each alternative's own lines
+        for a in r.alternatives:
+            _write_reason(out, a, depth + 1)
+    else:
+        for k, v in r.values:
+            out.write(f"{pad}  {k} = {v}\n")
+        if r.span is not None:
+            out.write(f"{pad}  at {r.span}\n")
 
 
 def _cmd_test(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
