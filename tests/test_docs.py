@@ -40,13 +40,17 @@ _SH_BLOCK = re.compile(r"^```sh\n(.*?)^```", re.M | re.S)
 _SHELL_STOP = set("|&;<>()")
 
 
-def _generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gen_catalogue_doc", GENERATOR)
+def _script(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(path.stem, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("gen_catalogue_doc", module)
+    sys.modules.setdefault(path.stem, module)
     spec.loader.exec_module(module)
     return module
+
+
+def _generator() -> ModuleType:
+    return _script(GENERATOR)
 
 
 def sh_commands(doc: str) -> list[str]:
@@ -179,3 +183,32 @@ def test_argv_of_cuts_shell_syntax() -> None:
     ]
     assert argv_of("rulepass validate my_rules/ 2>&1  # both streams") == ["validate", "my_rules/"]
     assert argv_of("rulepass test -v > out.txt") == ["test", "-v"]
+
+
+# ---- the tutorial, replayed ----------------------------------------------------------------------------------
+def test_the_tutorial_shows_what_its_commands_print() -> None:
+    replay = _script(ROOT / "scripts" / "replay_tutorial.py")
+    text = (DOCS / "tutorial.md").read_text(encoding="utf-8")
+    outputs, problems = replay.replay(text)
+    assert not problems
+    assert len(outputs) == 10  # every ```text block of it is a command's output, checked
+    stale = [i for i, out in outputs.items() if replay.blocks(text)[i].body != out]
+    assert replay.rewritten(text, outputs) == text, (
+        f"the outputs of blocks {stale} of docs/tutorial.md are stale; run: python scripts/replay_tutorial.py"
+    )
+
+
+def test_the_tutorial_replay_catches_a_stale_output_and_an_unreadable_block() -> None:
+    replay = _script(ROOT / "scripts" / "replay_tutorial.py")
+    text = (
+        "Save this as `g.yaml`:\n\n"
+        '```yaml\nname: g\nnodes:\n  - {name: x, type: Data, outputs: ["float16[4]"]}\n```\n\n'
+        "```sh\nrulepass graph check g.yaml\n```\n\n```text\ng.yaml: ok: graph 'g', 9 nodes\n```\n\n"
+        "A mystery:\n\n```toml\nx = 1\n```\n"
+    )
+    outputs, problems = replay.replay(text)
+    assert problems == ["a ```toml block the replay cannot read"]
+    assert list(outputs.values()) == [
+        "g.yaml: ok: graph 'g', 1 nodes, 0 data edges, 0 control edges, 0 subgraphs\n    op types: Data x1\n"
+    ]
+    assert "1 nodes" in replay.rewritten(text, outputs) and "9 nodes" not in replay.rewritten(text, outputs)
