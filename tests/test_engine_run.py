@@ -207,6 +207,13 @@ def test_single_op_scene_reads_the_first_bool() -> None:
     assert is_single_op_scene(g)
 
 
+def _decisions_of(path: Path, rules: str, graph: Path) -> list[Decision]:
+    """The decisions of the rule file text `rules`, written to `path`, over the graph file `graph`."""
+    path.write_text(rules)
+    g = load_graph(graph)
+    return [d for r in build_pass_manager(load_rules([path])).run(g) for d in r.decisions]
+
+
 QUANTIFIED_SIDE = """
 rules:
   - name: Quantified
@@ -219,10 +226,7 @@ rules:
 
 def test_a_miss_on_a_comparison_with_a_quantifier_side_is_explained(tmp_path: Path) -> None:
     # the explainer showed the named parts inside each side, and read the quantifier's own (unbound) variable
-    path = tmp_path / "quantified.yaml"
-    path.write_text(QUANTIFIED_SIDE)
-    g = load_graph(example_path())
-    (d,) = [d for r in build_pass_manager(load_rules([path])).run(g) for d in r.decisions]
+    (d,) = _decisions_of(tmp_path / "quantified.yaml", QUANTIFIED_SIDE, example_path())
     assert (d.fired, d.check) == (False, "ManyConnected")
     assert d.reason is not None and d.error is None
     assert d.reason.message.startswith("`count(i in node.inputs: i.connected and i.index >= 0) > 40` is false: ")
@@ -246,9 +250,7 @@ rules:
 
 def test_every_operand_to_blame_is_explained_not_only_the_last(tmp_path: Path) -> None:
     path = tmp_path / "every.yaml"
-    path.write_text(EVERY_OPERAND)
-    g = load_graph(example_path("allgather_concat.yaml"))
-    alt, cond = [d for r in build_pass_manager(load_rules([path])).run(g) for d in r.decisions]
+    alt, cond = _decisions_of(path, EVERY_OPERAND, example_path("allgather_concat.yaml"))
     first = "i = input 0 of concat (from allgather_0:0)"
     assert alt.reason is not None and alt.reason.sub is None and len(alt.reason.alternatives) == 3
     assert alt.summary() == (
