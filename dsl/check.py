@@ -592,7 +592,9 @@ def _check_names(checks: Iterable[Check], seen: dict[str, Span], diags: list[Dia
             diags.append(
                 Diagnostic(
                     "duplicate-check",
-                    f"duplicate check name '{c.name}' in this rule (first on line {seen[c.name].line})",
+                    f"duplicate check name '{c.name}' in this rule (first "
+                    + (f"on line {seen[c.name].line}" if seen[c.name].file == c.span.file else f"at {seen[c.name]}")
+                    + ")",
                     c.span,
                     hint="explanations name checks; keep them unique",
                 )
@@ -623,7 +625,11 @@ def check_rule(rule: Rule, catalogue: Catalogue) -> tuple[Resolution, list[Diagn
 
     def run_checks(checks: Sequence[Check], scope: _Scope) -> None:
         for c in checks:
-            if c.kind == "group":
+            if c.kind == "use":  # load_rules resolves these (rules.resolve_shared) before checking
+                ch.diags.append(
+                    Diagnostic("unknown-shared-check", f"`use: {c.name}` was not resolved to a shared check", c.span)
+                )
+            elif c.kind == "group":
                 assert c.coll is not None
                 coll = ch.check_expr(c.coll, scope)
                 elem = coll.item() if coll.is_list else ANY

@@ -495,7 +495,9 @@ class _Gen:
         return out
 
     def let_value(self, b: Binding) -> str:
-        """The value of `let` b where it is read (computed on first use)."""
+        """The value of `let` b where it is read (computed on first use; a literal is itself)."""
+        if isinstance(b.expr.node, ast.Lit):
+            return self.const(b.expr.node.value)
         if self.shared_memo(b):
             return self.expr(b.expr.node)
         return self.memoised(self.let_local(b), lambda: self.expr(b.expr.node), fuse=True)

@@ -8,14 +8,14 @@ constraints) and compiles the rules that are sound. Callers decide whether warni
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .catalogue import Catalogue
 from .check import check_rule, check_rule_set
 from .compile import DEFAULT_STEP_LIMIT, CompiledRule, compile_rule
 from .diagnostics import Diagnostic, RulepassError
-from .rules import Rule, RuleFile, read_rule_file
+from .rules import RuleFile, read_rule_file, resolve_shared
 
 RULE_SUFFIXES = (".yaml", ".yml")
 
@@ -94,12 +94,26 @@ def load_rules(
         result.diagnostics.extend(file_diags)
         if model is not None:
             models.append(model)
-    all_rules: list[Rule] = [r for m in models for r in m.rules]
+    all_rules, shared_diags = resolve_shared(models)
+    result.diagnostics.extend(shared_diags)
     checked = []
+    # a problem inside a shared check is found once for every rule that uses it (it is checked in each rule's
+    # scope): report it once, naming those rules
+    shared_at: dict[Diagnostic, tuple[int, list[str]]] = {}
     for r in all_rules:
         res, rule_diags = check_rule(r, catalogue)
-        result.diagnostics.extend(rule_diags)
+        for d in rule_diags:
+            if d.span is None or d.span.file == r.file:
+                result.diagnostics.append(d)
+            elif d in shared_at:
+                shared_at[d][1].append(r.name)
+            else:
+                shared_at[d] = (len(result.diagnostics), [r.name])
+                result.diagnostics.append(d)
         checked.append((r, res, any(d.severity == "error" for d in rule_diags)))
+    for d, (at, users) in shared_at.items():
+        context = f"found checking the rule(s) that use this shared check: {', '.join(users)}"
+        result.diagnostics[at] = replace(d, hint=f"{d.hint} ({context})" if d.hint else context)
     result.diagnostics.extend(check_rule_set(all_rules, known_passes))
     for r, res, bad in checked:
         if not bad:

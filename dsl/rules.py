@@ -8,12 +8,13 @@ source so later phases can still point into the file.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from . import ast
-from .diagnostics import Diagnostic, RulepassError, Span
+from .diagnostics import Diagnostic, RulepassError, Span, did_you_mean
 from .parse import parse_action, parse_expr
 from .schema import schema_diagnostics
 from .yaml_source import YamlDoc, load_text, read_text
@@ -48,11 +49,13 @@ class Binding:
 
 @dataclass(frozen=True)
 class Check:
-    """A named check: `require` (passes when true), `reject_if` (fails when true), or a `for_each` group."""
+    """A named check: `require` (passes when true), `reject_if` (fails when true), or a `for_each` group; or, as
+    read, `use: NAME` (kind "use", `name` the shared check's, `span` that of the name), which `resolve_shared`
+    replaces by the shared check itself."""
 
     name: str
     span: Span
-    kind: str  # "require" | "reject_if" | "group"
+    kind: str  # "require" | "reject_if" | "group" | "use"
     expr: Expr | None
     lets: tuple[Binding, ...] = ()
     var: str | None = None
@@ -102,6 +105,7 @@ class RuleFile:
     path: str
     rules: tuple[Rule, ...]
     doc: YamlDoc
+    shared: tuple[Check, ...] = ()
 
 
 class _Reader:
@@ -130,6 +134,20 @@ class _Reader:
         return tuple(out)
 
     def check(self, raw: dict[str, Any], path: list[str | int]) -> Check | None:
+        if "use" in raw:
+            others = [k for k in raw if k != "use"]
+            if others:
+                self.diags.append(
+                    Diagnostic(
+                        "rule-shape",
+                        f"`use: {raw['use']}` takes the shared check whole: no other key goes with it "
+                        f"(found {', '.join(others)})",
+                        self.doc.span([*path, others[0]], key=True),
+                        hint="to change the check, copy it into the rule instead of using it",
+                    )
+                )
+                return None
+            return Check(raw["use"], self.doc.span([*path, "use"]), "use", None)
         name = raw["name"]
         span = self.doc.span([*path, "name"])
         kinds = [k for k in ("require", "reject_if", "for_each") if k in raw]
@@ -223,10 +241,100 @@ def read_rule_doc(doc: YamlDoc) -> tuple[RuleFile | None, list[Diagnostic]]:
     diags = schema_diagnostics(doc, "rulepass.dsl", "rule.schema.json", what="the rule file")
     if diags:
         return None, diags
+    if "rules" not in doc.data and "shared_checks" not in doc.data:
+        return None, [
+            Diagnostic(
+                "rule-shape",
+                "the rule file has neither 'rules' nor 'shared_checks'; expected at least one of them",
+                doc.span([]),
+            )
+        ]
     reader = _Reader(doc)
-    rules = [reader.rule(r, ["rules", k]) for k, r in enumerate(doc.data["rules"])]
-    model = RuleFile(name, tuple(r for r in rules if r is not None), doc)
+    rules = [reader.rule(r, ["rules", k]) for k, r in enumerate(doc.data.get("rules", []))]
+    shared = [reader.check(c, ["shared_checks", k]) for k, c in enumerate(doc.data.get("shared_checks", []))]
+    model = RuleFile(name, tuple(r for r in rules if r is not None), doc, tuple(c for c in shared if c is not None))
     return model, reader.diags
+
+
+def resolve_shared(files: Sequence[RuleFile]) -> tuple[list[Rule], list[Diagnostic]]:
+    """The rules of `files` with every `use: NAME` replaced by the shared check NAME of any of them (nested uses
+    too), and the problems: a name defined twice, a use of an unknown name or of a check that uses itself, a
+    shared check no rule uses. A rule with a use that cannot be resolved is left out."""
+    diags: list[Diagnostic] = []
+    table: dict[str, Check] = {}
+    for f in files:
+        for c in f.shared:
+            if c.kind == "use":
+                diags.append(Diagnostic("rule-shape", f"a shared check is itself a `use: {c.name}`", c.span))
+            elif c.name in table:
+                diags.append(
+                    Diagnostic(
+                        "duplicate-shared-check",
+                        f"shared check '{c.name}' is already defined at {table[c.name].span}",
+                        c.span,
+                        hint="the shared checks of all the files loaded together share one namespace",
+                    )
+                )
+            else:
+                table[c.name] = c
+    used: set[str] = set()
+
+    def expand(checks: tuple[Check, ...], stack: tuple[str, ...]) -> tuple[Check, ...] | None:
+        out: list[Check] = []
+        ok = True
+        for c in checks:
+            if c.kind == "use":
+                shared = table.get(c.name)
+                if shared is None:
+                    known = sorted(table)
+                    loaded = f" (shared checks loaded: {', '.join(known)})" if known else " (none are loaded)"
+                    diags.append(
+                        Diagnostic(
+                            "unknown-shared-check",
+                            f"no shared check named '{c.name}'{loaded}",
+                            c.span,
+                            hint=did_you_mean(c.name, known)
+                            or "load the rule file that defines it (its `shared_checks`) together with this one",
+                        )
+                    )
+                    ok = False
+                    continue
+                if c.name in stack:
+                    cycle = " -> ".join([*stack[stack.index(c.name) :], c.name])
+                    diags.append(Diagnostic("shared-check-cycle", f"shared check uses itself: {cycle}", c.span))
+                    ok = False
+                    continue
+                used.add(c.name)
+                c, stack_c = shared, (*stack, c.name)
+            else:
+                stack_c = stack
+            if c.kind == "group":
+                inner = expand(c.checks, stack_c)
+                if inner is None:
+                    ok = False
+                    continue
+                if inner != c.checks:
+                    c = replace(c, checks=inner)
+            out.append(c)
+        return tuple(out) if ok else None
+
+    rules: list[Rule] = []
+    for f in files:
+        for r in f.rules:
+            checks = expand(r.checks, ())
+            if checks is not None:
+                rules.append(r if checks == r.checks else replace(r, checks=checks))
+    for name, c in table.items():
+        if name not in used:
+            diags.append(
+                Diagnostic(
+                    "unused-shared-check",
+                    f"shared check '{name}' is used by no rule (so it is not checked either)",
+                    c.span,
+                    severity="warning",
+                )
+            )
+    return rules, diags
 
 
 def read_rule_file(path: str | Path) -> tuple[RuleFile | None, list[Diagnostic]]:

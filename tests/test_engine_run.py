@@ -283,3 +283,45 @@ def test_every_operand_to_blame_is_explained_not_only_the_last(tmp_path: Path) -
     )
     assert f"      at {first}\n      `i.index > 0` is false: 0 > 0\n" in block
     assert block.count(f"{path}:7:") == 3  # each alternative's own place in the rule file
+
+
+SHARED = """
+shared_checks:
+  - name: EnoughInputs
+    for_each: i in node.inputs
+    checks:
+      - name: Counted
+        require: node.input_count >= least and i.index < least + 1
+"""
+
+USERS = """
+rules:
+  - name: NeedsTwo
+    match: [ConcatD]
+    let:
+      least: "2"
+    checks:
+      - use: EnoughInputs
+  - name: NeedsThree
+    match: [ConcatD]
+    let:
+      least: "3"
+    checks:
+      - use: EnoughInputs
+"""
+
+
+@pytest.mark.parametrize("closures", [False, True], ids=["generated", "closures"])
+def test_a_shared_check_runs_in_each_using_rules_scope(closures: bool, tmp_path: Path) -> None:
+    (tmp_path / "shared.yaml").write_text(SHARED)
+    (tmp_path / "users.yaml").write_text(USERS)
+    rules = load_rules([tmp_path])
+    assert not rules.diagnostics  # `least` is read by the shared check only, and counts as used
+    if closures:
+        rules = _closures_only(rules)
+    g = load_graph(example_path("allgather_concat.yaml"))  # a concat of two inputs
+    two, three = [d for r in build_pass_manager(rules).run(g) for d in r.decisions]
+    assert (two.rule, two.fired) == ("NeedsTwo", True)
+    assert (three.rule, three.fired, three.check_path) == ("NeedsThree", False, ("EnoughInputs", "Counted"))
+    assert three.check_span is not None and three.check_span.file.endswith("shared.yaml")  # where it is written
+    assert three.summary().endswith("`node.input_count >= least` is false: 2 >= 3")
