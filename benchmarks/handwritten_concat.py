@@ -1,6 +1,7 @@
 """GE's ConcatNotaskPass written by hand in plain Python: the yardstick of the engine-overhead benchmark.
 
-Exactly the checks of `rules/concat_notask.yaml` (spec/ge_reference.md §2.2–§2.4 and §3), in GE's order, with
+Exactly the checks of `rules/concat_notask.yaml` and the shared ones of `rules/notask_base.yaml` it uses
+(spec/ge_reference.md §2.2–§2.4 and §3), in GE's order, with
 GE's sequential semantics: candidates (ConcatD / ConcatV2D) in topological order, the root graph first and then
 every subgraph (as GE's PassManager runs a pass), the first failing check leaves the node untouched, and a node
 that passes is marked at once, so later candidates see the marks (cascades, producer locks). Every candidate

@@ -1370,42 +1370,40 @@ also vary with what else runs on it (the load average at the start of each run i
 
 ENGINE_TEXT = """## 1. Engine overhead: the Concat rule file versus hand-written Python
 
-What it measures: `rules/concat_notask.yaml` run by the rule engine against `benchmarks/handwritten_concat.py`, a
-plain-Python ConcatNotaskPass with exactly the same checks (spec §2.2–§2.4, §3) in GE's order and the same actions,
-written for speed (inlined attribute reads, one ref trace per input, transfer tables cached per format pair). Both
-run on fresh copies (`graph.copy()`) of the same graph, with the topological order computed beforehand (both need
-it and it is cached on the graph, so it is not part of the comparison); the other rule passes are disabled.
-*engine* drives the pass manager (`build_pass_manager`, built once) as `compile` does: every candidate gets its
-decision record (fired, or the failing check, its path, the elements and any error), without the explanation;
-*engine + explanations* also builds the explanation (`reason`: the failing sub-expression, its span and values) of
-every miss, as `optimize` and `explain` do; *api.optimize* is that library call itself, with explanations (it looks
-up the pass manager it keeps for the rule set, level and disabled passes, built on its first call). The engine
-runs each rule's generated decision function (`dsl/codegen.py`); the closures are the reference it falls back to.
-Repetitions are interleaved (engine, explained, api, hand-written pass, hand-written function; then reversed),
-each sample runs a batch of copies (≥ 5 ms of hand-written work) with the cyclic GC off (as `timeit` does) and is
-timed in process CPU time (the machine is shared); the table shows the least of the samples (the noise on
-this shared machine only ever adds time, so the least is the steadiest estimate, as `timeit` advises), per graph
-(all files together for the fixtures), and beside the figure the ratio of the medians, to show the spread.
-The hand-written pass is timed twice: as a *pass*, in the rule pass's place in the same pass manager
-(`handwritten_concat.as_pass`: a Python pass with the rule's name, levels and order, run on the root graph and
-every subgraph as the rule is), and as the bare *function* `concat_notask_pass`. How to read it: *engine /
-hand-written pass* is the figure (goal ≤ 1.2): the rule file against the same checks written in Python, each
-run as `compile` would run it, so the pass manager's own cost (gates, reports, the subgraph walk), which either
-pays, is not counted against the engine. *engine / hand-written function* counts it against the engine (the
-figure of the runs up to the sixth session); on the graphs without a concat that cost is most of the
-difference. *identical* says that all five produced the same decision for every candidate (fired, or the same
-failing check and check path, in the same order) and left the same attributes on every node and output desc.
-The hand-written pass records the failing check only, so the engine is timed without explanations too;
-*explained / hand-written pass* shows what the explanations cost on top. *bytecodes engine / hand-written pass*
-counts the Python bytecode instructions each side executes in one run over fresh copies of the same graphs
-(`sys.settrace` opcode events, every frame; a builtin or C function counts as the instruction calling it): the
-same figure on every run, where a time ratio moves by up to ±20% a graph from process to process on this shared
-machine (best sample or median). It weighs every instruction alike (a `dict.get` call counts one, as a local's
-read does), so it is a steady proxy for the work, not the figure; `python benchmarks/instructions.py` counts
-machine instructions inside the runs instead (valgrind's callgrind), weighed as the CPU weighs them: two runs
-of the same code agree to 0.02%, and the heap the runs find (how many copies were made) moves the ratio by 1-3%
-(see the findings).
-"""
+What it measures: `rules/concat_notask.yaml` (with the shared checks of `rules/notask_base.yaml` it uses) run by the
+rule engine against `benchmarks/handwritten_concat.py`, a plain-Python ConcatNotaskPass with exactly the same checks
+(spec §2.2–§2.4, §3) in GE's order and the same actions, written for speed (inlined attribute reads, one ref trace
+per input, transfer tables cached per format pair). Both run on fresh copies (`graph.copy()`) of the same graph,
+with the topological order computed beforehand (both need it and it is cached on the graph, so it is not part of the
+comparison); the other rule passes are disabled. *engine* drives the pass manager (`build_pass_manager`, built once)
+as `compile` does: every candidate gets its decision record (fired, or the failing check, its path, the elements and
+any error), without the explanation; *engine + explanations* also builds the explanation (`reason`: the failing
+sub-expression, its span and values) of every miss, as `optimize` and `explain` do; *api.optimize* is that library
+call itself, with explanations (it looks up the pass manager it keeps for the rule set, level and disabled passes,
+built on its first call). The engine runs each rule's generated decision function (`dsl/codegen.py`); the closures
+are the reference it falls back to. Repetitions are interleaved (engine, explained, api, hand-written pass,
+hand-written function; then reversed), each sample runs a batch of copies (≥ 5 ms of hand-written work) with the
+cyclic GC off (as `timeit` does) and is timed in process CPU time (the machine is shared); the table shows the least
+of the samples (the noise on this shared machine only ever adds time, so the least is the steadiest estimate, as
+`timeit` advises), per graph (all files together for the fixtures), and beside the figure the ratio of the medians,
+to show the spread. The hand-written pass is timed twice: as a *pass*, in the rule pass's place in the same pass
+manager (`handwritten_concat.as_pass`: a Python pass with the rule's name, levels and order, run on the root graph
+and every subgraph as the rule is), and as the bare *function* `concat_notask_pass`. How to read it: *engine /
+hand-written pass* is the figure (goal ≤ 1.2): the rule file against the same checks written in Python, each run as
+`compile` would run it, so the pass manager's own cost (gates, reports, the subgraph walk), which either pays, is
+not counted against the engine. *engine / hand-written function* counts it against the engine (the figure of the
+runs up to the sixth session); on the graphs without a concat that cost is most of the difference. *identical* says
+that all five produced the same decision for every candidate (fired, or the same failing check and check path, in
+the same order) and left the same attributes on every node and output desc. The hand-written pass records the
+failing check only, so the engine is timed without explanations too; *explained / hand-written pass* shows what the
+explanations cost on top. *bytecodes engine / hand-written pass* counts the Python bytecode instructions each side
+executes in one run over fresh copies of the same graphs (`sys.settrace` opcode events, every frame; a builtin or C
+function counts as the instruction calling it): the same figure on every run, where a time ratio moves by up to ±20%
+a graph from process to process on this shared machine (best sample or median). It weighs every instruction alike (a
+`dict.get` call counts one, as a local's read does), so it is a steady proxy for the work, not the figure; `python
+benchmarks/instructions.py` counts machine instructions inside the runs instead (valgrind's callgrind), weighed as
+the CPU weighs them: two runs of the same code agree to 0.02%, and the heap the runs find (how many copies were
+made) moves the ratio by 1-3% (see the findings). """
 
 SCALE_TEXT = """## 2. Scale: synthetic workloads at 10k, 100k and 1M nodes
 

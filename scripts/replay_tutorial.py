@@ -11,8 +11,7 @@ The tutorial is a sequence of fenced blocks, read in order in a fresh temporary 
   after it is that output.
 * ```yaml: what the sentence before it says: `Save this as `F`` / `Create `F``: written to F; `update their
   expectations in `F``: F's `expect:` section replaced by it; `An excerpt of `F``: every piece between `...`
-  lines must occur in F; `defined at line N of the rule file`: it must be the bundled Concat rule file's text
-  from line N on.
+  lines must occur in F; `defined at line N of `F``: it must be the text of the project's file F from line N on.
 * ```diff: applied (its `-` lines replaced by its `+` lines) to the file the sentence before it names.
 * a sentence `Fix the typo (`A` → `B`)`: A replaced by B in the file the last diff edited.
 
@@ -112,12 +111,12 @@ class Replay:
             for piece in re.split(r"^\.\.\.\n", b.body, flags=re.M):
                 if piece not in text:
                     problems.append(f"the excerpt of {m.group(1)} is not in it:\n{piece}")
-        elif m := re.search(r"defined at line (\d+) of the rule file:$", prose):
-            lines = (REPO / "rules" / "concat_notask.yaml").read_text(encoding="utf-8").splitlines(keepends=True)
+        elif m := re.search(rf"defined at line (\d+) of {_FILE}:$", prose):
+            lines = (REPO / m.group(2)).read_text(encoding="utf-8").splitlines(keepends=True)
             line = int(m.group(1))
             if not "".join(lines[line - 1 :]).startswith(b.body):
                 found = [i + 1 for i in range(len(lines)) if "".join(lines[i:]).startswith(b.body)]
-                problems.append(f"the rule excerpt is not at line {line} of rules/concat_notask.yaml (at {found})")
+                problems.append(f"the rule excerpt is not at line {line} of {m.group(2)} (at {found})")
         else:
             problems.append(f"a yaml block the replay cannot read, after: {intent!r}")
 

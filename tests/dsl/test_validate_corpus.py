@@ -24,7 +24,7 @@ from rulepass.dsl.check import check_rule, check_rule_set
 from rulepass.dsl.compile import compile_rule
 from rulepass.dsl.diagnostics import Diagnostic
 from rulepass.dsl.load import load_rules
-from rulepass.dsl.rules import read_rule_text
+from rulepass.dsl.rules import read_rule_text, resolve_shared
 from rulepass.rules import bundled_rules_dir
 
 from rulepass.cli import main
@@ -32,6 +32,7 @@ from rulepass.cli import main
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "tests" / "corpus" / "rules"
 CONCAT_RULE = REPO / "rules" / "concat_notask.yaml"
+BASE_RULE = REPO / "rules" / "notask_base.yaml"  # the shared checks the concat rule uses
 EXPECT = re.compile(r"^# expect: (\d+:\d+: (?:error|warning)\[[a-z-]+\]: .*)$")
 GUTTER = re.compile(r"^\s*\d+ \| ")
 
@@ -53,6 +54,11 @@ HINTS = {
     "schema_expression_read_as_boolean.yaml": 'quote it to make it a string: "true"',
     "skip_graph_uses_node.yaml": "evaluated once per graph",
     "let_before_binding.yaml": "a `let` may only use the bindings listed before it",
+    "shared_check_unknown.yaml": "did you mean 'InputCheck'?",
+    "shared_check_with_other_keys.yaml": "copy it into the rule instead of using it",
+    "shared_check_across_files": (
+        "did you mean 'input_count'? (found checking the rule(s) that use this shared check: ConcatDemo, PackDemo)"
+    ),
 }
 
 
@@ -326,6 +332,7 @@ def test_usage_error() -> None:
 CATALOGUE = ge_catalogue()
 KNOWN_PASSES = (*GE_PLACEHOLDER_PASSES, "PackNotaskPass")  # the concat rule runs before the pack rule
 CONCAT_TEXT = CONCAT_RULE.read_text(encoding="utf-8")
+BASE_TEXT = BASE_RULE.read_text(encoding="utf-8")
 TOKENS = [
     "node", "graph", ".", "inputs", "input_descs", "peer", "desc", "shape", "(", ")", "[", "]", ":", ",", "x", "i",
     "in", "not", "and", "or", "if", "then", "else", "all", "any", "count", "distinct", "none", "where", "0", "1",
@@ -334,22 +341,35 @@ TOKENS = [
 ]  # fmt: skip
 
 
-def validate_text(text: str) -> list[Diagnostic]:
-    """What `load_rules` does for one file, from text: read, check every rule, check the set, compile."""
+def validate_text(text: str, shared: str = BASE_TEXT) -> list[Diagnostic]:
+    """What `load_rules` does for one file and the shared checks it uses, from text: read both, resolve the
+    uses, check every rule, check the set, compile."""
     model, diags = read_rule_text(text, "fuzz.yaml")
+    base, base_diags = read_rule_text(shared, "fuzz_base.yaml")
+    diags += base_diags
+    rules, shared_diags = resolve_shared([m for m in (model, base) if m is not None])
+    diags += shared_diags
+    for rule in rules:
+        res, rule_diags = check_rule(rule, CATALOGUE)
+        diags.extend(rule_diags)
+        if not any(d.severity == "error" for d in rule_diags):
+            compile_rule(rule, res)
     if model is not None:
-        for rule in model.rules:
-            res, rule_diags = check_rule(rule, CATALOGUE)
-            diags.extend(rule_diags)
-            if not any(d.severity == "error" for d in rule_diags):
-                compile_rule(rule, res)
-        diags.extend(check_rule_set(list(model.rules), KNOWN_PASSES))
+        diags.extend(check_rule_set(rules, KNOWN_PASSES))
     for d in diags:
         assert isinstance(d, Diagnostic)
         assert d.headline()
         d.render()
         json.dumps(d.to_json())
     return diags
+
+
+def _mutated(text: str, edits: list[tuple[int, int, str]]) -> str:
+    """`text` with each (position, characters cut, text inserted) edit applied in turn."""
+    for pos, cut, insert in edits:
+        pos %= len(text) + 1
+        text = text[:pos] + insert + text[pos + cut :]
+    return text
 
 
 FUZZ = settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck))
@@ -370,14 +390,17 @@ def test_random_expression_tokens(tokens: list[str]) -> None:
 @FUZZ
 @given(st.lists(st.tuples(st.integers(0, len(CONCAT_TEXT)), st.integers(0, 12), st.text(max_size=6)), max_size=4))
 def test_random_mutations_of_the_concat_rule(edits: list[tuple[int, int, str]]) -> None:
-    text = CONCAT_TEXT
-    for pos, cut, insert in edits:
-        pos %= len(text) + 1
-        text = text[:pos] + insert + text[pos + cut :]
-    validate_text(text)
+    validate_text(_mutated(CONCAT_TEXT, edits))
+
+
+@FUZZ
+@given(st.lists(st.tuples(st.integers(0, len(BASE_TEXT)), st.integers(0, 12), st.text(max_size=6)), max_size=4))
+def test_random_mutations_of_the_shared_checks(edits: list[tuple[int, int, str]]) -> None:
+    validate_text(CONCAT_TEXT, _mutated(BASE_TEXT, edits))
 
 
 def test_unmutated_concat_rule_is_clean() -> None:
+    # with its shared checks; of which the concat rule uses every one
     assert validate_text(CONCAT_TEXT) == []
 
 
@@ -395,8 +418,8 @@ def test_mutations_through_load_rules(tmp_path: Path) -> None:
             )
         f = tmp_path / f"mut{k}.yaml"
         f.write_text(text, encoding="utf-8")
-        rs = load_rules([f], CATALOGUE, known_passes=GE_PLACEHOLDER_PASSES)
+        rs = load_rules([f, BASE_RULE], CATALOGUE, known_passes=GE_PLACEHOLDER_PASSES)
         assert all(isinstance(d, Diagnostic) for d in rs.diagnostics)
-        rc, out, err = run_cli("validate", str(f))
+        rc, out, err = run_cli("validate", str(f), str(BASE_RULE))
         assert_no_crash(out, err)
         assert rc == (1 if rs.errors else 0)

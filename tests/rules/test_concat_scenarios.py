@@ -30,6 +30,8 @@ from rulepass.cli import main
 RULES_DIR = bundled_rules_dir()
 CONCAT_RULE = RULES_DIR / "concat_notask.yaml"
 PACK_RULE = RULES_DIR / "pack_notask.yaml"
+BASE_RULE = RULES_DIR / "notask_base.yaml"  # the checks both use (GE's NotaskPassBase)
+NOTASK_RULES = [BASE_RULE, CONCAT_RULE, PACK_RULE]
 PASS = "ConcatNotaskPass"
 LOCK = "can_reused_for_concat_optimize"
 FIRED_ATTRS = {
@@ -98,8 +100,8 @@ nodes:
 
 @pytest.fixture(scope="module")
 def rules() -> api.RuleSet:
-    """The two no-task rule files (other bundled rules play no part in these scenarios)."""
-    return api.load_rules([CONCAT_RULE, PACK_RULE])
+    """The two no-task rule files and their shared checks (other bundled rules play no part in these scenarios)."""
+    return api.load_rules(NOTASK_RULES)
 
 
 def graph(text: str) -> ComputeGraph:
@@ -186,8 +188,8 @@ def test_explain_names_check_element_and_rule_line(
     else:
         assert len(d.elements) == 1 and element in d.elements[0]
     assert d.check_span is not None
-    assert Path(d.check_span.file).resolve() == CONCAT_RULE.resolve()
-    assert d.check_span.line == rule_line(CONCAT_RULE, path[-1])
+    assert Path(d.check_span.file).resolve() == BASE_RULE.resolve()  # every candidate check is a shared one
+    assert d.check_span.line == rule_line(BASE_RULE, path[-1])
     assert d.reason is not None and d.reason.leaf().message
     # The trace lists every check evaluated, in rule order, and ends at the failing one.
     assert d.trace and d.trace[-1].path == path and not d.trace[-1].passed
@@ -229,10 +231,7 @@ def test_cli_explain_text(tmp_path: Path) -> None:
             "c_31",
             "--rule",
             PASS,
-            "--rules",
-            str(CONCAT_RULE),
-            "--rules",
-            str(PACK_RULE),
+            *(a for f in NOTASK_RULES for a in ("--rules", str(f))),
         ],
         out=out,
         err=err,
@@ -241,8 +240,8 @@ def test_cli_explain_text(tmp_path: Path) -> None:
     text = out.getvalue()
     assert f"{PASS} on c_31 (ConcatD) in graph 'misses': MISSED at CheckDim/CheckDimAlignment" in text
     assert "FAIL  CheckDim/CheckDimAlignment  [i = input 1 of c_31 (from" in text
-    line = rule_line(CONCAT_RULE, "CheckDimAlignment")
-    assert re.search(rf"decided by check 'CheckDimAlignment' defined at \S*concat_notask\.yaml:{line}:\d+", text)
+    line = rule_line(BASE_RULE, "CheckDimAlignment")
+    assert re.search(rf"decided by check 'CheckDimAlignment' defined at \S*notask_base\.yaml:{line}:\d+", text)
 
 
 # ---- dry run and gating ----------------------------------------------------------------------------------------
@@ -341,7 +340,7 @@ def test_cli_gating_skips_the_pass(tmp_path: Path, args: list[str], why: str) ->
     path = tmp_path / "allgather.yaml"
     path.write_text(ALLGATHER, encoding="utf-8")
     marked = tmp_path / "out.yaml"
-    rule_args = ["--rules", str(CONCAT_RULE), "--rules", str(PACK_RULE)]
+    rule_args = [a for f in NOTASK_RULES for a in ("--rules", str(f))]
     out, err = io.StringIO(), io.StringIO()
     assert main(["optimize", str(path), "-o", str(marked), *rule_args, *args], out=out, err=err) == 0, err.getvalue()
     assert f"{PASS}: skipped ({why}" in out.getvalue()
@@ -386,13 +385,13 @@ def _optimize_json(graph_path: Path, *extra: str) -> dict[str, dict[str, Any]]:
 def test_editing_a_copy_of_the_rule_file_changes_decisions(
     tmp_path: Path, old: str, new: str, target: str, check: str
 ) -> None:
-    original_text = CONCAT_RULE.read_text(encoding="utf-8")
+    original_text = BASE_RULE.read_text(encoding="utf-8")
     copy = tmp_path / "rules"
     shutil.copytree(RULES_DIR, copy, ignore=shutil.ignore_patterns("fixtures", "__pycache__", "*.py"))
-    concat_copy = copy / CONCAT_RULE.name
-    text = concat_copy.read_text(encoding="utf-8")
-    assert text.count(old) == 1, f"expected exactly one `{old}` in {CONCAT_RULE.name}"
-    concat_copy.write_text(text.replace(old, new), encoding="utf-8")
+    base_copy = copy / BASE_RULE.name  # the concat rule's checks are the shared ones
+    text = base_copy.read_text(encoding="utf-8")
+    assert text.count(old) == 1, f"expected exactly one `{old}` in {BASE_RULE.name}"
+    base_copy.write_text(text.replace(old, new), encoding="utf-8")
     graph_path = tmp_path / "edit_me.yaml"
     graph_path.write_text(DATA_AND_UNALIGNED, encoding="utf-8")
 
@@ -403,7 +402,7 @@ def test_editing_a_copy_of_the_rule_file_changes_decisions(
     # The other concat of the graph keeps its decision.
     for other in set(before) - {target}:
         assert (after[other]["fired"], after[other]["check"]) == (before[other]["fired"], before[other]["check"])
-    assert CONCAT_RULE.read_text(encoding="utf-8") == original_text  # the bundled file is untouched
+    assert BASE_RULE.read_text(encoding="utf-8") == original_text  # the bundled file is untouched
 
 
 # ---- the rule's CheckDim against the Python reference (spec §3) -------------------------------------------------

@@ -1,18 +1,20 @@
 """The bundled rule fixtures as a test suite: one case per expectation, plus coverage of the concat rule's checks.
 
-Every check of `rules/concat_notask.yaml` must have at least one fixture expectation that misses at it and
-passes, and the rule must fire in at least one: a check added to the rule file without fixtures fails here.
+Every check of the concat rule (its own in `rules/concat_notask.yaml` and the shared ones of
+`rules/notask_base.yaml` it uses) must have at least one fixture expectation that misses at it and passes, and
+the rule must fire in at least one: a check added to the rule without fixtures fails here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 from rulepass.compiler.fixtures import CaseResult, fixtures_of, run_fixtures
+from rulepass.compiler.passes import load_ge_rules
+from rulepass.dsl.rules import Check
 from rulepass.rules import bundled_rules_dir
 
 RULES_DIR = bundled_rules_dir()
@@ -40,22 +42,22 @@ def test_fixture_expectation(case: CaseResult) -> None:
 
 
 # ---- coverage of the rule files' checks ----------------------------------------------------------------------
-def _walk_checks(checks: list[dict[str, Any]]) -> Iterator[tuple[str, bool]]:
+# read from the loaded rules, where every `use: NAME` is the shared check itself
+RULES = {r.name: r.rule for r in load_ge_rules([RULES_DIR]).raise_on_error().rules}
+
+
+def _walk_checks(checks: tuple[Check, ...]) -> Iterator[tuple[str, bool]]:
     """(name, is_leaf) for every check, nested groups included."""
     for c in checks:
-        subs = c.get("checks")
-        yield c["name"], not subs
-        if subs:
-            yield from _walk_checks(subs)
+        yield c.name, not c.checks
+        yield from _walk_checks(c.checks)
 
 
-def _rule_check_names(rule_file: Path) -> tuple[set[str], set[str]]:
-    """(leaf check and skip_graph names, group names) of the single rule in `rule_file`."""
-    doc = yaml.safe_load(rule_file.read_text(encoding="utf-8"))
-    (rule,) = doc["rules"]
-    leaves = {s["name"] for s in rule.get("skip_graph", [])}
+def _rule_check_names(rule: str) -> tuple[set[str], set[str]]:
+    """(leaf check and skip_graph names, group names) of the rule (pass) `rule`."""
+    leaves = {s.name for s in RULES[rule].skip_graph}
     groups: set[str] = set()
-    for name, leaf in _walk_checks(rule["checks"]):
+    for name, leaf in _walk_checks(RULES[rule].checks):
         (leaves if leaf else groups).add(name)
     return leaves, groups
 
@@ -72,23 +74,17 @@ def _passing_expectations(rule_file: Path) -> set[str]:
     return seen
 
 
-def _check_names_of_groups(rule_file: Path) -> dict[str, set[str]]:
-    doc = yaml.safe_load(rule_file.read_text(encoding="utf-8"))
-    (rule,) = doc["rules"]
-    out: dict[str, set[str]] = {}
-    for c in rule["checks"]:
-        if c.get("checks"):
-            out[c["name"]] = {name for name, leaf in _walk_checks(c["checks"]) if leaf}
-    return out
+def _check_names_of_groups(rule: str) -> dict[str, set[str]]:
+    return {c.name: {name for name, leaf in _walk_checks(c.checks) if leaf} for c in RULES[rule].checks if c.checks}
 
 
 def test_every_concat_check_has_a_missing_fixture() -> None:
-    leaves, groups = _rule_check_names(CONCAT_RULE)
+    leaves, groups = _rule_check_names("ConcatNotaskPass")
     assert {"SingleOpScene", "IsUnknownShapeOp", "CheckDimAlignment", "LxFusionCheck"} <= leaves  # sanity
     covered = _passing_expectations(CONCAT_RULE)
     missing = sorted(leaves - covered)
     assert not missing, f"checks of {CONCAT_RULE.name} that no passing fixture misses at: {missing}"
-    for group, members in _check_names_of_groups(CONCAT_RULE).items():
+    for group, members in _check_names_of_groups("ConcatNotaskPass").items():
         assert members & covered, f"no fixture misses inside check group {group}"
     assert groups  # InputCheck, CheckDim, OutputCheck
 
