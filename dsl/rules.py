@@ -313,7 +313,7 @@ def resolve_shared(files: Sequence[RuleFile]) -> tuple[list[Rule], list[Diagnost
                 if inner is None:
                     ok = False
                     continue
-                if inner != c.checks:
+                if _changed(inner, c.checks):
                     c = replace(c, checks=inner)
             out.append(c)
         return tuple(out) if ok else None
@@ -323,7 +323,7 @@ def resolve_shared(files: Sequence[RuleFile]) -> tuple[list[Rule], list[Diagnost
         for r in f.rules:
             checks = expand(r.checks, ())
             if checks is not None:
-                rules.append(r if checks == r.checks else replace(r, checks=checks))
+                rules.append(replace(r, checks=checks) if _changed(checks, r.checks) else r)
     for name, c in table.items():
         if name not in used:
             diags.append(
@@ -334,7 +334,13 @@ def resolve_shared(files: Sequence[RuleFile]) -> tuple[list[Rule], list[Diagnost
                     severity="warning",
                 )
             )
-    return rules, diags
+    # a problem inside a shared check is met by every rule that uses it: report it once
+    return rules, list(dict.fromkeys(diags))
+
+
+def _changed(new: tuple[Check, ...], old: tuple[Check, ...]) -> bool:
+    """Whether expanding the uses of `old` gave other checks (`new` holds the same objects where nothing was)."""
+    return any(a is not b for a, b in zip(new, old, strict=True))
 
 
 def read_rule_file(path: str | Path) -> tuple[RuleFile | None, list[Diagnostic]]:
