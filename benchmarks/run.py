@@ -68,6 +68,7 @@ CONCAT = "ConcatNotaskPass"
 DEFAULT_SIZES = (10_000, 100_000, 1_000_000)
 QUICK_SIZES = (1_000, 10_000)
 MiB = 1 << 20
+LINEAR_GOAL = 1.10  # the scale section's goal: CPU time per node at most this much of a smaller size's
 # address-space cap of the scale workers (the machine has 24 GiB); RULEPASS_BENCH_MEM_GIB overrides it
 MEM_LIMIT_GIB = float(os.environ.get("RULEPASS_BENCH_MEM_GIB", "23"))
 
@@ -676,153 +677,215 @@ def _each_graph(
     sizes: Sequence[int],
     runs: list[dict[str, Any]],
     log: Callable[[str], None],
-    mode: dict[str, str] | None = None,
 ) -> Iterator[tuple[str, int, str, str, dict[str, Any]]]:
-    """Every workload at every size, generated in a subprocess into a temporary directory: (workload, size, graph
-    path, model path, the generator's report), both files removed after use; a graph that could not be made is
-    recorded in `runs` instead (with `mode`, the run mode it was made for)."""
+    """Every workload at every size, generated one at a time into a temporary directory (`_generated`) and both
+    files removed after use."""
     with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
-        for w in synthetic.WORKLOADS:
-            for n in sizes:
-                gpath, mpath = os.path.join(tmp, f"{w}_{n}.json"), os.path.join(tmp, f"{w}_{n}.model.json")
-                log(f"  {w} {n}: generating")
-                gen, _, err = _run_worker(["generate", w, str(n), gpath], log)
-                if gen is None:
-                    runs.append({"workload": w, "size": n, **(mode or {}), "error": f"generate: {err}"})
-                    continue
-                yield w, n, gpath, mpath, gen
-                with contextlib.suppress(OSError):
-                    os.remove(gpath)
-                    os.remove(mpath)
+        for w, n, gpath, mpath, gen in _generated(tmp, sizes, runs, log, {}):
+            yield w, n, gpath, mpath, gen
+            with contextlib.suppress(OSError):
+                os.remove(gpath)
+                os.remove(mpath)
+
+
+def round_order(sizes: Sequence[int]) -> list[int]:
+    """The order of the sizes in one round of the scale section: up, then back down without repeating the largest
+    (10k, 100k, 1M, 100k, 10k), so every smaller size is measured just before and just after each larger one."""
+    up = sorted(sizes)
+    return up + up[-2::-1]
 
 
 def bench_scale(
     sizes: Sequence[int], profile: bool, log: Callable[[str], None], huge_pages: bool = False, repeat: int = 1
 ) -> dict[str, Any]:
-    """Generate and compile every workload at every size, each in its own subprocess; with `huge_pages`, each
-    graph (and the reference walk) once more in the huge-pages mode (`HUGE_PAGES_ENV`); with `repeat`, every
-    compile and reference walk that many times back to back, keeping the best of each stage (`best_of`)."""
+    """Generate every workload at every size, then compile them (and run the reference walk) in `repeat` rounds,
+    each in its own subprocess; a round runs, workload by workload, the sizes in `round_order`, so that every size
+    is measured in every stretch of the run and their means see the same drift of the host's speed (`combine`).
+    With `huge_pages`, all of it once more in the huge-pages mode (`HUGE_PAGES_ENV`)."""
     runs: list[dict[str, Any]] = []
     profiles: dict[str, str] = {}
-    reference = []
+    reference: list[dict[str, Any]] = []
     unavailable = huge_pages_unavailable() if huge_pages else None
     if unavailable:
         log(f"  scale: no huge-pages runs: {unavailable}")
     # every default run first, then every huge-pages run (graphs generated again: the same graphs), so that no
     # default run follows a process that held ~10 GiB in huge pages
     for huge in [False, True] if huge_pages and not unavailable else [False]:
-        for n in sizes:
-            log(f"  scale: reference workload {n}" + (" (huge pages)" if huge else ""))
-            ref, err = _best_reference(n, huge, repeat, log)
-            reference.append({"size": n, **({"pages": "huge"} if huge else {}), **(ref or {"error": err})})
         mode = {"pages": "huge"} if huge else {}
-        for w, n, gpath, mpath, gen in _each_graph("rulepass-scale-", sizes, runs, log, mode):
-            res = _compile_scaled(w, n, gpath, mpath, gen, huge, runs, log, repeat)
-            if profile and not huge and n == max(sizes) and res is not None:
-                ppath = gpath + ".prof"  # in the same temporary directory
-                log(f"  scale: {w} {n}: profiling (cProfile)")
-                pres, _, _ = _run_worker(["compile", gpath, mpath, ppath], log)
-                if pres is not None:
-                    profiles[f"{w} {n}"] = profile_text(ppath)
+        with tempfile.TemporaryDirectory(prefix="rulepass-scale-") as tmp:
+            graphs = {
+                (w, n): (gpath, mpath, gen) for w, n, gpath, mpath, gen in _generated(tmp, sizes, runs, log, mode)
+            }
+            refs: dict[int, list[dict[str, Any]]] = {n: [] for n in sizes}
+            ref_errors: dict[int, str] = {}
+            compiles = {key: _ScaledGraph(*key, *graphs[key], huge) for key in graphs}
+            for rnd in range(repeat):
+                log(f"  scale: round {rnd + 1} of {repeat}" + (" (huge pages)" if huge else ""))
+                for n in round_order(sizes):
+                    if n not in ref_errors:
+                        ref, _, err = _run_worker(["reference", str(n)], log, huge_pages=huge)
+                        if ref is None:
+                            ref_errors[n] = err
+                        else:
+                            refs[n].append({**ref, "round": rnd})
+                for w in synthetic.WORKLOADS:
+                    for n in round_order(sizes):
+                        if (w, n) in compiles:
+                            compiles[w, n].compile(rnd, log)
+            reference += [
+                {"size": n, **mode, **(combine_reference(refs[n]) if n not in ref_errors else {"error": ref_errors[n]})}
+                for n in sizes
+            ]
+            for key in graphs:
+                runs += compiles[key].records()
+            if profile and not huge:
+                for w in synthetic.WORKLOADS:
+                    top = compiles.get((w, max(sizes)))
+                    if top is None or top.failed:
+                        continue
+                    ppath = top.gpath + ".prof"  # in the same temporary directory
+                    log(f"  scale: {w} {max(sizes)}: profiling (cProfile)")
+                    pres, _, _ = _run_worker(["compile", top.gpath, top.mpath, ppath], log)
+                    if pres is not None:
+                        profiles[f"{w} {max(sizes)}"] = profile_text(ppath)
     out: dict[str, Any] = {
         "sizes": list(sizes),
         "runs": runs,
         "profiles": profiles,
         "reference": reference,
         "repeat": repeat,
+        "schedule": "rounds",
     }
     if unavailable:
         out["huge_pages_unavailable"] = unavailable
     return out
 
 
-def _compile_scaled(
-    w: str,
-    n: int,
-    gpath: str,
-    mpath: str,
-    gen: dict[str, Any],
-    huge: bool,
-    runs: list[dict[str, Any]],
-    log: Callable[[str], None],
-    repeat: int = 1,
-) -> dict[str, Any] | None:
-    """Compile one generated graph in a worker (`repeat` times, the best of each stage kept) and record the run
-    in `runs` (again without the verifier when the verifier alone ran out); the result or None."""
-    label = f"{w} {n}" + (" (huge pages)" if huge else "")
-    mode = {"pages": "huge"} if huge else {}
-    log(f"  scale: {label}: compiling {gen['nodes']} nodes ({gen['file_mib']:.0f} MiB of JSON)")
-    res, last, err = _compile_repeated(["compile", gpath, mpath], huge, repeat, label, log)
-    run: dict[str, Any] = {"workload": w, "size": n, **mode, "generate": gen, "verify": True}
-    if res is None:
-        failed_at = next((s for s in STAGES if s not in last), "?")
-        run.update(error=f"failed in {failed_at}: {err}", stages=last, nodes=gen["nodes"])
-        runs.append(run)
-        if failed_at != "verify":
-            return None
-        # the verifier ran out: measure the rest of the pipeline all the same, without it
-        log(f"  scale: {label}: compiling again without the verifier")
-        res, last, err = _compile_repeated(["compile", gpath, mpath, "--no-verify"], huge, repeat, label, log)
-        run = {"workload": w, "size": n, **mode, "generate": gen, "verify": False}
-    if res is None:
-        failed_at = next((s for s in STAGES if s not in last and s != "verify"), "?")
-        run.update(error=f"failed in {failed_at}: {err}", stages=last, nodes=gen["nodes"])
-    else:
-        run.update(res)
-        total = sum(s["wall"] for s in res["stages"].values())
-        log(f"  scale: {label}: {total:.1f} s, peak {max_peak(res):.0f} MiB")
-    runs.append(run)
-    return res
+def _generated(
+    tmp: str, sizes: Sequence[int], runs: list[dict[str, Any]], log: Callable[[str], None], mode: dict[str, str]
+) -> Iterator[tuple[str, int, str, str, dict[str, Any]]]:
+    """Every workload at every size generated into `tmp`, each in a subprocess: (workload, size, graph path, model
+    path, the generator's report); a graph that could not be made is recorded in `runs` instead."""
+    for w in synthetic.WORKLOADS:
+        for n in sizes:
+            gpath, mpath = os.path.join(tmp, f"{w}_{n}.json"), os.path.join(tmp, f"{w}_{n}.model.json")
+            log(f"  {w} {n}: generating")
+            gen, _, err = _run_worker(["generate", w, str(n), gpath], log)
+            if gen is None:
+                runs.append({"workload": w, "size": n, **mode, "error": f"generate: {err}"})
+            else:
+                yield w, n, gpath, mpath, gen
 
 
-def best_of(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """One compile result from the same graph compiled several times: every stage's figures from the repeat
-    whose CPU time in that stage was least (noise from the shared machine only ever adds time), its peak RSS the
-    highest any repeat reached; every repeat's total CPU seconds kept in `cpu_repeats`, for the spread."""
-    best = dict(results[0])
-    stages: dict[str, dict[str, Any]] = {}
+class _ScaledGraph:
+    """One generated graph of the scale section and its compiles, one a call (`compile`), each in a fresh worker.
+
+    A compile that fails fails the graph: no figure of it is kept, and its record names the stage it failed in.
+    When the verifier alone ran out, that failure is recorded and the graph is compiled from then on without it
+    (its earlier samples, which include the verifier, are dropped), so the rest of the pipeline is still measured.
+    """
+
+    def __init__(self, workload: str, size: int, gpath: str, mpath: str, gen: dict[str, Any], huge: bool) -> None:
+        self.workload, self.size, self.gpath, self.mpath, self.gen, self.huge = workload, size, gpath, mpath, gen, huge
+        self.verify = True
+        self.samples: list[dict[str, Any]] = []
+        self.errors: list[dict[str, Any]] = []  # the failed attempts' records, in order
+        self.failed = False
+
+    def _record(self, **fields: Any) -> dict[str, Any]:
+        mode = {"pages": "huge"} if self.huge else {}
+        return {
+            "workload": self.workload,
+            "size": self.size,
+            **mode,
+            "generate": self.gen,
+            "verify": self.verify,
+            **fields,
+        }
+
+    def compile(self, rnd: int, log: Callable[[str], None]) -> None:
+        """Compile the graph once more (round `rnd`), unless it has failed."""
+        if self.failed:
+            return
+        label = f"{self.workload} {self.size}" + (" (huge pages)" if self.huge else "")
+        log(f"  scale: {label}: compiling {self.gen['nodes']} nodes ({self.gen['file_mib']:.0f} MiB of JSON)")
+        args = ["compile", self.gpath, self.mpath] + ([] if self.verify else ["--no-verify"])
+        res, last, err = _run_worker(args, log, huge_pages=self.huge)
+        if res is not None:
+            self.samples.append({**res, "round": rnd})
+            wall = sum(s["wall"] for s in res["stages"].values())
+            log(f"  scale: {label}: {wall:.1f} s, peak {max_peak(res):.0f} MiB")
+            return
+        failed_at = next((s for s in STAGES if s not in last and (self.verify or s != "verify")), "?")
+        self.errors.append(self._record(error=f"failed in {failed_at}: {err}", stages=last, nodes=self.gen["nodes"]))
+        if failed_at == "verify" and self.verify:  # the verifier ran out: measure the rest of the pipeline without it
+            log(f"  scale: {label}: compiling again without the verifier")
+            self.verify, self.samples = False, []
+            self.compile(rnd, log)
+        else:
+            self.failed = True
+
+    def records(self) -> list[dict[str, Any]]:
+        """The graph's records for the section's `runs`: any failure, then its combined samples (if it did not fail
+        in the end)."""
+        done = [] if self.failed or not self.samples else [self._record(**combine(self.samples))]
+        return self.errors + done
+
+
+def _mean(xs: Sequence[float]) -> float:
+    return sum(xs) / len(xs)
+
+
+def combine(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One compile result from the same graph compiled in several rounds: every stage's times are the mean over the
+    rounds, its peak RSS the highest any reached; each compile's round and total CPU seconds are kept in `samples`
+    (for the ratios paired by round, and the spread), the least total in `cpu_least`.
+
+    Means, not the least of the repeats: the host's speed drifts by a fifth over minutes, and every size is
+    measured throughout the run (`round_order`), so the means of two sizes see the same drift; the least of a
+    short compile's repeats catches a fast moment that a compile lasting minutes cannot, which biases the ratio
+    of a large size to a small one upwards."""
+    out = {k: v for k, v in results[0].items() if k not in ("stages", "round")}
+    stages: dict[str, dict[str, float]] = {}
     for stage in results[0]["stages"]:
         entries = [r["stages"][stage] for r in results if stage in r["stages"]]
         stages[stage] = {
-            **min(entries, key=lambda e: e["cpu"]),
-            "peak_mib": max(e["peak_mib"] for e in entries),
+            k: (max if k in ("peak_mib", "rss_mib") else _mean)([e[k] for e in entries]) for k in entries[0]
         }
-    best["stages"] = stages
-    best["huge_mib"] = max((r["huge_mib"] for r in results if r.get("huge_mib") is not None), default=None)
-    best["cpu_repeats"] = [sum(s["cpu"] for s in r["stages"].values()) for r in results]
-    return best
+    out["stages"] = stages
+    out["huge_mib"] = max((r["huge_mib"] for r in results if r.get("huge_mib") is not None), default=None)
+    totals = [sum(s["cpu"] for s in r["stages"].values()) for r in results]
+    out["samples"] = [{"round": r.get("round", 0), "cpu": t} for r, t in zip(results, totals, strict=True)]
+    out["cpu_least"] = min(totals)
+    return out
 
 
-def _compile_repeated(
-    args: list[str], huge: bool, repeat: int, label: str, log: Callable[[str], None]
-) -> tuple[dict[str, Any] | None, dict[str, Any], str]:
-    """Run one compile worker `repeat` times; (`best_of` the results, or None with the failed attempt's last
-    stage report and error: a graph that fails once is recorded as failing)."""
-    results = []
-    for i in range(repeat):
-        if repeat > 1:
-            log(f"  scale: {label}: repeat {i + 1} of {repeat}")
-        res, last, err = _run_worker(args, log, huge_pages=huge)
-        if res is None:
-            return None, last, err
-        results.append(res)
-    return best_of(results), {}, ""
+def combine_reference(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The reference walk at one size over its rounds: the mean CPU µs per element of each part (build, walk,
+    copy), and each round's walk in `samples`."""
+    out: dict[str, Any] = {k: _mean([r[k] for r in results]) for k in ("build", "walk", "copy")}
+    out["huge_mib"] = max((r["huge_mib"] for r in results if r.get("huge_mib") is not None), default=None)
+    out["samples"] = [{"round": r.get("round", 0), "walk": r["walk"]} for r in results]
+    return out
 
 
-def _best_reference(n: int, huge: bool, repeat: int, log: Callable[[str], None]) -> tuple[dict[str, Any] | None, str]:
-    """The reference workload at `n` elements run `repeat` times: the least CPU µs per element of each of its
-    parts (build, walk, copy); (None, error) if a run failed."""
-    results = []
-    for _ in range(repeat):
-        ref, _, err = _run_worker(["reference", str(n)], log, huge_pages=huge)
-        if ref is None:
-            return None, err
-        results.append(ref)
-    best = {k: min(r[k] for r in results) for k in ("build", "walk", "copy")}
-    best["huge_mib"] = max((r["huge_mib"] for r in results if r.get("huge_mib") is not None), default=None)
-    if repeat > 1:
-        best["walk_repeats"] = [r["walk"] for r in results]
-    return best, ""
+def paired_ratios(small: dict[str, Any], large: dict[str, Any], key: str, per: tuple[float, float]) -> list[float]:
+    """The ratio of two sizes' figures round by round (`samples`' `key`, divided by `per`: the nodes or 1), each
+    round's samples of a size averaged: [large / small for every round both have]."""
+    out = []
+    for rnd in sorted({s["round"] for s in small.get("samples", [])} & {s["round"] for s in large.get("samples", [])}):
+        a = _mean([s[key] for s in small["samples"] if s["round"] == rnd]) / per[0]
+        b = _mean([s[key] for s in large["samples"] if s["round"] == rnd]) / per[1]
+        if a > 0:
+            out.append(b / a)
+    return out
+
+
+def _range(xs: Sequence[float]) -> str:
+    """Ratios paired by round as 'least–most' (one: itself; none: a dash)."""
+    if not xs:
+        return "—"
+    return f"{min(xs):.2f}" if len(xs) == 1 else f"{min(xs):.2f}–{max(xs):.2f}"
 
 
 def bench_work(sizes: Sequence[int], log: Callable[[str], None]) -> dict[str, Any]:
@@ -934,7 +997,7 @@ def render_scale(data: dict[str, Any]) -> str:
     runs = data["runs"]
     shown = [s for s in STAGES if any(s in r.get("stages", {}) for r in runs)]
     huge = any(r.get("pages") == "huge" for r in runs)
-    repeated = any(len(r.get("cpu_repeats", [])) > 1 for r in runs)
+    repeated = any(len(_cpu_samples(r)) > 1 for r in runs)
     trows, mrows = [], []
     for r in runs:
         st = r.get("stages", {})
@@ -949,7 +1012,7 @@ def render_scale(data: dict[str, Any]) -> str:
             + [f"{st[s]['wall']:.2f}" if s in st else "—" for s in shown]
             + [f"**{total:.1f}**", f"{cpu:.1f}", f"{100 * gct / total:.0f}%" if total else "—"]
             + [f"{1e6 * cpu / nodes:.0f}" if isinstance(nodes, int) and nodes else "—"]
-            + ([_spread(r.get("cpu_repeats", []))] if repeated else [])
+            + ([_spread(_cpu_samples(r))] if repeated else [])
         )
         mrows.append(
             [name + status, nodes]
@@ -960,12 +1023,14 @@ def render_scale(data: dict[str, Any]) -> str:
             ]
             + ([f"{r['huge_mib']:.0f}" if r.get("huge_mib") is not None else "—"] if huge else [])
         )
-    spread_col = ["CPU spread of repeats"] if repeated else []
+    spread_col = ["CPU spread of compiles"] if repeated else []
     t1 = table(["workload", "nodes", *shown, "total s", "CPU s", "GC", "CPU µs/node", *spread_col], trows)
     huge_col = ["in huge pages at the end"] if huge else []
     t2 = table(["workload", "nodes", *shown, "peak MiB", "KiB/node above start", *huge_col], mrows)
     # linearity: CPU time per node at each size relative to each smaller one, in total and per stage
     lrows = []
+    totals: list[tuple[float, str]] = []  # the default pages' total ratios, for the goal line
+    sampled = data.get("schedule") == "rounds" and any("samples" in r for r in runs)
     for w, pages in [(w, pages) for pages in ("small", "huge") for w in synthetic.WORKLOADS]:
         ok = [r for r in runs if r["workload"] == w and r.get("pages", "small") == pages and "error" not in r]
         if any(not r.get("verify", True) for r in ok):  # compare like with like: the verifier is ~10% of a run
@@ -984,32 +1049,51 @@ def render_scale(data: dict[str, Any]) -> str:
             nogc_a = sum(s["cpu"] - s["gc"] for s in base["stages"].values()) / base["nodes"]
             nogc_b = sum(s["cpu"] - s["gc"] for s in r["stages"].values()) / r["nodes"]
             mem = (net_peak(r) / r["nodes"]) / (net_peak(base) / base["nodes"]) if net_peak(base) > 0 else float("nan")
+            pair = f"{w} {r['size'] // 1000}k vs {base['size'] // 1000}k"
+            if pages == "small":
+                totals.append((tot_b / tot_a, pair))
+            rounds = []
+            if sampled:
+                nodes = (base["nodes"], r["nodes"])
+                least = (r["cpu_least"] / r["nodes"]) / (base["cpu_least"] / base["nodes"])
+                rounds = [_range(paired_ratios(base, r, "cpu", nodes)), f"{least:.2f}"]
             lrows.append(
                 [
-                    f"{w} {r['size'] // 1000}k vs {base['size'] // 1000}k"
+                    pair
                     + (" (huge pages)" if pages == "huge" else "")
                     + ("" if r.get("verify", True) else " (verify left out)"),
                     *per,
                     f"**{tot_b / tot_a:.2f}**",
+                    *rounds,
                     f"{nogc_b / nogc_a:.2f}",
                     f"{mem:.2f}",
                 ]
             )
+    sampled_cols = ["total, paired by round", "total, least of the compiles"] if sampled else []
     t3 = (
-        table(["sizes", *shown, "total", "total without GC", "peak memory"], lrows)
+        table(["sizes", *shown, "total", *sampled_cols, "total without GC", "peak memory"], lrows)
         if lrows
         else "(one size only: no ratio)"
     )
+    if totals:
+        worst = max(totals)
+        met = sum(1 for x, _ in totals if x <= LINEAR_GOAL)
+        t3 += (
+            f"\n\nGoal: CPU time per node within ~10% of every smaller size's (total at most {LINEAR_GOAL:.2f}): "
+            f"**{'met' if met == len(totals) else 'not met'}** on {met} of {len(totals)} pairs of sizes (highest "
+            f"{worst[0]:.2f}, {worst[1]})."
+        )
     rrows = []
-    repeated_ref = any(len(r.get("walk_repeats", [])) > 1 for r in data.get("reference", []))
+    repeated_ref = any(len(_walk_samples(r)) > 1 for r in data.get("reference", []))
     for pages in ("small", "huge"):
         ref = [r for r in data.get("reference", []) if "error" not in r and r.get("pages", "small") == pages]
         rrows += [
             [
                 f"{r['size'] // 1000}k vs {a['size'] // 1000}k" + (" (huge pages)" if pages == "huge" else ""),
                 *(f"{r[k] / a[k]:.2f}" for k in ("build", "walk", "copy")),
+                *([_range(paired_ratios(a, r, "walk", (1.0, 1.0)))] if sampled else []),
                 f"{r['walk']:.2f}",
-                *([_spread(r.get("walk_repeats", []))] if repeated_ref else []),
+                *([_spread(_walk_samples(r))] if repeated_ref else []),
             ]
             for i, a in enumerate(ref)
             for r in ref[i + 1 :]
@@ -1021,19 +1105,32 @@ def render_scale(data: dict[str, Any]) -> str:
             "ratio of CPU µs per element). What grows here comes from the memory hierarchy, not from an "
             "algorithm, and bounds how linear Python code that walks a graph of that size can look:\n\n"
             + table(
-                ["sizes", "build", "walk (peers + dict reads)", "copy", "walk µs/element"]
-                + (["walk spread of repeats"] if repeated_ref else []),
+                ["sizes", "build", "walk (peers + dict reads)", "copy"]
+                + (["walk, paired by round"] if sampled else [])
+                + ["walk µs/element"]
+                + (["walk spread of runs"] if repeated_ref else []),
                 rrows,
             )
         )
     repeat = data.get("repeat", 1)
-    best = (
-        f" Every graph was compiled {repeat} times (and the reference walk run {repeat} times), each in a fresh "
-        "process; every stage's figures are those of the repeat that spent the least CPU in it, its peak the "
-        "highest; *CPU spread of repeats* is (most − least) / least total CPU seconds of a graph's repeats."
-        if repeat > 1
-        else ""
-    )
+    if sampled:
+        order = ", ".join(f"{s // 1000}k" for s in round_order(data.get("sizes", [])))
+        best = (
+            f" The graphs were compiled in {repeat} round{'s' if repeat > 1 else ''}, each compile in a fresh "
+            f"process; a round runs the reference walk and then every workload at the sizes in the order {order} "
+            "(each smaller size just before and just after each larger one), so every size is measured throughout "
+            "the run; every stage's figures are the mean over its compiles (the smaller sizes twice a round), its "
+            "peak the highest; *CPU spread of compiles* is (most − least) / least total CPU seconds of a graph's "
+            "compiles."
+        )
+    elif repeat > 1:  # the results of the runs before the rounds: repeats back to back, the least kept
+        best = (
+            f" Every graph was compiled {repeat} times (and the reference walk run {repeat} times), each in a fresh "
+            "process; every stage's figures are those of the repeat that spent the least CPU in it, its peak the "
+            "highest; *CPU spread of compiles* is (most − least) / least total CPU seconds of a graph's repeats."
+        )
+    else:
+        best = ""
     return (
         "Time per stage (wall seconds; total also in CPU seconds, with the share spent in Python's cyclic GC)."
         + best
@@ -1045,10 +1142,28 @@ def render_scale(data: dict[str, Any]) -> str:
         "every pair of sizes (1.00 = perfectly linear; the goal is within ~10%, i.e. at most 1.10; where the "
         "smaller graph's whole compile fits in the CPU's last-level cache and the larger one's does not, the ratio "
         "also measures the cache, see the findings); "
-        "*total without GC* leaves out the "
+        + (
+            "*total* divides the two sizes' mean CPU time per node; *paired by round* divides them round by round "
+            "(least–most over the rounds), to show how far the host's drift moves the ratio; *least of the "
+            "compiles* divides the two sizes' least CPU time per node, the estimate of the runs before the rounds, "
+            "biased upwards by a short compile's fast moments; "
+            if sampled
+            else ""
+        )
+        + "*total without GC* leaves out the "
         "time in Python's cyclic garbage collector; *peak memory* compares the peak above the interpreter's own "
         "RSS per node:\n\n" + t3 + _huge_pages_note(data)
     )
+
+
+def _cpu_samples(run: dict[str, Any]) -> list[float]:
+    """A scale run's total CPU seconds, compile by compile (`cpu_repeats` in the results before the rounds)."""
+    return [s["cpu"] for s in run["samples"]] if "samples" in run else list(run.get("cpu_repeats", []))
+
+
+def _walk_samples(ref: dict[str, Any]) -> list[float]:
+    """A reference walk's µs per element, run by run (`walk_repeats` in the results before the rounds)."""
+    return [s["walk"] for s in ref["samples"]] if "samples" in ref else list(ref.get("walk_repeats", []))
 
 
 def _spread(xs: Sequence[float]) -> str:
@@ -1358,7 +1473,7 @@ python benchmarks/run.py --quick               # a smoke run (small sizes, fewer
 python benchmarks/run.py --only engine,memory  # some sections; the others keep their last figures
 python benchmarks/run.py --profile             # also profile the largest scale run of every workload
 python benchmarks/run.py --only scale --max-nodes 1000000 --huge-pages  # scale in both page sizes (about 50 minutes)
-python benchmarks/run.py --only scale --max-nodes 1000000 --repeat 3  # every compile 3 times, best kept (about an hour)
+python benchmarks/run.py --only scale --max-nodes 1000000 --repeat 3  # 3 rounds of every size, means compared (~70 min)
 python benchmarks/run.py --render              # rewrite this page from benchmarks/results.json only
 ```
 
@@ -1419,9 +1534,13 @@ passes, streams and memory again without the no-task passes, *tasks*, *model*) a
 How to read it: per stage the wall time, and its peak RSS (Linux `VmHWM`, reset at the start of every stage,
 so each figure is that stage's own peak). CPU time is used for the linearity ratios, because it is less
 disturbed by other processes on the machine than wall time; a ratio above 1.10 marks a stage that grows faster
-than the number of nodes. Before the graphs, the same run measures the machine's own scaling: a trivially
-linear pure-Python workload (no project code) over as many linked objects as the graph has nodes, whose CPU
-time per element grows only because a larger heap misses the caches more often (the last table of each run).
+than the number of nodes. The graphs are generated first and then compiled in rounds (`--repeat N`, one by
+default): a round takes every workload through the sizes up and back down (10k, 100k, 1M, 100k, 10k), so every
+size is measured throughout the run and the host's drifting speed (a fifth over minutes on this shared VM) falls
+on all sizes alike; each figure is the mean over a graph's compiles. Each round starts by measuring the machine's
+own scaling: a trivially linear pure-Python workload (no project code) over as many linked objects as the graph
+has nodes, whose CPU time per element grows only because a larger heap misses the caches more often (the last
+table of each run).
 With `--huge-pages`, every graph and the reference walk run a second time in a process whose heap is in 2 MiB
 transparent huge pages instead of 4 KiB pages (the rows marked *(huge pages)*): the same code doing the same
 work, so the two modes' ratios side by side separate what grows in the code from what grows in the memory system.
@@ -1562,7 +1681,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--repeat",
         type=int,
         default=1,
-        help="scale: compile every graph (and run the reference walk) N times, keeping the least CPU per stage",
+        help="scale: N rounds, each compiling every graph (and running the reference walk) at every size; means kept",
     )
     parser.add_argument("--write", action="store_true", help="store results and rewrite the doc even with --quick")
     parser.add_argument("--no-write", action="store_true", help="print only; leave results.json and the doc")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -161,64 +162,94 @@ def _result(load: float, passes: float, peak: float) -> dict[str, Any]:
     }
 
 
-def test_repeated_compiles_keep_each_stages_least_cpu_and_highest_peak(monkeypatch: pytest.MonkeyPatch) -> None:
-    attempts = [_result(0.30, 0.10, 120.0), _result(0.20, 0.40, 110.0), _result(0.25, 0.15, 130.0)]
+def test_a_round_measures_each_smaller_size_before_and_after_each_larger_one() -> None:
+    assert bench.round_order([10_000, 1_000_000, 100_000]) == [10_000, 100_000, 1_000_000, 100_000, 10_000]
+    assert bench.round_order([1000]) == [1000]
+
+
+def test_compiles_run_in_rounds_and_each_stage_keeps_its_mean_and_highest_peak(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[list[str]] = []
+    costs = {"1000": [(0.30, 0.10, 120.0), (0.20, 0.40, 110.0), (0.25, 0.15, 130.0), (0.25, 0.15, 100.0)]}
+    costs["2000"] = [(0.80, 0.40, 150.0), (1.00, 0.60, 160.0)]
 
     def fake_worker(args: list[str], log: Any, *, huge_pages: bool = False) -> tuple[Any, Any, str]:
         calls.append(args)
-        return attempts[len(calls) - 1], {}, ""
+        if args[0] == "generate":
+            return {"nodes": int(args[2]), "edges": 1, "file_mib": 1.0}, {}, ""
+        if args[0] == "reference":
+            return {"build": 1.0, "walk": float(args[1]) / 1000, "copy": 1.0, "huge_mib": None}, {}, ""
+        size = Path(args[1]).name.split("_")[1].split(".")[0]
+        res = _result(*costs[size].pop(0))
+        res["nodes"] = int(size)
+        return res, {}, ""
 
     monkeypatch.setattr(bench, "_run_worker", fake_worker)
-    runs: list[dict[str, Any]] = []
-    gen = {"nodes": 1000, "file_mib": 1.0}
-    res = bench._compile_scaled("llm", 1000, "g.json", "m.json", gen, False, runs, lambda _: None, 3)
-    assert res is not None and len(calls) == 3 and calls[0] == calls[2] == ["compile", "g.json", "m.json"]
-    st = runs[0]["stages"]
-    assert st["load"]["cpu"] == 0.20 and st["load"]["wall"] == 0.70  # the second repeat's load stage, whole
-    assert st["passes"]["cpu"] == 0.10 and st["passes"]["wall"] == 0.60  # the first repeat's passes
-    assert st["load"]["peak_mib"] == 130.0  # but the highest peak any repeat reached
-    assert runs[0]["cpu_repeats"] == pytest.approx([0.40, 0.60, 0.40])
-    text = bench.render_scale({"sizes": [1000], "runs": runs, "reference": [], "repeat": 3})
-    assert "compiled 3 times" in text and "| 300 | 50% |" in text  # 0.30 CPU s a 1000 nodes; (0.6 - 0.4) / 0.4
-    once = bench.render_scale({"sizes": [1000], "runs": [{**runs[0], "cpu_repeats": [0.3]}], "reference": []})
-    assert "spread" not in once and "compiled" not in once
+    monkeypatch.setattr(bench.synthetic, "WORKLOADS", ("llm",))
+    data = bench.bench_scale([1000, 2000], False, lambda _: None, repeat=2)
+    kinds = [(c[0], Path(c[1]).name if c[0] == "compile" else c[-1]) for c in calls if c[0] != "generate"]
+    one_round = [("reference", "1000"), ("reference", "2000"), ("reference", "1000")]
+    one_round += [("compile", "llm_1000.json"), ("compile", "llm_2000.json"), ("compile", "llm_1000.json")]
+    assert kinds == one_round * 2  # the graphs generated once, then two rounds of 1k, 2k, 1k
+    small, _ = data["runs"]
+    st = small["stages"]
+    assert st["load"]["cpu"] == pytest.approx(0.25) and st["load"]["wall"] == pytest.approx(0.75)  # the mean of 4
+    assert st["passes"]["cpu"] == pytest.approx(0.20) and st["load"]["peak_mib"] == 130.0  # the highest peak
+    assert [s["round"] for s in small["samples"]] == [0, 0, 1, 1] and small["cpu_least"] == pytest.approx(0.40)
+    assert data["reference"][0]["samples"] == [{"round": 0, "walk": 1.0}] * 2 + [{"round": 1, "walk": 1.0}] * 2
+    text = bench.render_scale(data)
+    assert "compiled in 2 rounds" in text and "order 1k, 2k, 1k" in text
+    assert "| llm 1k | 1000 |" in text and "| 450 | 50% |" in text  # 0.45 CPU s a 1000 nodes; (0.6 - 0.4) / 0.4
+    # 2k: mean 1.4 CPU s, 700 µs a node, against 450; round by round 600 against (400 + 600) / 2 and 800
+    # against 400; the least: 600 against 400
+    assert "| **1.56** | 1.20–2.00 | 1.50 |" in text
+    assert "**not met** on 0 of 1 pairs of sizes (highest 1.56, llm 2k vs 1k)" in text
+    assert "| 2k vs 1k | 1.00 | 2.00 | 1.00 | 2.00–2.00 | 2.00 | 0% |" in text  # the walk, paired by round too
 
 
-def test_a_repeat_that_fails_fails_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    outcomes = [(_result(0.3, 0.1, 100.0), {}, ""), (None, {"load": {}}, "exit code 1: MemoryError")]
+def test_a_compile_that_fails_fails_the_graph_and_the_verifier_alone_is_left_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    outcomes = [
+        (_result(0.3, 0.1, 100.0), {}, ""),  # round 1: fine, with the verifier
+        (None, {"load": {}, "copy": {}}, "exit code 1: MemoryError"),  # round 2: out of memory in passes
+    ]
 
     def fake_worker(args: list[str], log: Any, *, huge_pages: bool = False) -> tuple[Any, Any, str]:
         return outcomes.pop(0)
 
     monkeypatch.setattr(bench, "_run_worker", fake_worker)
-    runs: list[dict[str, Any]] = []
     gen = {"nodes": 1000, "file_mib": 1.0}
-    assert bench._compile_scaled("cnn", 1000, "g", "m", gen, False, runs, lambda _: None, 2) is None
-    assert runs == [
-        {
-            "workload": "cnn",
-            "size": 1000,
-            "generate": gen,
-            "verify": True,
-            "error": "failed in copy: exit code 1: MemoryError",  # the stage after load
-            "stages": {"load": {}},
-            "nodes": 1000,
-        }
+    g = bench._ScaledGraph("cnn", 1000, "g", "m", gen, False)
+    g.compile(0, lambda _: None)
+    g.compile(1, lambda _: None)
+    g.compile(2, lambda _: None)  # a failed graph is not compiled again
+    failed = {"workload": "cnn", "size": 1000, "generate": gen, "verify": True, "nodes": 1000}
+    failed.update(error="failed in passes: exit code 1: MemoryError", stages={"load": {}, "copy": {}})
+    assert g.records() == [failed]  # and no figure of the compile that went through
+    outcomes[:] = [
+        (None, {s: {} for s in bench.STAGES[:5]}, "exit code 1: MemoryError"),  # the verifier ran out
+        (_result(0.3, 0.1, 100.0), {}, ""),
     ]
+    seen: list[list[str]] = []
+    monkeypatch.setattr(
+        bench, "_run_worker", lambda args, log, huge_pages=False: (seen.append(args), outcomes.pop(0))[1]
+    )
+    g = bench._ScaledGraph("cnn", 1000, "g", "m", gen, False)
+    g.compile(0, lambda _: None)
+    assert seen == [["compile", "g", "m"], ["compile", "g", "m", "--no-verify"]]
+    first, done = g.records()
+    assert first["error"].startswith("failed in verify") and first["verify"] is True
+    assert done["verify"] is False and [s["round"] for s in done["samples"]] == [0]
 
 
-def test_the_reference_walk_repeated_keeps_its_least_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
-    walks = [{"build": 2.0, "walk": 0.5, "copy": 1.0, "huge_mib": None}, {"build": 1.0, "walk": 0.4, "copy": 3.0}]
-
-    def fake_worker(args: list[str], log: Any, *, huge_pages: bool = False) -> tuple[Any, Any, str]:
-        assert args[0] == "reference"
-        return walks.pop(0), {}, ""
-
-    monkeypatch.setattr(bench, "_run_worker", fake_worker)
-    best, err = bench._best_reference(1000, False, 2, lambda _: None)
-    assert err == "" and best == {"build": 1.0, "walk": 0.4, "copy": 1.0, "huge_mib": None, "walk_repeats": [0.5, 0.4]}
-    ref = [{"size": 1000, **best}, {"size": 10000, **best, "walk": 0.5, "walk_repeats": [0.5, 0.6]}]
+def test_the_runs_before_the_rounds_still_render() -> None:
+    old = {**_result(0.3, 0.1, 100.0), "workload": "llm", "size": 1000, "cpu_repeats": [0.4, 0.6, 0.4]}
+    text = bench.render_scale({"sizes": [1000], "runs": [old], "reference": [], "repeat": 3})
+    assert "compiled 3 times" in text and "| 400 | 50% |" in text and "paired" not in text
+    ref = [
+        {"size": 1000, "build": 1.0, "walk": 0.4, "copy": 1.0, "walk_repeats": [0.5, 0.4]},
+        {"size": 10000, "build": 1.0, "walk": 0.5, "copy": 1.0, "walk_repeats": [0.5, 0.6]},
+    ]
     assert "| 10k vs 1k | 1.00 | 1.25 | 1.00 | 0.50 | 20% |" in bench.render_scale({"runs": [], "reference": ref})
 
 
