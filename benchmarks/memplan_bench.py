@@ -56,6 +56,20 @@ def synthetic(n: int = SYNTHETIC_BUFFERS, seed: int = SYNTHETIC_SEED) -> list[Bu
     return out
 
 
+def instances() -> list[Path]:
+    """The shared instances measured: every CSV in `DATA`, by name."""
+    return sorted(DATA.glob("*.csv"))
+
+
+def missing_data() -> str | None:
+    """Why the shared instances cannot be measured (the folder is missing or holds no CSV), or None."""
+    if not DATA.is_dir():
+        return f"{DATA}: no such folder (the shared memory-planning instances lie beside the repository, in ../shared)"
+    if not instances():
+        return f"{DATA}: no CSV instance in the folder (expected the shared memory-planning instances, *.csv)"
+    return None
+
+
 def timed(fn: Callable[[], Placement]) -> tuple[Placement, float]:
     """Run ``fn`` (up to 3 times while under a second in all) and return its result and best time."""
     best = float("inf")
@@ -137,11 +151,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print JSON instead of a markdown table")
     args = parser.parse_args(argv)
-    files = sorted(DATA.glob("*.csv"))
-    if not files:
-        print(f"memplan_bench: no CSV instances in {DATA}", file=sys.stderr)
+    why = missing_data()
+    if why:
+        print(f"memplan_bench: {why}", file=sys.stderr)
         return 1
-    rows = [measure(path.name, read_csv(path)) for path in files]
+    rows = [measure(path.name, read_csv(path)) for path in instances()]
     rows.append(measure(f"synthetic {SYNTHETIC_BUFFERS:,} (seed {SYNTHETIC_SEED})", synthetic()))
     env = machine()
     env["budget_work"] = int(plan.__kwdefaults__["exact_budget_s"] * WORK_PER_SECOND)

@@ -1,7 +1,7 @@
 """rulepass benchmarks: engine overhead, scale, memory quality and what the no-task optimisation buys.
 
-    python benchmarks/run.py [--quick] [--max-nodes N] [--only engine,scale,work,memory,savings] [--profile]
-                             [--huge-pages]
+    python benchmarks/run.py [--quick] [--max-nodes N] [--only engine,scale,work,memory,memplan,savings]
+                             [--profile] [--huge-pages] [--repeat N]
 
 Prints one markdown table per benchmark and, unless `--no-write` (or `--quick` without `--write`), stores the
 figures in benchmarks/results.json and rewrites docs/benchmarks.md from them. A section that was not run
@@ -12,14 +12,17 @@ on record (e.g. one with `--max-nodes 1000000`) is kept beside a smaller default
              in plain Python) on fresh copies of the same graphs, interleaved, best of the repetitions;
              the decisions must be identical. Figure: engine time / hand-written time.
 2. scale   — synthetic LLM / split-pipeline / 5HD-CNN graphs at 10k, 100k (and, opt-in, 1M) nodes, each size
-             generated and then compiled in a fresh subprocess: wall and CPU time, GC time and peak RSS of
-             every stage (load, copy, passes, streams, memory, verify, baseline memory, tasks, model, write);
-             with `--huge-pages`, every graph compiled once more with its heap in 2 MiB transparent huge pages.
+             generated and then compiled in a fresh subprocess, in `--repeat` rounds (sizes up and back down):
+             wall and CPU time, GC time and peak RSS of every stage (load, copy, passes, streams, memory, verify,
+             baseline memory, tasks, model, write), means over the rounds; with `--huge-pages`, every graph
+             compiled once more with its heap in 2 MiB transparent huge pages.
    work    — the same graphs compiled again under cProfile, counting every stage's calls per node: work that
              the caches do not change, so its growth from size to size is the code's own (1.00 = linear).
 3. memory  — the feature-map arena of the offset planner versus the lower bound and versus greedy-by-size
              (`assign_memory(..., baseline=True)`), and the time per plan, on the light models and the
              synthetic graphs at 10k nodes and every larger scale size up to `--max-nodes`.
+   memplan — benchmarks/memplan_bench.py: the planner and greedy-by-size on the shared memory-planning
+             instances (../shared/data/memplan; refused before any work when they are not there).
 4. savings — per real model: concats made virtual, tasks and feature-map bytes with and without the no-task
              passes, copy bytes avoided.
 """
@@ -58,12 +61,13 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 import handwritten_concat as hand  # noqa: E402
+import memplan_bench  # noqa: E402
 import synthetic  # noqa: E402
 from rulepass.compiler.ir import ComputeGraph  # noqa: E402
 
 from rulepass.api import compile_graph, load_graph, load_rules, optimize  # noqa: E402
 
-SECTIONS = ("engine", "scale", "work", "memory", "savings")
+SECTIONS = ("engine", "scale", "work", "memory", "memplan", "savings")
 CONCAT = "ConcatNotaskPass"
 DEFAULT_SIZES = (10_000, 100_000, 1_000_000)
 QUICK_SIZES = (1_000, 10_000)
@@ -1353,18 +1357,23 @@ def render_memory(data: dict[str, Any]) -> str:
     return t + "\n\n" + summary
 
 
-def bench_memplan(log: Callable[[str], None]) -> dict[str, Any]:
-    """The output of benchmarks/memplan_bench.py (the planner on the shared instances), when it exists."""
-    script = HERE / "memplan_bench.py"
-    if not script.exists():
-        log("  memplan: benchmarks/memplan_bench.py is not there; skipped")
-        return {"text": "", "missing": True}
+def bench_memplan(log: Callable[[str], None]) -> tuple[dict[str, Any] | None, str]:
+    """The planner on the shared instances: `memplan_bench.py --json` in a subprocess; (its machine and rows, or
+    None and why it failed)."""
     log("  memplan: running benchmarks/memplan_bench.py")
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=False, cwd=ROOT)
-    text = proc.stdout.strip()
-    if proc.returncode != 0:
-        text += f"\n\n(memplan_bench.py exited with {proc.returncode}: {proc.stderr.strip()[-500:]})"
-    return {"text": text, "missing": False}
+    script = HERE / "memplan_bench.py"
+    proc = subprocess.run([sys.executable, str(script), "--json"], capture_output=True, text=True, check=False)
+    try:
+        data = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        return None, f"memplan_bench.py exited with {proc.returncode}: {tail}"
+    return data, ""
+
+
+def render_memplan(data: dict[str, Any]) -> str:
+    """The shared instances' table, as memplan_bench.py prints it."""
+    return memplan_bench.markdown(data["instances"], data["machine"])
 
 
 # ---- 4. savings ----------------------------------------------------------------------------------------------
@@ -1574,6 +1583,11 @@ grows with the buffers), which a larger graph can run out of, and those rows sho
 """
 
 MEMPLAN_TEXT = """### Planner on the shared instances (`benchmarks/memplan_bench.py`)
+
+What it measures: the offset planner (`plan`) and greedy-by-size (`greedy_best_fit`) on every buffer trace of
+`../shared/data/memplan` (the MiniMalloc and IOPDDL benchmark instances, adversarial and real) and a seeded
+synthetic 100,000-buffer trace, both placements checked by `check_placement`. How to read it: *planner / LB* as in
+the table above; *time ratio* is planner seconds over baseline seconds in the same run (best of up to 3).
 """
 
 SAVINGS_TEXT = """## 4. What the optimisation buys on real models
@@ -1624,9 +1638,9 @@ def render_doc(results: dict[str, Any]) -> str:
     if "memory" in results:
         sec = results["memory"]
         parts += [MEMORY_TEXT, meta(sec), render_memory(sec["data"]), ""]
-        mp = sec["data"].get("memplan") or {}
-        if mp.get("text"):
-            parts += [MEMPLAN_TEXT, "```", mp["text"], "```", ""]
+    if "memplan" in results:
+        sec = results["memplan"]
+        parts += [MEMPLAN_TEXT, meta(sec), render_memplan(sec["data"]), ""]
     if "savings" in results:
         sec = results["savings"]
         parts += [SAVINGS_TEXT, meta(sec), render_savings(sec["data"]), ""]
@@ -1696,7 +1710,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     bad = sorted(set(only) - set(SECTIONS))
     if bad:
         parser.error(f"unknown section(s) {', '.join(bad)}; expected some of {', '.join(SECTIONS)}")
+    why = memplan_bench.missing_data() if "memplan" in only else None
+    if why:  # before any work: the other sections take an hour
+        parser.error(f"the memplan section has nothing to measure: {why}; leave it out with --only")
     write = (args.write or not args.quick) and not args.no_write
+    failures: list[str] = []
     command = "python benchmarks/run.py" + (f" {shlex.join(args_list)}" if args_list else "")
     m = machine()
     print(f"machine: {machine_line(m)}", file=sys.stderr)
@@ -1729,12 +1747,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         out += ["## 2b. Work", "", render_work(sec["data"], fresh.get("scale", {}).get("data")), ""]
     if "memory" in only:
         log("3. memory quality")
-        data = bench_memory(args.quick, log, sizes)
-        data["memplan"] = bench_memplan(log) if not args.quick else {"text": "", "missing": True}
-        sec = record("memory", data)
-        out += ["## 3. Memory quality", "", render_memory(data), ""]
-        if data["memplan"].get("text"):
-            out += ["memplan_bench.py:", "```", data["memplan"]["text"], "```", ""]
+        sec = record("memory", bench_memory(args.quick, log, sizes))
+        out += ["## 3. Memory quality", "", render_memory(sec["data"]), ""]
+    if "memplan" in only:
+        log("3b. memory planner on the shared instances")
+        plans, err = bench_memplan(log)
+        if plans is None:  # not stored: the page keeps the last figures
+            failures.append(f"memplan: {err}")
+        else:
+            sec = record("memplan", plans)
+            out += ["## 3b. Shared instances", "", render_memplan(plans), ""]
+            if not all(r["valid"] for r in plans["instances"]):
+                failures.append("memplan: a placement is not valid (the table's *valid* column)")
     if "savings" in only:
         log("4. savings")
         sec = record("savings", bench_savings(args.quick, log))
@@ -1752,9 +1776,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         log(f"wrote {RESULTS.relative_to(ROOT)} and {DOC.relative_to(ROOT)}")
     engine = fresh.get("engine")
     if engine and not all(r["identical"] for r in engine["data"]["rows"]):
-        log("error: the engine and the hand-written pass disagree")
-        return 1
-    return 0
+        failures.append("the engine and the hand-written pass disagree")
+    for failure in failures:
+        log(f"error: {failure}")
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import json
 from pathlib import Path
 from typing import Any
 
@@ -257,3 +258,49 @@ def test_repeat_must_be_at_least_one(capsys: pytest.CaptureFixture[str]) -> None
     with pytest.raises(SystemExit) as exc:
         bench.main(["--repeat", "0", "--only", "scale"])
     assert exc.value.code == 2 and "--repeat must be at least 1, not 0" in capsys.readouterr().err
+
+
+def test_the_memplan_section_needs_the_shared_instances_before_any_work(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(bench.memplan_bench, "DATA", tmp_path / "nowhere")
+    ran: list[str] = []
+    monkeypatch.setattr(bench, "bench_engine", lambda *a: ran.append("engine"))
+    with pytest.raises(SystemExit) as exc:
+        bench.main(["--only", "engine,memplan", "--no-write"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "nowhere: no such folder" in err and "leave it out with --only" in err
+    assert ran == []  # refused before the engine section ran
+    (tmp_path / "nowhere").mkdir()
+    assert "no CSV instance" in (bench.memplan_bench.missing_data() or "")
+
+
+def test_a_failed_memplan_run_is_not_stored_and_fails_the_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "a.csv").write_text("id,lower,upper,size\nx,0,1,8\n")
+    monkeypatch.setattr(bench.memplan_bench, "DATA", tmp_path)
+
+    class Proc:
+        returncode = 1
+        stdout = ""
+        stderr = "Traceback ...\nValueError: bad row\n"
+
+    monkeypatch.setattr(bench.subprocess, "run", lambda *a, **k: Proc())
+    assert bench.main(["--only", "memplan", "--no-write"]) == 1
+    assert "error: memplan: memplan_bench.py exited with 1: ValueError: bad row" in capsys.readouterr().err
+    row = {"instance": "a.csv", "buffers": 1, "lower_bound": 8, "baseline_arena": 8, "baseline_ratio": 1.0}
+    row.update(planner_arena=16, planner_ratio=2.0, planner_s=0.1, baseline_s=0.1, time_ratio=1.0, valid=False)
+    Proc.returncode, Proc.stdout = (
+        2,
+        json.dumps(
+            {
+                "machine": {"platform": "p", "cpus": 2, "implementation": "CPython", "python": "3", "budget_work": 1},
+                "instances": [row],
+            }
+        ),
+    )
+    assert bench.main(["--only", "memplan", "--no-write"]) == 1  # shown, with the invalid row, and failing
+    out, err = capsys.readouterr()
+    assert "| a.csv | 1 | 8 | 8 | 1.0000 | 16 | 2.0000 |" in out and "| NO |" in out
+    assert "error: memplan: a placement is not valid" in err
