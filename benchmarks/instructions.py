@@ -15,9 +15,20 @@ synthetic graphs. (The first version subtracted a third process's setup, whose o
 processes by more than a light model's runs: DenseNet-121 came out at 1.18 and at 0.88.) Needs `valgrind`.
 
     python benchmarks/instructions.py [--copies K] [CASE ...]
+    python benchmarks/instructions.py --scale WORKLOAD:SIZE [WORKLOAD:SIZE ...] [--cache-sim]
 
 A CASE is `fixtures`, a synthetic workload at 10k nodes (`llm`, `split`, `cnn`) or a light model with its
 formats (`squeezenet:ascend`, `densenet121:keep`).
+
+With `--scale`, the scale section's pipeline instead (table 2: load the graph file, `compile_graph`, write the
+model file) on a synthetic graph of that size, counted per stage: the worker calls `os.getppid()` at every stage's
+start and callgrind dumps its counters there (`--dump-before=os_getppid`). Instructions per node show whether the
+code's work, including what C does inside one builtin call (a sort, `json.loads`), which the *work* table's call
+counts cannot see, grows with the graph; with `--cache-sim`, callgrind also simulates the caches (first level
+and last level, sized as this machine's) and counts the last-level misses per node, the memory traffic that a
+larger heap adds and instructions do not show. The simulated caches are callgrind's model, two levels, no
+prefetcher and no TLB: a count that holds still from run to run, not the machine's own. About 50 times slower
+than the compile (100 with `--cache-sim`).
 """
 
 from __future__ import annotations
@@ -30,6 +41,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -115,27 +127,163 @@ def count(mode: str, case: str, copies: int) -> int:
     return int(found.group(1))
 
 
+# callgrind's simulated caches for --cache-sim: this machine's (AMD EPYC: L1d 32 KiB 8-way, L3 32 MiB 16-way)
+CACHES = ("--I1=32768,8,64", "--D1=32768,8,64", "--LL=33554432,16,64")
+
+
+def scale_worker(case: str, out: str) -> None:
+    """The measured process of `--scale`: the graph generated and saved, the rules loaded and a small graph
+    compiled (as the scale section's worker does), then load, compile and write inside one `reduce`, with a call
+    to `os.getppid` (callgrind's dump point) at the start of every stage; the stage names go to `out`."""
+    import synthetic
+    from rulepass.compiler.graph_file import save_graph
+
+    from rulepass.api import compile_graph, load_graph, load_rules
+
+    workload, size = _scale_case(case)
+    folder = Path(out).parent
+    gpath, mpath = str(folder / "graph.json"), str(folder / "model.json")
+    save_graph(synthetic.generate(workload, size), gpath)
+    rules = load_rules()
+    compile_graph(synthetic.generate("split", 200), rules)  # warm-up: parsers, catalogue, builders
+    gc.collect()
+    stages: list[str] = []
+
+    def stage(name: str) -> None:
+        stages.append(name)
+        os.getppid()  # callgrind dumps the counts of the stage before
+
+    def pipeline(_: None, __: None) -> None:
+        stage("load")
+        graph = load_graph(gpath)
+        stage("copy")  # compile_graph copies the graph for the baseline before its first stage
+        result = compile_graph(graph, rules, progress=stage)
+        stage("write")
+        result.write_model(mpath)
+        stage("end")
+        stages.append(str(len(graph.all_nodes())))
+
+    functools.reduce(pipeline, [None], None)  # what callgrind counts
+    Path(out).write_text("\n".join(stages), encoding="utf-8")
+
+
+def _scale_case(case: str) -> tuple[str, int]:
+    import synthetic
+
+    workload, _, size = case.partition(":")
+    if workload not in synthetic.WORKLOADS or not size.isdigit() or int(size) < 100:
+        raise SystemExit(f"error: unknown scale case {case!r}; expected WORKLOAD:SIZE, e.g. split:10000")
+    return workload, int(size)
+
+
+def count_stages(case: str, cache_sim: bool) -> tuple[int, dict[str, dict[str, int]]]:
+    """(nodes, {stage: {event: count}}) for one `--scale` case: callgrind's dumps, one a stage."""
+    with tempfile.TemporaryDirectory(prefix="rulepass-instr-") as tmp:
+        names = os.path.join(tmp, "stages.txt")
+        cmd = [
+            "valgrind",
+            "--tool=callgrind",
+            "--collect-atstart=no",
+            "--toggle-collect=functools_reduce",
+            "--dump-before=os_getppid",
+            f"--callgrind-out-file={tmp}/cg.out",
+            *((["--cache-sim=yes", *CACHES]) if cache_sim else []),
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--scale-worker",
+            case,
+            names,
+        ]
+        done = subprocess.run(
+            cmd, capture_output=True, text=True, env=dict(os.environ, PYTHONHASHSEED="0"), check=False
+        )
+        if done.returncode != 0 or not os.path.exists(names):
+            raise SystemExit(f"error: callgrind failed on {case}:\n{done.stderr[-2000:]}")
+        *stages, end, nodes = Path(names).read_text(encoding="utf-8").split("\n")
+        # dump k (1-based) holds what ran before the k-th getppid call: dump 1 the moments before "load",
+        # dump k + 1 the k-th stage
+        dumps = sorted(Path(tmp).glob("cg.out.*"), key=lambda p: int(p.name.rsplit(".", 1)[1]))
+        counts = [_events(p) for p in dumps]
+        if len(counts) < len(stages) + 1 or end != "end":
+            raise SystemExit(f"error: callgrind dumped {len(counts)} times for {len(stages)} stages on {case}")
+        return int(nodes), {s: counts[k + 1] for k, s in enumerate(stages)}
+
+
+def _events(path: Path) -> dict[str, int]:
+    """A callgrind dump's totals by event (Ir, and with the cache simulation D1mr, DLmr, ...)."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    names = re.search(r"^events:\s*(.+)$", text, re.M)
+    total = re.search(r"^(?:summary|totals):\s*(.+)$", text, re.M)
+    if names is None or total is None:
+        raise SystemExit(f"error: no totals in callgrind's dump {path.name}")
+    return dict(zip(names.group(1).split(), (int(x) for x in total.group(1).split()), strict=False))
+
+
+def scale_main(cases: list[str], cache_sim: bool) -> int:
+    """Print, for every `--scale` case, instructions (and last-level misses) per node by stage, and the growth
+    of each against the first case of the same workload."""
+    for case in cases:  # an unknown case is one error before any count starts
+        _scale_case(case)
+    first: dict[str, tuple[int, dict[str, dict[str, int]]]] = {}
+    for case in cases:
+        nodes, stages = count_stages(case, cache_sim)
+        workload = _scale_case(case)[0]
+        base = first.setdefault(workload, (nodes, stages))
+        print(f"{case}: {nodes} nodes" + ("" if base[1] is stages else f", growth against {base[0]} nodes"))
+        for event in ("Ir", "DLmr", "DLmw") if cache_sim else ("Ir",):
+            line = []
+            for s in [*stages, "total"]:
+                per, was = _per_node(stages, s, event, nodes), _per_node(base[1], s, event, base[0])
+                grown = "" if base[1] is stages else f" ({per / was:.3f})" if was else " (—)"
+                line.append(f"{s} {per:,.{0 if event == 'Ir' else 2}f}{grown}")
+            print(f"  {event} per node: " + "; ".join(line), flush=True)
+    return 0
+
+
+def _per_node(stages: dict[str, dict[str, int]], stage: str, event: str, nodes: int) -> float:
+    values = stages.values() if stage == "total" else [stages[stage]]
+    return sum(v.get(event, 0) for v in values) / nodes
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print instructions per run and the ratio engine / hand-written pass for each case."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("cases", nargs="*", default=list(DEFAULT_CASES))
+    ap.add_argument("cases", nargs="*", help=f"default: {' '.join(DEFAULT_CASES)} (none with --scale)")
     ap.add_argument("--copies", type=int, default=COPIES, help=f"runs counted per case (default {COPIES})")
+    ap.add_argument("--scale", action="store_true", help="the cases are WORKLOAD:SIZE: the whole pipeline by stage")
+    ap.add_argument("--cache-sim", action="store_true", help="with --scale: also simulate the caches")
     ap.add_argument("--worker", nargs=3, metavar=("MODE", "CASE", "K"), help=argparse.SUPPRESS)
+    ap.add_argument("--scale-worker", nargs=2, metavar=("CASE", "OUT"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
         mode, case, k = args.worker
         worker(mode, case, int(k))
         return 0
+    if args.scale_worker:
+        scale_worker(*args.scale_worker)
+        return 0
+    if args.cache_sim and not args.scale:
+        print("error: --cache-sim goes with --scale", file=sys.stderr)
+        return 2
+    if args.scale:
+        if not args.cases:
+            print("error: --scale needs WORKLOAD:SIZE cases, e.g. split:10000 split:100000", file=sys.stderr)
+            return 2
+        if shutil.which("valgrind") is None:
+            print("error: valgrind is not installed (Debian: apt-get install valgrind)", file=sys.stderr)
+            return 2
+        return scale_main(args.cases, args.cache_sim)
     if args.copies < 1:
         print(f"error: --copies must be a positive count, not {args.copies}", file=sys.stderr)
         return 2
-    for case in args.cases:  # an unknown case is one error before any count starts
+    cases = args.cases or list(DEFAULT_CASES)
+    for case in cases:  # an unknown case is one error before any count starts
         _graphs(case)
     if shutil.which("valgrind") is None:
         print("error: valgrind is not installed (Debian: apt-get install valgrind)", file=sys.stderr)
         return 2
     print(f"{'case':22s} {'engine M instr/run':>19s} {'hand M instr/run':>17s} {'engine / hand':>14s}")
-    for case in args.cases:
+    for case in cases:
         e, h = (count(m, case, args.copies) / args.copies for m in ("engine", "hand"))
         print(f"{case:22s} {e / 1e6:19.3f} {h / 1e6:17.3f} {e / h:14.3f}", flush=True)
     return 0
