@@ -4,7 +4,9 @@ contenders on the same graphs (and refuses to count when they disagree)."""
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import instructions
 import pytest
@@ -26,16 +28,22 @@ def test_missing_valgrind_is_one_error(monkeypatch: pytest.MonkeyPatch, capsys: 
     assert "valgrind is not installed" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("mode", ["engine", "hand"])
-def test_worker_runs_each_mode(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    runs: list[int] = []
+def _reduces(monkeypatch: pytest.MonkeyPatch, seen: Callable[[list[Any]], int]) -> list[int]:
+    """Every `functools.reduce` call the worker makes, as `seen(its items)`; the calls still run."""
+    calls: list[int] = []
     real = instructions.functools.reduce
 
-    def counted(fn, batches, start):  # type: ignore[no-untyped-def]
-        runs.append(len(batches))
-        return real(fn, batches, start)
+    def counted(fn, items, start):  # type: ignore[no-untyped-def]
+        calls.append(seen(items))
+        return real(fn, items, start)
 
     monkeypatch.setattr(instructions.functools, "reduce", counted)
+    return calls
+
+
+@pytest.mark.parametrize("mode", ["engine", "hand"])
+def test_worker_runs_each_mode(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    runs = _reduces(monkeypatch, len)
     try:
         instructions.main(["--worker", mode, "fixtures", "2"])
     finally:
@@ -69,14 +77,7 @@ def test_scale_arguments_are_checked_before_any_count(capsys: pytest.CaptureFixt
 
 def test_the_scale_worker_marks_every_stage_inside_one_reduce(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     marks: list[int] = []
-    reduces: list[int] = []
-    real = instructions.functools.reduce
-
-    def counted(fn, items, start):  # type: ignore[no-untyped-def]
-        reduces.append(len(marks))
-        return real(fn, items, start)
-
-    monkeypatch.setattr(instructions.functools, "reduce", counted)
+    reduces = _reduces(monkeypatch, lambda _: len(marks))  # the marks made before each reduce
     monkeypatch.setattr(instructions.os, "getppid", lambda: marks.append(1))
     out = tmp_path / "stages.txt"
     instructions.scale_worker("llm:300", str(out))

@@ -203,7 +203,10 @@ def test_compiles_run_in_rounds_and_each_stage_keeps_its_mean_and_highest_peak(m
     # 2k: mean 1.4 CPU s, 700 µs a node, against 450; round by round 600 against (400 + 600) / 2 and 800
     # against 400; the least: 600 against 400
     assert "| **1.56** | 1.20–2.00 | 1.50 |" in text
-    assert "**not met**, 0 of 1 pairs of sizes within it (highest 1.56, llm 2k vs 1k; the machine's reference walk 2.00)" in text
+    assert (
+        "**not met**, 0 of 1 pairs of sizes within it (highest 1.56, llm 2k vs 1k; the machine's reference walk 2.00)"
+        in text
+    )
     assert "| 2k vs 1k | 1.00 | 2.00 | 1.00 | 2.00–2.00 | 2.00 | 0% |" in text  # the walk, paired by round too
 
 
