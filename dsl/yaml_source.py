@@ -354,7 +354,9 @@ def load_text(
     return YamlDoc(doc.source, doc.data, locate=located)
 
 
-def _load_yaml(text: str, name: str, *, max_depth: int, max_alias_expansion: int, positions: bool = True) -> YamlDoc:
+def _load_yaml(
+    text: str, name: str, *, max_depth: int, max_alias_expansion: int, positions: bool = True, loader: Any = _Loader
+) -> YamlDoc:
     """The event-stream loader behind load_text (without `positions`, the ranges and styles stay empty)."""
     source = Source(name, text)
     doc = YamlDoc(source, None)
@@ -436,7 +438,7 @@ def _load_yaml(text: str, name: str, *, max_depth: int, max_alias_expansion: int
             )
 
     try:
-        for ev in yaml.parse(text, Loader=_Loader):
+        for ev in yaml.parse(text, Loader=loader):
             if isinstance(ev, yaml.DocumentStartEvent):
                 documents += 1
                 if documents > 1:
@@ -487,6 +489,17 @@ def _load_yaml(text: str, name: str, *, max_depth: int, max_alias_expansion: int
                     )
                 attach(value, ev.start_mark, ev.end_mark, nodes, None)
     except yaml.MarkedYAMLError as exc:
+        if loader is not yaml.SafeLoader and "maximum nesting depth" in (exc.problem or ""):
+            # libyaml (PyYAML 6.0.4 on) scans ahead and stops at its own limit (1000 levels) before this loader's
+            # `max_depth` is met; the pure-Python parser streams the events and meets it where it is
+            return _load_yaml(
+                text,
+                name,
+                max_depth=max_depth,
+                max_alias_expansion=max_alias_expansion,
+                positions=positions,
+                loader=yaml.SafeLoader,
+            )
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "invalid YAML"
         if mark is not None:
@@ -497,7 +510,7 @@ def _load_yaml(text: str, name: str, *, max_depth: int, max_alias_expansion: int
             Diagnostic("yaml-syntax", f"YAML syntax error: {problem}", span, hint=_syntax_hint(exc, source))
         ) from None
     except yaml.reader.ReaderError as exc:  # a character YAML does not allow (control characters, ...)
-        raise _reader_error(exc, source) from None
+        raise _reader_error(exc, source, loader) from None
     except yaml.YAMLError as exc:
         raise error("yaml-syntax", f"YAML syntax error: {exc}", Span(name, 1, 1, 1, 1, source)) from None
     except UnicodeEncodeError as exc:  # text (not a file) holding a lone surrogate
@@ -512,10 +525,10 @@ def _load_yaml(text: str, name: str, *, max_depth: int, max_alias_expansion: int
     return doc
 
 
-def _reader_error(exc: yaml.reader.ReaderError, source: Source) -> RulepassError:
+def _reader_error(exc: yaml.reader.ReaderError, source: Source, loader: Any) -> RulepassError:
     # libyaml counts UTF-8 bytes, the pure-Python reader characters
     pos = int(exc.position)
-    if _Loader is not yaml.SafeLoader:
+    if loader is not yaml.SafeLoader:
         pos = len(source.text.encode("utf-8", "surrogatepass")[:pos].decode("utf-8", "ignore"))
     line, col = source.position(min(pos, max(len(source.text) - 1, 0)))
     ch = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "\0")

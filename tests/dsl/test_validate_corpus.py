@@ -423,3 +423,20 @@ def test_mutations_through_load_rules(tmp_path: Path) -> None:
         rc, out, err = run_cli("validate", str(f), str(BASE_RULE))
         assert_no_crash(out, err)
         assert rc == (1 if rs.errors else 0)
+
+
+def test_libyamls_own_depth_limit_gives_the_same_diagnostic() -> None:
+    """PyYAML 6.0.4's libyaml scans ahead and stops at its own limit (1000 levels) before the loader's 64 are met;
+    the loader then parses again in pure Python, so the diagnostic does not depend on the PyYAML installed."""
+    import yaml
+    from rulepass.dsl import yaml_source
+    from rulepass.dsl.diagnostics import RulepassError
+
+    class LimitedLibyaml(yaml.SafeLoader):  # as libyaml 0.2.5 in PyYAML 6.0.4 answers 1,000 '[' and more
+        def check_event(self, *choices: object) -> bool:
+            mark = yaml.Mark("<unicode string>", 1000, 0, 1000, None, None)
+            raise yaml.scanner.ScannerError("while increasing flow level", None, "exceeded maximum nesting depth", mark)
+
+    with pytest.raises(RulepassError) as exc:
+        yaml_source._load_yaml("[" * 2000, "deep.yaml", max_depth=64, max_alias_expansion=100, loader=LimitedLibyaml)
+    assert str(exc.value).startswith("deep.yaml:1:65: error[yaml-depth]: nesting deeper than 64 levels")
