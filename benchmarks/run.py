@@ -646,6 +646,11 @@ def anon_huge_mib() -> float | None:
     return None
 
 
+def _last_line(stderr: str) -> str:
+    """What a failed subprocess said last (its error, for a Python traceback)."""
+    return (stderr.strip().splitlines() or ["(no output)"])[-1]
+
+
 def _run_worker(
     args: list[str], log: Callable[[str], None], *, huge_pages: bool = False
 ) -> tuple[dict[str, Any] | None, dict[str, Any], str]:
@@ -671,7 +676,7 @@ def _run_worker(
                 final = doc["result"]
     err = ""
     if proc.returncode != 0 or final is None:
-        err = f"exit code {proc.returncode}: " + (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        err = f"exit code {proc.returncode}: {_last_line(proc.stderr)}"
         log(f"  worker failed: {err}")
     return final, last, err
 
@@ -687,9 +692,9 @@ def _each_graph(
     with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         for w, n, gpath, mpath, gen in _generated(tmp, sizes, runs, log, {}):
             yield w, n, gpath, mpath, gen
-            with contextlib.suppress(OSError):
-                os.remove(gpath)
-                os.remove(mpath)
+            for path in (gpath, mpath):
+                with contextlib.suppress(OSError):
+                    os.remove(path)
 
 
 def round_order(sizes: Sequence[int]) -> list[int]:
@@ -717,12 +722,12 @@ def bench_scale(
     for huge in [False, True] if huge_pages and not unavailable else [False]:
         mode = {"pages": "huge"} if huge else {}
         with tempfile.TemporaryDirectory(prefix="rulepass-scale-") as tmp:
-            graphs = {
-                (w, n): (gpath, mpath, gen) for w, n, gpath, mpath, gen in _generated(tmp, sizes, runs, log, mode)
+            compiles = {
+                (w, n): _ScaledGraph(w, n, gpath, mpath, gen, huge)
+                for w, n, gpath, mpath, gen in _generated(tmp, sizes, runs, log, mode)
             }
             refs: dict[int, list[dict[str, Any]]] = {n: [] for n in sizes}
             ref_errors: dict[int, str] = {}
-            compiles = {key: _ScaledGraph(*key, *graphs[key], huge) for key in graphs}
             for rnd in range(repeat):
                 log(f"  scale: round {rnd + 1} of {repeat}" + (" (huge pages)" if huge else ""))
                 for n in round_order(sizes):
@@ -740,8 +745,8 @@ def bench_scale(
                 {"size": n, **mode, **(combine_reference(refs[n]) if n not in ref_errors else {"error": ref_errors[n]})}
                 for n in sizes
             ]
-            for key in graphs:
-                runs += compiles[key].records()
+            for graph in compiles.values():
+                runs += graph.records()
             if profile and not huge:
                 for w in synthetic.WORKLOADS:
                     top = compiles.get((w, max(sizes)))
@@ -1001,7 +1006,7 @@ def render_scale(data: dict[str, Any]) -> str:
     runs = data["runs"]
     shown = [s for s in STAGES if any(s in r.get("stages", {}) for r in runs)]
     huge = any(r.get("pages") == "huge" for r in runs)
-    repeated = any(len(_cpu_samples(r)) > 1 for r in runs)
+    repeated = any(len(_samples(r, "cpu")) > 1 for r in runs)
     trows, mrows = [], []
     for r in runs:
         st = r.get("stages", {})
@@ -1016,7 +1021,7 @@ def render_scale(data: dict[str, Any]) -> str:
             + [f"{st[s]['wall']:.2f}" if s in st else "—" for s in shown]
             + [f"**{total:.1f}**", f"{cpu:.1f}", f"{100 * gct / total:.0f}%" if total else "—"]
             + [f"{1e6 * cpu / nodes:.0f}" if isinstance(nodes, int) and nodes else "—"]
-            + ([_spread(_cpu_samples(r))] if repeated else [])
+            + ([_spread(_samples(r, "cpu"))] if repeated else [])
         )
         mrows.append(
             [name + status, nodes]
@@ -1034,7 +1039,7 @@ def render_scale(data: dict[str, Any]) -> str:
     # linearity: CPU time per node at each size relative to each smaller one, in total and per stage
     lrows = []
     totals: list[tuple[float, str, tuple[int, int]]] = []  # the default pages' total ratios, for the goal line
-    sampled = data.get("schedule") == "rounds" and any("samples" in r for r in runs)
+    sampled = any("samples" in r for r in runs)
     for w, pages in [(w, pages) for pages in ("small", "huge") for w in synthetic.WORKLOADS]:
         ok = [r for r in runs if r["workload"] == w and r.get("pages", "small") == pages and "error" not in r]
         if any(not r.get("verify", True) for r in ok):  # compare like with like: the verifier is ~10% of a run
@@ -1097,7 +1102,7 @@ def render_scale(data: dict[str, Any]) -> str:
             f"(highest {worst[0]:.2f}, {worst[1]}{walk})."
         )
     rrows = []
-    repeated_ref = any(len(_walk_samples(r)) > 1 for r in data.get("reference", []))
+    repeated_ref = any(len(_samples(r, "walk")) > 1 for r in data.get("reference", []))
     for pages in ("small", "huge"):
         ref = [r for r in data.get("reference", []) if "error" not in r and r.get("pages", "small") == pages]
         rrows += [
@@ -1106,7 +1111,7 @@ def render_scale(data: dict[str, Any]) -> str:
                 *(f"{r[k] / a[k]:.2f}" for k in ("build", "walk", "copy")),
                 *([_range(paired_ratios(a, r, "walk", (1.0, 1.0)))] if sampled else []),
                 f"{r['walk']:.2f}",
-                *([_spread(_walk_samples(r))] if repeated_ref else []),
+                *([_spread(_samples(r, "walk"))] if repeated_ref else []),
             ]
             for i, a in enumerate(ref)
             for r in ref[i + 1 :]
@@ -1136,12 +1141,6 @@ def render_scale(data: dict[str, Any]) -> str:
             "peak the highest; *CPU spread of compiles* is (most − least) / least total CPU seconds of a graph's "
             "compiles."
         )
-    elif repeat > 1:  # the results of the runs before the rounds: repeats back to back, the least kept
-        best = (
-            f" Every graph was compiled {repeat} times (and the reference walk run {repeat} times), each in a fresh "
-            "process; every stage's figures are those of the repeat that spent the least CPU in it, its peak the "
-            "highest; *CPU spread of compiles* is (most − least) / least total CPU seconds of a graph's repeats."
-        )
     else:
         best = ""
     return (
@@ -1169,14 +1168,9 @@ def render_scale(data: dict[str, Any]) -> str:
     )
 
 
-def _cpu_samples(run: dict[str, Any]) -> list[float]:
-    """A scale run's total CPU seconds, compile by compile (`cpu_repeats` in the results before the rounds)."""
-    return [s["cpu"] for s in run["samples"]] if "samples" in run else list(run.get("cpu_repeats", []))
-
-
-def _walk_samples(ref: dict[str, Any]) -> list[float]:
-    """A reference walk's µs per element, run by run (`walk_repeats` in the results before the rounds)."""
-    return [s["walk"] for s in ref["samples"]] if "samples" in ref else list(ref.get("walk_repeats", []))
+def _samples(record: dict[str, Any], key: str) -> list[float]:
+    """A scale run's (`cpu`: total CPU seconds) or a reference walk's (`walk`: µs per element) figure, run by run."""
+    return [s[key] for s in record.get("samples", [])]
 
 
 def _spread(xs: Sequence[float]) -> str:
@@ -1375,8 +1369,7 @@ def bench_memplan(log: Callable[[str], None]) -> tuple[dict[str, Any] | None, st
     try:
         data = json.loads(proc.stdout)
     except json.JSONDecodeError:
-        tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
-        return None, f"memplan_bench.py exited with {proc.returncode}: {tail}"
+        return None, f"memplan_bench.py exited with {proc.returncode}: {_last_line(proc.stderr)}"
     return data, ""
 
 

@@ -246,17 +246,6 @@ def test_a_compile_that_fails_fails_the_graph_and_the_verifier_alone_is_left_out
     assert done["verify"] is False and [s["round"] for s in done["samples"]] == [0]
 
 
-def test_the_runs_before_the_rounds_still_render() -> None:
-    old = {**_result(0.3, 0.1, 100.0), "workload": "llm", "size": 1000, "cpu_repeats": [0.4, 0.6, 0.4]}
-    text = bench.render_scale({"sizes": [1000], "runs": [old], "reference": [], "repeat": 3})
-    assert "compiled 3 times" in text and "| 400 | 50% |" in text and "paired" not in text
-    ref = [
-        {"size": 1000, "build": 1.0, "walk": 0.4, "copy": 1.0, "walk_repeats": [0.5, 0.4]},
-        {"size": 10000, "build": 1.0, "walk": 0.5, "copy": 1.0, "walk_repeats": [0.5, 0.6]},
-    ]
-    assert "| 10k vs 1k | 1.00 | 1.25 | 1.00 | 0.50 | 20% |" in bench.render_scale({"runs": [], "reference": ref})
-
-
 def test_repeat_must_be_at_least_one(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         bench.main(["--repeat", "0", "--only", "scale"])
