@@ -1,10 +1,10 @@
-"""Benchmark of the offset planner (compiler/memory/planner.py) on the shared memory-planning instances.
+"""Benchmark of the offset planner (compiler/memory/planner.py) on the public memory-planning instances.
 
 Exists to show, in one run on one machine, how close `plan` gets to the lower bound and what it costs next to
-the plain greedy baseline (`greedy_best_fit`): for every CSV in ../shared/data/memplan (relative to the repo
-root) and a seeded synthetic 100,000-buffer instance it prints buffers, lower bound, both arenas and their
-ratios to the bound, both times and the ratio of times, plus the machine it ran on. Times are only compared
-within this run. Usage: ``python benchmarks/memplan_bench.py [--json]``.
+the plain greedy baseline (`greedy_best_fit`): for every CSV in tests/data/memplan (or the folder
+RULEPASS_MEMPLAN_DATA names) and a seeded synthetic 100,000-buffer instance it prints buffers, lower bound,
+both arenas and their ratios to the bound, both times and the ratio of times, plus the machine it ran on.
+Times are only compared within this run. Usage: ``python benchmarks/memplan_bench.py [--json]``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,9 @@ from rulepass.compiler.memory.planner import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data" / "memplan"
+# The public instances, copied into the repository with their licences; a bigger folder of the same CSV format
+# (for example ../shared/data/memplan, or traces of your own) is read instead when RULEPASS_MEMPLAN_DATA names it.
+DATA = Path(os.environ.get("RULEPASS_MEMPLAN_DATA") or ROOT / "tests" / "data" / "memplan")
 SYNTHETIC_BUFFERS = 100_000
 SYNTHETIC_SEED = 2024
 
@@ -64,7 +66,7 @@ def instances() -> list[Path]:
 def missing_data() -> str | None:
     """Why the shared instances cannot be measured (the folder is missing or holds no CSV), or None."""
     if not DATA.is_dir():
-        return f"{DATA}: no such folder (the shared memory-planning instances lie beside the repository, in ../shared)"
+        return f"{DATA}: no such folder (set RULEPASS_MEMPLAN_DATA to a folder of memory-planning CSV instances)"
     if not instances():
         return f"{DATA}: no CSV instance in the folder (expected the shared memory-planning instances, *.csv)"
     return None

@@ -24,7 +24,7 @@ from rulepass.compiler.memory.planner import (
     read_csv,
 )
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "memplan"
+DATA = Path(__file__).resolve().parents[1] / "data" / "memplan"  # copies of the public instances, with licences
 
 
 def _arena(buffers: list[Buffer], offsets: dict[str, int]) -> int:
