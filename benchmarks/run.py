@@ -199,8 +199,9 @@ def warm(g: ComputeGraph) -> ComputeGraph:
 # ---- 1. engine overhead ------------------------------------------------------------------------------------
 def _fixture_graphs() -> list[ComputeGraph]:
     from rulepass.compiler.graph_file import graph_from_doc
-    from rulepass.dsl.yaml_source import load_file
     from rulepass.rules import bundled_rules_dir
+
+    from rulepass.base.yaml_source import load_file
 
     out = []
     for f in sorted((bundled_rules_dir() / "fixtures" / "concat_notask").glob("*.yaml")):

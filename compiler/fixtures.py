@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..dsl.diagnostics import Diagnostic, RulepassError
+from ..base.diagnostics import Diagnostic, RulepassError
+from ..base.schema import schema_diagnostics
+from ..base.yaml_source import load_file
 from ..dsl.load import RuleSet
-from ..dsl.schema import schema_diagnostics
-from ..dsl.yaml_source import load_file
 from ..engine.decisions import Decision
 from .graph_file import graph_from_doc
 from .passes import build_pass_manager, load_ge_rules

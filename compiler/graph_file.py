@@ -21,9 +21,10 @@ from typing import Any
 
 import yaml
 
-from ..dsl.diagnostics import Diagnostic, RulepassError, Span, did_you_mean, error
-from ..dsl.schema import schema_diagnostics
-from ..dsl.yaml_source import YamlDoc, atomic_output, load_text, plain_scalar, read_text
+from ..base.diagnostics import Diagnostic, RulepassError, Span, did_you_mean, error
+from ..base.files import atomic_output, read_text
+from ..base.schema import schema_diagnostics
+from ..base.yaml_source import YamlDoc, load_text, plain_scalar
 from . import formats
 from .ir import ATTR_PARENT_NODE_INDEX, AttrValue, ComputeGraph, GraphError, Node, OpDesc, TensorDesc, copy_attrs
 

@@ -14,7 +14,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from ..dsl.yaml_source import atomic_output
+from ..base.files import atomic_output
 from .graph_file import gc_paused, graph_to_data
 from .ir import ComputeGraph
 from .memory.assign import MemoryPlan

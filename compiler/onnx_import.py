@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..dsl.diagnostics import error
+from ..base.diagnostics import error
 from . import formats
 from .ir import ComputeGraph, Node, OpDesc, TensorDesc
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
+from ..base.diagnostics import did_you_mean, error
 from ..dsl.check import order_cycle
 from ..dsl.compile import CompiledRule
-from ..dsl.diagnostics import did_you_mean, error
 from ..dsl.load import RuleSet, load_rules, rule_files
 from ..dsl.rules import LEVELS
 from ..engine.decisions import Decision, Reason, RuleStats

@@ -28,7 +28,7 @@ from enum import IntEnum
 from importlib import metadata
 from typing import Any
 
-from ..dsl.diagnostics import error
+from ..base.diagnostics import error
 from .facts import attr_bool, attr_int, attr_str
 from .ir import ComputeGraph, Node
 from .memory.assign import MemoryPlan

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .diagnostics import Span
-from .yaml_source import YamlDoc
+from ..base.diagnostics import Span
+from ..base.yaml_source import YamlDoc
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..base.diagnostics import Diagnostic, Span, did_you_mean
 from . import ast
 from .catalogue import ANY, BOOL, FLOAT, INT, NOTHING, NULL, STR, Catalogue, FieldSpec, HelperSpec, Type, list_of
-from .diagnostics import Diagnostic, Span, did_you_mean
 from .rules import Binding, Check, Expr, Rule
 
 _NUMERIC = ("int", "float")

@@ -11,10 +11,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ..base.diagnostics import Diagnostic, RulepassError
 from .catalogue import Catalogue
 from .check import check_rule, check_rule_set
 from .compile import DEFAULT_STEP_LIMIT, CompiledRule, compile_rule
-from .diagnostics import Diagnostic, RulepassError
 from .rules import RuleFile, read_rule_file, resolve_shared
 
 RULE_SUFFIXES = (".yaml", ".yml")

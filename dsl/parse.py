@@ -15,8 +15,8 @@ from typing import Any
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
+from ..base.diagnostics import Diagnostic, RulepassError
 from . import ast
-from .diagnostics import Diagnostic, RulepassError
 
 MAX_EXPR_CHARS = 20_000
 MAX_DEPTH = 64

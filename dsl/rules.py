@@ -13,11 +13,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..base.diagnostics import Diagnostic, RulepassError, Span, did_you_mean
+from ..base.files import read_text
+from ..base.schema import schema_diagnostics
+from ..base.yaml_source import YamlDoc, load_text
 from . import ast
-from .diagnostics import Diagnostic, RulepassError, Span, did_you_mean
 from .parse import parse_action, parse_expr
-from .schema import schema_diagnostics
-from .yaml_source import YamlDoc, load_text, read_text
 
 LEVELS = ("O0", "O1", "O2", "O3")
 DEFAULT_LEVELS = ("O3",)  # GE's default working level; passes register the levels they run at

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..dsl.diagnostics import Span
+from ..base.diagnostics import Span
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import rulepass.rules
 from rulepass.compiler import passes
-from rulepass.dsl.diagnostics import RulepassError
 from rulepass.examples import example_path
 
 from rulepass import api
+from rulepass.base.diagnostics import RulepassError
 
 
 @pytest.fixture

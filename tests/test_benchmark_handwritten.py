@@ -17,11 +17,11 @@ import synthetic
 from rulepass.compiler.graph_file import graph_from_doc
 from rulepass.compiler.ir import ComputeGraph
 from rulepass.compiler.passes import PassManager, build_pass_manager
-from rulepass.dsl.yaml_source import load_file
 from rulepass.examples import example_path
 from rulepass.rules import bundled_rules_dir
 
 from rulepass.api import load_graph, load_rules
+from rulepass.base.yaml_source import load_file
 
 CONCAT = "ConcatNotaskPass"
 

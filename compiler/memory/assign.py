@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ...dsl.diagnostics import error
+from ...base.diagnostics import error
 from .. import formats
 from ..facts import attr_bool, attr_int, attr_ints, is_memory_type_special, is_subgraph_input, ref_input_index
 from ..ir import ATTR_PARENT_NODE_INDEX, ComputeGraph, Node, OutAnchor

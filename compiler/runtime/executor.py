@@ -31,9 +31,9 @@ from typing import Any
 import numpy as np
 from jsonschema import Draft202012Validator
 
-from ...dsl.diagnostics import Diagnostic, RulepassError, did_you_mean, error
-from ...dsl.schema import load_schema
-from ...dsl.yaml_source import load_text
+from ...base.diagnostics import Diagnostic, RulepassError, did_you_mean, error
+from ...base.schema import load_schema
+from ...base.yaml_source import load_text
 from .. import formats
 from ..facts import attr_bool, attr_int
 from ..graph_file import graph_from_doc

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ...dsl.diagnostics import RulepassError, did_you_mean, error
+from ...base.diagnostics import RulepassError, did_you_mean, error
 from .. import formats
 from ..ir import AttrValue, OpDesc, TensorDesc
 

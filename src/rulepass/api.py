@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .base.diagnostics import RulepassError, did_you_mean, error
 from .compiler import formats
 from .compiler.facts import attr_bool
 from .compiler.graph_file import copy_graph, gc_paused, save_graph
@@ -30,7 +31,6 @@ from .compiler.passes import (
 )
 from .compiler.streams import StreamPlan, assign_streams
 from .compiler.tasks import TaskResult, generate_tasks
-from .dsl.diagnostics import RulepassError, did_you_mean, error
 from .dsl.load import RuleSet
 from .engine.decisions import Decision
 

@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from . import __version__
-from .dsl.diagnostics import Diagnostic, RulepassError
-from .dsl.yaml_source import check_writable
+from .base.diagnostics import Diagnostic, RulepassError
+from .base.files import check_writable
 
 if TYPE_CHECKING:
     from .engine.decisions import Reason
@@ -520,10 +520,10 @@ def _run_model_doc(args: argparse.Namespace, err: TextIO) -> dict[str, Any]:
     from pathlib import Path
 
     from .api import compile_graph, load_rules
+    from .base.diagnostics import error
+    from .base.schema import schema_diagnostics
+    from .base.yaml_source import load_file
     from .compiler.graph_file import graph_from_doc
-    from .dsl.diagnostics import error
-    from .dsl.schema import schema_diagnostics
-    from .dsl.yaml_source import load_file
 
     path = args.model or _default_graph(err)
     if path.lower().endswith(".onnx"):
@@ -554,7 +554,7 @@ def _read_npz(path: str, ranks: int) -> tuple[dict[str, Any], list[dict[str, Any
 
     import numpy as np
 
-    from .dsl.diagnostics import error
+    from .base.diagnostics import error
 
     bad = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile)
     try:
@@ -587,8 +587,8 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.output:
         check_writable(args.output, what="outputs file")  # before any work
     from .api import run_model
-    from .dsl.diagnostics import error
-    from .dsl.yaml_source import atomic_output
+    from .base.diagnostics import error
+    from .base.files import atomic_output
 
     try:
         import numpy as np

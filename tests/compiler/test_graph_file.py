@@ -29,9 +29,9 @@ from rulepass.compiler.ir import (
     OpDesc,
     TensorDesc,
 )
-from rulepass.dsl.diagnostics import RulepassError
 
 from rulepass import __version__
+from rulepass.base.diagnostics import RulepassError
 from rulepass.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,9 +13,9 @@ from onnx import TensorProto, helper  # noqa: E402
 from rulepass.compiler.graph_file import load_graph  # noqa: E402
 from rulepass.compiler.memory.verify import verify_plan  # noqa: E402
 from rulepass.compiler.onnx_import import import_onnx  # noqa: E402
-from rulepass.dsl.diagnostics import RulepassError  # noqa: E402
 
 from rulepass.api import compile_graph  # noqa: E402
+from rulepass.base.diagnostics import RulepassError  # noqa: E402
 from rulepass.cli import main  # noqa: E402
 
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"

@@ -23,10 +23,10 @@ from rulepass.compiler.tasks import (
     register,
     thread_count,
 )
-from rulepass.dsl.diagnostics import RulepassError
 from rulepass.examples import example_path
 
 from rulepass.api import compile_graph, load_graph, optimize
+from rulepass.base.diagnostics import RulepassError
 from rulepass.cli import main
 
 SCHEMA = json.loads((Path(__file__).parents[2] / "compiler" / "model.schema.json").read_text())

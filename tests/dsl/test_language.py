@@ -25,9 +25,10 @@ from rulepass.dsl.catalogue import Catalogue
 from rulepass.dsl.check import check_rule
 from rulepass.dsl.codegen import generate_expr
 from rulepass.dsl.compile import CompiledRule, Env, EvalError, compile_rule
-from rulepass.dsl.diagnostics import Diagnostic, RulepassError
 from rulepass.dsl.parse import parse_action, parse_expr
 from rulepass.dsl.rules import Rule, read_rule_text
+
+from rulepass.base.diagnostics import Diagnostic, RulepassError
 
 CALLS: list[int] = []
 

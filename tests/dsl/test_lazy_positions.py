@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 import yaml
 from rulepass.compiler.graph_file import graph_from_doc, load_graph_text
-from rulepass.dsl.diagnostics import RulepassError
-from rulepass.dsl.yaml_source import MAX_ALIAS_EXPANSION, MAX_DEPTH, YamlDoc, _load_yaml, load_text
+
+from rulepass.base.diagnostics import RulepassError
+from rulepass.base.yaml_source import MAX_ALIAS_EXPANSION, MAX_DEPTH, YamlDoc, _load_yaml, load_text
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "corpus" / "graphs"

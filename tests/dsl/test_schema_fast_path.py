@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 from jsonschema import Draft202012Validator
-from rulepass.dsl.diagnostics import RulepassError
-from rulepass.dsl.schema import is_valid, load_schema
-from rulepass.dsl.yaml_source import load_file
+
+from rulepass.base.diagnostics import RulepassError
+from rulepass.base.schema import is_valid, load_schema
+from rulepass.base.yaml_source import load_file
 
 ROOT = Path(__file__).parents[2]
 CASES = [

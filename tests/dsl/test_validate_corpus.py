@@ -22,11 +22,11 @@ from rulepass.compiler.facts import ge_catalogue
 from rulepass.compiler.passes import GE_PLACEHOLDER_PASSES, load_ge_rules
 from rulepass.dsl.check import check_rule, check_rule_set
 from rulepass.dsl.compile import compile_rule
-from rulepass.dsl.diagnostics import Diagnostic
 from rulepass.dsl.load import load_rules
 from rulepass.dsl.rules import read_rule_text, resolve_shared
 from rulepass.rules import bundled_rules_dir
 
+from rulepass.base.diagnostics import Diagnostic
 from rulepass.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -429,8 +429,9 @@ def test_libyamls_own_depth_limit_gives_the_same_diagnostic() -> None:
     """PyYAML 6.0.4's libyaml scans ahead and stops at its own limit (1000 levels) before the loader's 64 are met;
     the loader then parses again in pure Python, so the diagnostic does not depend on the PyYAML installed."""
     import yaml
-    from rulepass.dsl import yaml_source
-    from rulepass.dsl.diagnostics import RulepassError
+
+    from rulepass.base import yaml_source
+    from rulepass.base.diagnostics import RulepassError
 
     class LimitedLibyaml(yaml.SafeLoader):  # as libyaml 0.2.5 in PyYAML 6.0.4 answers 1,000 '[' and more
         def check_event(self, *choices: object) -> bool:

@@ -23,12 +23,12 @@ from rulepass.compiler.ir import ComputeGraph, OpDesc
 from rulepass.compiler.passes import build_pass_manager
 from rulepass.dsl.codegen import _drop_unread_walruses
 from rulepass.dsl.load import RuleSet
-from rulepass.dsl.yaml_source import load_file
 from rulepass.engine.decisions import Decision
 from rulepass.examples import example_path
 from rulepass.rules import bundled_rules_dir
 
 from rulepass.api import load_graph, load_rules
+from rulepass.base.yaml_source import load_file
 
 
 def closures_only(rules: RuleSet) -> RuleSet:

@@ -17,10 +17,10 @@ from rulepass.compiler import formats
 from rulepass.compiler.graph_file import graph_from_doc, load_graph_text
 from rulepass.compiler.ir import ComputeGraph, Node
 from rulepass.compiler.memory.assign import anchor_id, assign_memory
-from rulepass.dsl.yaml_source import load_file
 from rulepass.rules import bundled_rules_dir
 
 from rulepass import api
+from rulepass.base.yaml_source import load_file
 
 RULES_DIR = bundled_rules_dir()
 SPLIT_FIXTURES = RULES_DIR / "fixtures" / "split_notask"

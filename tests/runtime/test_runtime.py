@@ -17,10 +17,10 @@ from rulepass.compiler.memory.verify import verify_plan
 from rulepass.compiler.model import build_model
 from rulepass.compiler.runtime import checksum, evaluate_graph, kernels, model_rank_size, run_model
 from rulepass.compiler.runtime.executor import RunResult
-from rulepass.dsl.diagnostics import RulepassError
 from rulepass.examples import example_path
 
 from rulepass.api import CompileResult, compile_graph, load_graph
+from rulepass.base.diagnostics import RulepassError
 from rulepass.cli import main
 
 NO_TASK = ["ConcatNotaskPass", "PackNotaskPass", "SplitNotaskPass"]

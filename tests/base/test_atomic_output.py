@@ -7,8 +7,9 @@ import threading
 from pathlib import Path
 
 import pytest
-from rulepass.dsl.diagnostics import RulepassError
-from rulepass.dsl.yaml_source import atomic_output
+
+from rulepass.base.diagnostics import RulepassError
+from rulepass.base.files import atomic_output
 
 
 def test_writers_of_one_path_at_once_never_share_a_temporary_file(tmp_path: Path) -> None:
