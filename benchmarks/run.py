@@ -1390,7 +1390,7 @@ def bench_savings(quick: bool, log: Callable[[str], None]) -> dict[str, Any]:
             g = load_graph(p, onnx_formats=fm)
             plain = g.copy()
             t0 = time.perf_counter()
-            r = compile_graph(g, rules)
+            r = compile_graph(g, rules, baseline=True)
             t1 = time.perf_counter()
             base = compile_graph(plain, rules, disabled=off)
             concat = [d for d in r.optimize.decisions if d.rule == CONCAT]

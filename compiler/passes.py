@@ -70,6 +70,7 @@ class PassReport(NamedTuple):
     skipped_reason: str = ""
     decisions: tuple[Decision, ...] = ()
     stats: RuleStats | None = None
+    tags: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -108,6 +109,10 @@ class Pass(Protocol):
     def enabled(self) -> bool:
         """Its own enabled flag."""
 
+    @property
+    def tags(self) -> tuple[str, ...]:
+        """Its tags (a rule's `tags:`): what reports and stages key behaviour on, never the pass's name."""
+
     def run(self, graph: ComputeGraph, ctx: PassContext, out: PassOutput) -> None:
         """Run on one graph (root or subgraph), adding to `out`."""
 
@@ -143,6 +148,11 @@ class RulePass:
         """The rule's own enabled flag."""
         return self.rule.rule.enabled
 
+    @property
+    def tags(self) -> tuple[str, ...]:
+        """The rule's tags."""
+        return self.rule.rule.tags
+
     def run(self, graph: ComputeGraph, ctx: PassContext, out: PassOutput) -> None:
         """Decide every candidate of the rule in `graph`."""
         rule = self.rule
@@ -166,6 +176,7 @@ class PythonPass:
     before: tuple[str, ...] = ()
     enabled: bool = True
     kind: str = "python"
+    tags: tuple[str, ...] = ()
 
     def run(self, graph: ComputeGraph, ctx: PassContext, out: PassOutput) -> None:
         """Call the function (placeholders do nothing)."""
@@ -305,7 +316,7 @@ class PassManager:
         running: list[tuple[int, Pass]] = []
         for i, p in enumerate(self.passes):
             why = self.gate(p)
-            fixed.append(PassReport(p.name, p.kind, not why, why))
+            fixed.append(PassReport(p.name, p.kind, not why, why, tags=tuple(p.tags)))
             if not why and p.kind != "placeholder":  # GE's own passes stand in the order but do nothing here
                 running.append((i, p))
         return tuple(fixed), tuple(running)
@@ -330,7 +341,7 @@ class PassManager:
             if p.kind != "rule":  # a Python pass may change op types, or subgraphs, without touching the order
                 ctx.forget_indexes()
                 subs = None
-            reports[i] = PassReport(out.name, p.kind, True, "", tuple(out.decisions), out.stats)
+            reports[i] = PassReport(out.name, p.kind, True, "", tuple(out.decisions), out.stats, tuple(p.tags))
         return reports
 
 

@@ -24,7 +24,8 @@ from rulepass.dsl.builtins import builtin_catalogue
 from rulepass.dsl.catalogue import Catalogue
 from rulepass.dsl.check import check_rule
 from rulepass.dsl.codegen import generate_expr
-from rulepass.dsl.compile import CompiledRule, Env, EvalError, compile_rule
+from rulepass.dsl.compile import CompiledRule, Env, EvalError
+from rulepass.dsl.load import compile_rule
 from rulepass.dsl.parse import parse_action, parse_expr
 from rulepass.dsl.rules import Rule, read_rule_text
 
