@@ -1,6 +1,7 @@
 """Real models end to end: every model of the corpus (tests/data/models) imported, compiled, run, checked.
 
     python benchmarks/real_models.py [--only NAME,...] [--formats keep,ascend] [--json OUT]
+    python benchmarks/real_models.py --model PATH.onnx [--dim NAME=N]...   # a model from outside the corpus
 
 For every model of `tests/data/models/manifest.json` (made by scripts/make_model_corpus.py) and both ONNX
 format modes (`keep`, `ascend`), the stages in order, each only when the one before passed:
@@ -119,8 +120,8 @@ def compile_both(graph: ComputeGraph, rules: RuleSet) -> tuple[CompileResult, Co
 
 
 def run_outputs(compiled: CompileResult, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
-    """The model's outputs, in order, on the inputs given in the ONNX graph's input order."""
-    result = run_model(compiled, {str(i): v for i, v in enumerate(inputs.values())})
+    """The model's outputs, in order, on the inputs given in the ONNX graph's input order (none: seeded)."""
+    result = run_model(compiled, {str(i): v for i, v in enumerate(inputs.values())}, seed=0)
     return [np.asarray(v) for v in result.outputs.values()]
 
 
@@ -176,7 +177,7 @@ def measure(entry: dict[str, Any], formats: str, rules: RuleSet) -> Outcome:
         compiled, without, seconds = compile_both(graph, rules)
         _decisions(out, compiled, without, seconds)
         stage = "run"
-        inputs = load_arrays(CORPUS / entry["inputs_file"])
+        inputs = load_arrays(CORPUS / entry["inputs_file"]) if "inputs_file" in entry else {}
         outs = run_outputs(compiled, inputs)
         outs_without = run_outputs(without, inputs)
     except Exception as exc:  # a stage's failure is the measurement: recorded, not raised
@@ -185,6 +186,8 @@ def measure(entry: dict[str, Any], formats: str, rules: RuleSet) -> Outcome:
     differs = identical(outs, outs_without)
     if differs is not None:
         out.stage, out.error = "no-task", differs
+        return out
+    if "outputs_file" not in entry:  # a model from outside the corpus: no oracle
         return out
     out.max_error, out.bound, wrong = oracle_error(outs, load_arrays(CORPUS / entry["outputs_file"]))
     if wrong is not None:
@@ -225,6 +228,12 @@ def _zero_copy(r: dict[str, Any]) -> str:
     return ", ".join(parts) or "—"
 
 
+def _verdict(r: dict[str, Any]) -> str:
+    if r["stage"] is not None:
+        return f"{r['stage']}: `{r['error'].replace('|', '/')}`"
+    return "**passed**" if r["max_error"] is not None else "**passed** (no oracle)"
+
+
 def render(rows: Sequence[dict[str, Any]]) -> str:
     """The markdown table of outcomes (as dicts, the form results.json stores)."""
     head = [
@@ -252,7 +261,7 @@ def render(rows: Sequence[dict[str, Any]]) -> str:
             f"{r['compile_s']:.2f}" if compiled else "—",
             f"{_kib(r['arena_without'])} → {_kib(r['arena'])}" if compiled else "—",
             f"{r['max_error']:.2g} / {r['bound']:.2g}" if r["max_error"] is not None else "—",
-            "**passed**" if r["stage"] is None else f"{r['stage']}: `{r['error'].replace('|', '/')}`",
+            _verdict(r),
         ]
         lines.append("| " + " | ".join(cells) + " |")
     passed = sum(1 for r in rows if r["stage"] is None)
@@ -276,7 +285,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="comma-separated model names (default: all)")
     parser.add_argument("--formats", default=",".join(FORMATS), help="comma-separated: keep,ascend")
     parser.add_argument("--json", type=Path, help="also write the outcomes as JSON")
+    parser.add_argument(
+        "--model", type=Path, help="measure this ONNX file instead (seeded inputs, no oracle): a model from outside"
+    )
+    parser.add_argument("--dim", action="append", default=[], metavar="NAME=N", help="with --model: a symbolic dim")
     args = parser.parse_args(argv)
+    if args.model is not None:
+        return _outside(args.model.resolve(), args.dim, [s for s in args.formats.split(",") if s])
     names = [s for s in args.only.split(",") if s]
     formats = [s for s in args.formats.split(",") if s]
     unknown = sorted(set(names) - {e["name"] for e in entries()}) + sorted(set(formats) - set(FORMATS))
@@ -288,6 +303,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     return 0
+
+
+def _outside(path: Path, dims: Sequence[str], formats: Sequence[str]) -> int:
+    """`--model`: the stages up to no-task for a model the corpus does not hold."""
+    sizes = {}
+    for item in dims:
+        name, _, value = item.partition("=")
+        if not value.isdigit() or int(value) < 1:
+            print(f"real_models.py: --dim expects NAME=POSITIVE_INT, got {item!r}", file=sys.stderr)
+            return 2
+        sizes[name.strip()] = int(value)
+    entry = {"name": path.stem, "file": str(path), "dims": sizes}  # (an absolute file: CORPUS / file is file)
+    rules = load_rules()
+    rows = [asdict(measure(entry, fm, rules)) for fm in formats]
+    print(render(rows))
+    return 0 if all(r["stage"] is None for r in rows) else 1
 
 
 if __name__ == "__main__":
