@@ -15,7 +15,9 @@ format modes (`keep`, `ascend`), the stages in order, each only when the one bef
 
 A model's row names the first stage that failed and the first line of its error, and the figures of the stages
 that passed: nodes, concats / splits made zero-copy, copy bytes and tasks the no-task passes saved, compile time,
-the feature-map arena (the model's peak memory) with and without the no-task passes. `benchmarks/run.py --only
+the feature-map arena (the model's peak memory) with and without the no-task passes; and, read off the imported
+graph, what the later stages will miss beyond the first failure: outputs without a static shape and op types
+without a runtime kernel. `benchmarks/run.py --only
 models` stores the table in benchmarks/results.json and docs/benchmarks.md; tests/compiler/test_model_corpus.py
 runs the same pipeline.
 """
@@ -75,6 +77,8 @@ class Outcome:
     stage: str | None = None
     error: str = ""
     nodes: int = 0
+    unknown_shapes: int = 0  # outputs the import left without a static shape
+    no_kernel: list[str] = field(default_factory=list)  # op types the runtime has no kernel for
     warnings: list[str] = field(default_factory=list)
     candidates: dict[str, int] = field(default_factory=dict)  # no-task candidates per kind (concats, ...)
     fired: dict[str, int] = field(default_factory=dict)  # of them made zero-copy
@@ -107,6 +111,24 @@ def import_model(entry: dict[str, Any], formats: str, warnings: list[str] | None
     if warnings is not None:
         warnings.extend(result.warnings)
     return result.graph
+
+
+def import_gaps(graph: ComputeGraph) -> tuple[int, list[str]]:
+    """What the imported graph shows the later stages will miss, beyond the first failure: the outputs without a
+    static shape (compile cannot plan them) and the op types without a runtime kernel (run cannot execute them)."""
+    from rulepass.compiler.formats import is_unknown_shape
+    from rulepass.compiler.runtime.executor import PASSIVE_TYPES
+    from rulepass.compiler.runtime.kernels import kernel_for
+
+    nodes = graph.all_nodes()
+    unknown = sum(1 for n in nodes for d in n.op.output_descs if is_unknown_shape(d.shape))
+    missing = []
+    for t in sorted({n.type for n in nodes} - PASSIVE_TYPES):
+        try:
+            kernel_for(t)
+        except RulepassError:
+            missing.append(t)
+    return unknown, missing
 
 
 def compile_both(graph: ComputeGraph, rules: RuleSet) -> tuple[CompileResult, CompileResult, float]:
@@ -173,6 +195,7 @@ def measure(entry: dict[str, Any], formats: str, rules: RuleSet) -> Outcome:
     try:
         graph = import_model(entry, formats, out.warnings)
         out.nodes = len(graph.all_nodes())
+        out.unknown_shapes, out.no_kernel = import_gaps(graph)
         stage = "compile"
         compiled, without, seconds = compile_both(graph, rules)
         _decisions(out, compiled, without, seconds)
@@ -240,6 +263,7 @@ def render(rows: Sequence[dict[str, Any]]) -> str:
         "model",
         "formats",
         "nodes",
+        "unknown shapes; ops without a kernel",
         "zero-copy (made / candidates)",
         "copies saved",
         "tasks without → with",
@@ -255,6 +279,7 @@ def render(rows: Sequence[dict[str, Any]]) -> str:
             r["model"],
             r["formats"],
             str(r["nodes"] or "—"),
+            f"{r['unknown_shapes']}; {', '.join(r['no_kernel']) or '—'}" if r["nodes"] else "—",
             _zero_copy(r) if compiled else "—",
             _kib(r["copy_bytes_saved"]) if compiled else "—",
             f"{r['tasks_without']} → {r['tasks']}" if compiled else "—",

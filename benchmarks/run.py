@@ -1617,9 +1617,11 @@ modes, through the stages of `benchmarks/real_models.py`: *import*, *compile* (`
 the no-task passes off), *run* (`run_model` of both on the stored seeded inputs), *no-task* (the two runs'
 outputs bit-identical) and *oracle* (max |out − onnxruntime's| ≤ 1e-3 × max(1, max |ref|)). *zero-copy* counts
 the no-task candidates made virtual, *copies saved* the bytes they no longer copy, *arena* the feature-map
-memory planned (the model's peak), *compile s* one `compile_graph`. How to read it: a row is done when it says
-**passed**; otherwise *fails at* names the first stage that failed and the first line of its error (the figures
-of the stages before it are still measured), and the count under the table is the goal's distance.
+memory planned (the model's peak), *compile s* one `compile_graph`; *unknown shapes; ops without a kernel* are
+read off the imported graph: what compile and run will still miss after the first failure. How to read it: a
+row is done when it says **passed**; otherwise *fails at* names the first stage that failed and the first line of
+its error (the figures of the stages before it are still measured), and the count under the table is the goal's
+distance.
 """
 
 

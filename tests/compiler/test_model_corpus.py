@@ -146,6 +146,28 @@ def test_manifest_entry_agrees_with_its_model_and_arrays(entry: dict[str, Any]) 
 
 
 # ---- the harness's checks --------------------------------------------------------------------------------------
+def test_the_gaps_read_off_an_import_count_unknown_shapes_and_ops_without_a_kernel(tmp_path: Path) -> None:
+    from onnx import TensorProto, helper
+    from rulepass.compiler.onnx_import import import_onnx
+
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"]),
+        helper.make_node("Mystery", ["r"], ["y"], domain="example.org"),
+        helper.make_node("Reshape", ["r", "s"], ["z"]),  # to a shape given at run time: unknown at import
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    s = helper.make_tensor_value_info("s", TensorProto.INT64, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    z = helper.make_tensor_value_info("z", TensorProto.FLOAT, None)
+    graph = helper.make_graph(nodes, "gaps", [x, s], [y, z])
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("example.org", 1)]
+    onnx.save(helper.make_model(graph, opset_imports=opsets), str(tmp_path / "gaps.onnx"))
+    unknown, missing = rm.import_gaps(import_onnx(tmp_path / "gaps.onnx").graph)
+    assert unknown >= 1 and "Mystery" in missing and "Relu" not in missing
+    (entry,) = rm.entries(["branches_tiny"])
+    assert rm.import_gaps(rm.import_model(entry, "keep")) == (0, [])
+
+
 def test_outputs_must_be_bit_identical_without_the_no_task_passes() -> None:
     a = [np.array([0.0, 1.0], np.float32)]
     assert rm.identical(a, [a[0].copy()]) is None
