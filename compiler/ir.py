@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import networkx as nx
 
 AttrValue = bool | int | float | str | list[bool] | list[int] | list[float] | list[str]
 
@@ -382,6 +381,8 @@ class ComputeGraph:
         if order is not None:  # the common, acyclic case: the order is kept for topological_order
             self._topo = order
             return None
+        import networkx as nx  # only to name a cycle: loading it costs more than a small compile
+
         adjacency = nx.DiGraph()
         for n in self._nodes.values():
             adjacency.add_node(n.name)

@@ -125,14 +125,14 @@ def _cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _cmd_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .compiler.passes import load_ge_rules
+    from .compiler.passes import validate_ge_rules
 
-    rs = load_ge_rules(_rule_paths(args.paths))
+    rs = validate_ge_rules(_rule_paths(args.paths))
     if args.format == "json":
         doc = {
             "valid": not rs.errors,
             "files": rs.files,
-            "rules": [r.name for r in rs.rules],
+            "rules": rs.rules,
             "errors": len(rs.errors),
             "warnings": len(rs.warnings),
             "diagnostics": [d.to_json() for d in rs.diagnostics],
@@ -676,6 +676,9 @@ def build_parser() -> argparse.ArgumentParser:
         "graphs, explain decisions, plan memory, generate tasks.",
     )
     parser.add_argument("--version", action="version", version=f"rulepass {__version__}")
+    parser.add_argument(
+        "--no-cache", action="store_true", help="neither read nor write the cache of loaded rules (RULEPASS_NO_CACHE=1)"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
@@ -808,6 +811,11 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
         return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
     handler: Handler = args.handler
     try:
+        if args.no_cache:
+            from .dsl.cache import disabled
+
+            with disabled():
+                return handler(args, out, err)
         return handler(args, out, err)
     except RulepassError as exc:
         _print_diagnostics(exc.diagnostics, err)
