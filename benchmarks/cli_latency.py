@@ -59,7 +59,7 @@ def measure(rounds: int) -> dict[str, list[float]]:
         warm = os.path.join(tmp, "warm")
         # warm bytecode: the children may write it (the first runs do), as an installed package has it
         base = {k: v for k, v in os.environ.items() if not k.startswith("RULEPASS_") and k != "PYTHONDONTWRITEBYTECODE"}
-        for label, argv, *_ in CASES:  # fill the warm cache and write the bytecode of every module used
+        for _, argv, *_ in CASES:  # fill the warm cache and write the bytecode of every module used
             cpu_of(argv, {**base, "RULEPASS_CACHE_DIR": warm})
         for r in range(rounds):
             for label, argv, state, _, _ in CASES:

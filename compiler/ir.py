@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-
 AttrValue = bool | int | float | str | list[bool] | list[int] | list[float] | list[str]
 
 # Graph attributes GE reads at this stage (spec §2.2, §2.4).

@@ -9,6 +9,7 @@ recurses over the tree.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 from ..base.diagnostics import Span
 from ..base.yaml_source import YamlDoc
@@ -233,7 +234,7 @@ def from_data(data: object) -> Node:
     fs = fields(cls)
     if len(data) != len(fs) + 1:
         raise ValueError(f"{cls.__name__} takes {len(fs)} fields, not {len(data) - 1}")
-    args: list[object] = []
+    args: list[Any] = []
     for f, v in zip(fs, data[1:], strict=True):
         kind = str(f.type)
         if kind.startswith("tuple"):

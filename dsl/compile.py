@@ -99,6 +99,28 @@ class CompiledCheck:
     visited: str | None = None
 
 
+_PENDING: Any = object()
+
+
+class _GeneratedOnFirstUse:
+    """The descriptor of `CompiledRule.fast`: the generated decision function, made when first read (a pass
+    whose rule has no candidate in the graphs it runs on never reads it, so a small graph pays for the rules it
+    uses only); set it to a value (None: closures only) to have that instead."""
+
+    def __get__(self, rule: CompiledRule | None, owner: type | None = None) -> Any:
+        if rule is None:  # the class's: the dataclass field's default
+            return _PENDING
+        fast = rule.__dict__.get("_fast", _PENDING)
+        if fast is _PENDING:
+            from .codegen import generate_rule  # codegen builds on this module's compiled checks
+
+            fast = rule.__dict__["_fast"] = generate_rule(rule)
+        return fast
+
+    def __set__(self, rule: CompiledRule, value: Any) -> None:
+        rule.__dict__["_fast"] = value
+
+
 @dataclass
 class CompiledRule:
     """A rule ready to run: closures for its exclusions, checks and actions, plus every node's closure."""
@@ -111,7 +133,8 @@ class CompiledRule:
     lets: tuple[str, ...]
     fns: dict[int, Fn]
     step_limit: int = DEFAULT_STEP_LIMIT
-    fast: Any = None  # the generated decision function (codegen.FastRule), or None: closures only
+    # the generated decision function (codegen.FastRule), or None: closures only; by default made on first use
+    fast: Any = _GeneratedOnFirstUse()
     # the op types it matches as a set, or None for `*` (every node): what a candidate index looks up
     match_types: frozenset[str] | None = field(init=False)
     name: str = field(init=False)  # the pass name (the rule's), read for every graph a pass runs on
@@ -440,7 +463,8 @@ class _Compiler:
 def compile_rule(
     rule: Rule, res: Resolution, *, step_limit: int = DEFAULT_STEP_LIMIT, generate: bool = True
 ) -> CompiledRule:
-    """Compile a checked rule into closures and, unless `generate` is false, its generated decision function."""
+    """Compile a checked rule into closures and, unless `generate` is false, its generated decision function
+    (generated when first used)."""
     c = _Compiler(res)
     tracked = {id(e.group) for e in res.earlier.values()}
 
@@ -474,8 +498,6 @@ def compile_rule(
     checks = comp_checks(rule.checks)
     actions = [c.action(a.node) for a in rule.actions]
     out = CompiledRule(rule, res, skips, checks, actions, tuple(b.name for b in rule.lets), c.fns, step_limit)
-    if generate:
-        from .codegen import generate_rule  # codegen builds on this module's compiled checks
-
-        out.fast = generate_rule(out)
+    if not generate:
+        out.fast = None
     return out

@@ -16,10 +16,10 @@ from typing import cast
 from ..base.diagnostics import Diagnostic, RulepassError
 from ..base.files import read_bytes
 from .cache import Store, code_digest, digest
-from .rule_cache import catalogue_digest, decode_validation, encode_validation, read_rule_bytes
 from .catalogue import Catalogue
 from .check import check_rule, check_rule_set
 from .compile import DEFAULT_STEP_LIMIT, CompiledRule, compile_rule
+from .rule_cache import catalogue_digest, decode_validation, encode_validation, read_rule_bytes
 from .rules import Parsed, RuleFile, resolve_shared
 
 RULE_SUFFIXES = (".yaml", ".yml")
@@ -117,7 +117,9 @@ class Validation:
         return [d for d in self.diagnostics if d.severity == "warning"]
 
 
-def validate_rules(paths: Sequence[str | Path], catalogue: Catalogue, *, known_passes: Iterable[str] = ()) -> Validation:
+def validate_rules(
+    paths: Sequence[str | Path], catalogue: Catalogue, *, known_passes: Iterable[str] = ()
+) -> Validation:
     """Check the rules of `paths` as `load_rules` does, without generating code; the outcome of files read
     before with the same bytes, catalogue and code comes from the cache (identical to checking them again)."""
     files, diags = rule_files(paths)

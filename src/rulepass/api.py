@@ -17,9 +17,6 @@ from .compiler.facts import attr_bool
 from .compiler.graph_file import copy_graph, gc_paused, save_graph
 from .compiler.graph_file import load_graph as load_graph_file
 from .compiler.ir import ComputeGraph
-from .compiler.memory.assign import MemoryPlan, assign_memory
-from .compiler.memory.verify import Violation, verify_plan
-from .compiler.model import build_model, dump_model, write_model
 from .compiler.passes import (
     DEFAULT_LEVEL,
     NO_TASK_TAG,
@@ -29,13 +26,15 @@ from .compiler.passes import (
     default_rules,
     load_ge_rules,
 )
-from .compiler.streams import StreamPlan, assign_streams
-from .compiler.tasks import TaskResult, generate_tasks
 from .dsl.load import RuleSet
 from .engine.decisions import Decision
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the later stages are imported by the functions that run them (optimize needs none)
+    from .compiler.memory.assign import MemoryPlan
+    from .compiler.memory.verify import Violation
     from .compiler.runtime.executor import RunResult
+    from .compiler.streams import StreamPlan
+    from .compiler.tasks import TaskResult
 
 T = TypeVar("T")
 
@@ -57,6 +56,15 @@ __all__ = [
     "run_model",
     "save_graph",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """`MemoryPlan`, exported, imported when first asked for."""
+    if name == "MemoryPlan":
+        from .compiler.memory.assign import MemoryPlan
+
+        return MemoryPlan
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load_graph(
@@ -210,6 +218,9 @@ def plan_memory(
     `graph` is optimized in place; the comparison runs on a fresh copy with every pass tagged `no-task` disabled.
     Both plans are proved safe by the verifier when `verify`.
     """
+    from .compiler.memory.assign import assign_memory
+    from .compiler.memory.verify import verify_plan
+
     rules = _rules_for(graph, rules)
     baseline_graph = copy_graph(graph)
     optimize(graph, rules, level=level, disabled=disabled)
@@ -235,10 +246,14 @@ class CompileResult:
 
     def model_text(self) -> str:
         """The model file's text (deterministic JSON)."""
+        from .compiler.model import dump_model
+
         return dump_model(self.model)
 
     def write_model(self, path: str | Path) -> None:
         """Write the model file (the bytes of `model_text`) to `path`, streamed and atomically."""
+        from .compiler.model import write_model
+
         write_model(self.model, path)
 
     def tasks_by_type(self) -> dict[str, int]:
@@ -289,6 +304,12 @@ def _stages(
     verify: bool,
     progress: Callable[[str], None] | None,
 ) -> CompileResult:
+    from .compiler.memory.assign import assign_memory
+    from .compiler.memory.verify import verify_plan
+    from .compiler.model import build_model
+    from .compiler.streams import assign_streams
+    from .compiler.tasks import generate_tasks
+
     seconds: dict[str, float] = {}
     say = progress or (lambda _stage: None)
 
@@ -328,6 +349,9 @@ def _with_baseline(
     single_stream: bool,
 ) -> MemoryResult:
     """Plan `baseline_graph` (a copy taken before the passes) with the no-task passes off, and count the savings."""
+    from .compiler.memory.assign import assign_memory
+    from .compiler.streams import assign_streams
+
     no_task_passes = [r.name for r in rules.rules if NO_TASK_TAG in r.rule.tags]
     optimize(baseline_graph, rules, level=level, disabled=sorted(set(disabled) | set(no_task_passes)), explain=False)
     base_streams = assign_streams(baseline_graph, single_stream=single_stream)

@@ -17,10 +17,9 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from . import __version__
-from .base.diagnostics import Diagnostic, RulepassError
-from .base.files import check_writable
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the foundation is imported by the commands that use it: `--version` needs none of it
+    from .base.diagnostics import Diagnostic
     from .engine.decisions import Reason
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -37,12 +36,20 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
+def check_writable(path: str, *, what: str) -> None:
+    """`rulepass.base.files.check_writable`, imported when a command writes a file."""
+    from .base.files import check_writable as check
+
+    check(path, what=what)
+
+
 def _print_diagnostics(diags: Sequence[Diagnostic], err: TextIO) -> None:
     for d in diags:
         err.write(d.render() + "\n")
 
 
 def _cmd_graph_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .base.diagnostics import RulepassError
 
     status = EXIT_OK
     reports: list[dict[str, Any]] = []
@@ -520,7 +527,7 @@ def _run_model_doc(args: argparse.Namespace, err: TextIO) -> dict[str, Any]:
     from pathlib import Path
 
     from .api import compile_graph, load_rules
-    from .base.diagnostics import error
+    from .base.diagnostics import RulepassError, error
     from .base.schema import schema_diagnostics
     from .base.yaml_source import load_file
     from .compiler.graph_file import graph_from_doc
@@ -810,6 +817,8 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
     except SystemExit as exc:
         return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
     handler: Handler = args.handler
+    from .base.diagnostics import RulepassError
+
     try:
         if args.no_cache:
             from .dsl.cache import disabled
