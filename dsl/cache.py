@@ -153,17 +153,18 @@ class Store:
 
 
 def _read_key(path: Path) -> bytes | None:
-    """The folder's HMAC key, made when missing (created exclusively: the first process's key is everyone's);
-    None when it is not the user's alone or not whole (another process is writing it: no cache this time)."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
-    except FileExistsError:
-        pass
-    else:
-        key = os.urandom(KEY_BYTES)
-        with os.fdopen(fd, "wb") as f:
-            f.write(key)
-        return key
+    """The folder's HMAC key, made when missing: written whole to a temporary file, then linked into place (the
+    first process's key is everyone's); None when it is not the user's alone or not whole."""
+    if not path.exists():
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(os.urandom(KEY_BYTES))
+            with contextlib.suppress(FileExistsError):  # another process's key came first: that one is used
+                os.link(tmp, path)
+        finally:
+            tmp.unlink()
     with open(path, "rb") as f:
         if not _private(os.fstat(f.fileno()), 0o077):
             return None
