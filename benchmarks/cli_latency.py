@@ -88,7 +88,6 @@ def bench(rounds: int) -> dict[str, Any]:
                 "target_s": target_s,
                 "target_ratio": target_ratio,
                 "met": met,
-                "all": sorted(times[label]),
             }
         )
     return {"rounds": rounds, "python": sys.version.split()[0], "rows": rows}
