@@ -43,20 +43,29 @@ def read_rule_bytes(
         doc = load_text(decode_text(raw, str(path), what="rule file"), str(path))
     except RulepassError as exc:
         return None, list(exc.diagnostics)
+    if store is None:
+        return read_rule_doc(doc, parsed)
     key = "file-" + digest(code_digest(), raw)
-    schema_ok = store is not None and _take_asts(store.get(key), parsed)
+    schema_ok = _take_asts(store.get(key), parsed)
+    # an edited file: the ASTs of what the same path held before (an AST depends on its text alone), so only the
+    # expressions the edit changed are parsed
+    last = "path-" + digest(code_digest(), str(path.resolve()))
+    if not schema_ok:
+        _take_asts(store.get(last), parsed, need_schema_ok=False)
     model, diags = read_rule_doc(doc, parsed, schema_ok=schema_ok)
-    if store is not None and not schema_ok:
+    if not schema_ok:
         asts = [[kind, e.text, ast.to_data(e.node)] for kind, e in _exprs(model)] if model is not None else []
         store.put(key, {"schema_ok": model is not None, "asts": asts})
+        if asts:
+            store.put(last, {"schema_ok": False, "asts": asts})
     return model, diags
 
 
-def _take_asts(entry: Any, parsed: Parsed) -> bool:
-    """Add the ASTs of a file's entry to `parsed` (those not there already); whether the entry was whole and
-    says the file satisfied the schema (only such an entry is written with its ASTs)."""
+def _take_asts(entry: Any, parsed: Parsed, *, need_schema_ok: bool = True) -> bool:
+    """Add the ASTs of a file's entry to `parsed` (those not there already), unless `need_schema_ok` and the
+    entry does not say the file satisfied the schema; whether the entry was whole and (if needed) said so."""
     try:
-        if entry is None or entry["schema_ok"] is not True:
+        if entry is None or (need_schema_ok and entry["schema_ok"] is not True):
             return False
         found: Parsed = {}
         for kind, text, data in entry["asts"]:

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rulepass.compiler.facts import ge_catalogue
@@ -117,6 +118,30 @@ def test_warm_load_parses_nothing(rules: Path, monkeypatch: pytest.MonkeyPatch) 
     for a, b in zip(cold.rules, warm.rules, strict=True):
         assert a.fast is not None and b.fast is not None
         assert a.fast.source == b.fast.source  # the same ASTs generate the same code
+
+
+def test_an_edited_file_parses_only_the_expressions_the_edit_changed(
+    rules: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    load_rules([rules], ge_catalogue(), known_passes=GE_PLACEHOLDER_PASSES)
+    import rulepass.dsl.parse as parse
+
+    real = parse._parse
+    texts: list[str] = []
+
+    def counted(text: str, *args: Any) -> Any:
+        texts.append(text)
+        return real(text, *args)
+
+    monkeypatch.setattr(parse, "_parse", counted)
+    concat = rules / "concat_notask.yaml"
+    original = concat.read_text(encoding="utf-8")
+    concat.write_text(original.replace("Mark a concat", "Mark a ConcatD"), encoding="utf-8")  # no expression
+    edited = load_rules([rules], ge_catalogue(), known_passes=GE_PLACEHOLDER_PASSES)
+    assert texts == [] and not edited.diagnostics
+    concat.write_text(original.replace("attr_int('concat_dim', 0)", "attr_int('concat_dim', 1)"), encoding="utf-8")
+    edited = load_rules([rules], ge_catalogue(), known_passes=GE_PLACEHOLDER_PASSES)
+    assert texts == ["node.attr_int('concat_dim', 1)"] and not edited.diagnostics
 
 
 def test_ast_data_round_trip_and_refusals() -> None:
