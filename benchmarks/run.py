@@ -576,6 +576,7 @@ def worker_compile(
     `count_calls`, also the calls each stage makes (under cProfile: its times then measure the profiler too)."""
     rules = load_rules()
     compile_graph(synthetic.generate("split", 200), rules)  # warm-up: parsers, catalogue, builders
+    assert all(r.fast is not None for r in rules.rules)  # every rule's code generated (on first use) before the stages
     gc.collect()
     prof = cProfile.Profile() if profile_path else None
     meter = _StageMeter(count_calls)

@@ -60,8 +60,12 @@ def cache_dir() -> Path | None:
     if named:
         return Path(named)
     xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
-    return base / "rulepass"
+    if xdg and os.path.isabs(xdg):
+        return Path(xdg) / "rulepass"
+    try:
+        return Path.home() / ".cache" / "rulepass"
+    except RuntimeError:  # no home folder to be found: no cache
+        return None
 
 
 def digest(*parts: str | bytes) -> str:
