@@ -245,3 +245,23 @@ def test_commands_import_only_what_they_use(args: list[str], tmp_path: Path) -> 
         subprocess.run([sys.executable, "-c", script], env=env, check=True, capture_output=True, timeout=120)
     got = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
     assert got.stdout.strip() == "0 []", got.stdout + got.stderr
+
+
+def test_where_the_cache_lives_and_turning_it_off(rules: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rulepass.dsl.cache import cache_dir
+
+    cache = rules.parent / "cache"
+    assert cache_dir() == cache
+    monkeypatch.delenv("RULEPASS_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(rules.parent / "xdg"))
+    assert cache_dir() == rules.parent / "xdg" / "rulepass"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/is/ignored")
+    monkeypatch.setenv("HOME", str(rules.parent / "home"))
+    assert cache_dir() == rules.parent / "home" / ".cache" / "rulepass"
+    monkeypatch.setenv("RULEPASS_CACHE_DIR", str(cache))
+    clean = validate("--no-cache")
+    assert not cache.exists()
+    monkeypatch.setenv("RULEPASS_NO_CACHE", "1")
+    assert cache_dir() is None and validate() == clean and not cache.exists()
+    monkeypatch.setenv("RULEPASS_NO_CACHE", "0")
+    assert validate() == clean and cache.exists()
