@@ -23,10 +23,10 @@ from ..dsl.load import RuleSet, Validation, load_rules, rule_files, validate_rul
 from ..dsl.rules import LEVELS
 from ..engine.decisions import Decision, Reason, RuleStats
 from .facts import GeGraphAccess, ge_catalogue
+from .ir import ComputeGraph, Node
 
 if TYPE_CHECKING:  # the engine (and the code generator it runs) is loaded by the first pass manager built
     from ..engine.run import Engine
-from .ir import ComputeGraph, Node
 
 DEFAULT_LEVEL = "O3"
 # GE's OptimizeStage2 tail (spec §2.1), then the passes after it. Ours are ordered against these names.

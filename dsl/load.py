@@ -2,7 +2,10 @@
 
 `load_rules` reads files or folders (every `*.yaml`/`*.yml` not under a `fixtures` folder), collects every
 diagnostic of every file (YAML, schema, expression syntax, names, types, unused bindings, duplicates, order
-constraints) and compiles the rules that are sound. Callers decide whether warnings matter.
+constraints) and compiles the rules that are sound. Callers decide whether warnings matter. `validate_rules`
+checks the same way and returns only what a check reports (no compiled rules), so the outcome of a set read
+before can come whole from the cache (:mod:`.cache`, :mod:`.rule_cache`); both take each file's parsed
+expressions from it.
 """
 
 from __future__ import annotations
@@ -92,7 +95,7 @@ def load_rules(
     generate: bool = True,
 ) -> RuleSet:
     """Read, check and compile the rules of `paths` (files or folders) against `catalogue`; `generate`: also
-    generate each rule's decision function (the engine's fast path; checking needs none)."""
+    generate each rule's decision function when first used (the engine's fast path; checking needs none)."""
     files, diags = rule_files(paths)
     store = Store.open()
     return _load(files, [_read(f) for f in files], diags, catalogue, known_passes, step_limit, generate, store)
