@@ -38,6 +38,8 @@ from .. import __version__
 FORMAT = 1  # the layout of the entries; a change of it misses every old entry
 KEY_FILE = "key"
 KEY_BYTES = 32
+MAX_ENTRIES = 1000  # beyond this many entries, writing one removes the least recently written down to KEEP_ENTRIES
+KEEP_ENTRIES = 800
 _disabled = False
 
 
@@ -154,6 +156,20 @@ class Store:
         except OSError:
             with contextlib.suppress(OSError):
                 tmp.unlink()
+            return
+        self._prune()
+
+    def _prune(self) -> None:
+        """Keep the folder bounded: past MAX_ENTRIES entries, remove the oldest (another process may be doing
+        the same, or reading one: it then finds no entry and rebuilds it)."""
+        with contextlib.suppress(OSError):
+            found = [e for e in os.scandir(self.folder) if e.name.endswith(".json")]
+            if len(found) <= MAX_ENTRIES:
+                return
+            found.sort(key=lambda e: (e.stat().st_mtime_ns, e.name))
+            for e in found[: len(found) - KEEP_ENTRIES]:
+                with contextlib.suppress(OSError):
+                    os.unlink(e.path)
 
 
 def _read_key(path: Path) -> bytes | None:

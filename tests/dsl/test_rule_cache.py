@@ -265,3 +265,19 @@ def test_where_the_cache_lives_and_turning_it_off(rules: Path, monkeypatch: pyte
     assert cache_dir() is None and validate() == clean and not cache.exists()
     monkeypatch.setenv("RULEPASS_NO_CACHE", "0")
     assert validate() == clean and cache.exists()
+
+
+def test_the_folder_stays_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import rulepass.dsl.cache as cache
+
+    monkeypatch.setenv("RULEPASS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(cache, "MAX_ENTRIES", 10)
+    monkeypatch.setattr(cache, "KEEP_ENTRIES", 6)
+    store = Store.open()
+    assert store is not None
+    for k in range(11):
+        store.put(f"set-{k:02d}", {"k": k})
+        os.utime(tmp_path / "cache" / f"set-{k:02d}.json", ns=(k * 10**9, k * 10**9))
+    kept = sorted(p.stem for p in (tmp_path / "cache").glob("*.json"))
+    assert kept == [f"set-{k:02d}" for k in range(5, 11)] and store.get("set-10") == {"k": 10}
+    assert (tmp_path / "cache" / KEY_FILE).exists()  # the key is not an entry
