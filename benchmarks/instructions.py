@@ -146,6 +146,7 @@ def scale_worker(case: str, out: str) -> None:
     save_graph(synthetic.generate(workload, size), gpath)
     rules = load_rules()
     compile_graph(synthetic.generate("split", 200), rules)  # warm-up: parsers, catalogue, builders
+    assert all(r.fast is not None for r in rules.rules)  # every rule's code generated (on first use) before the stages
     gc.collect()
     stages: list[str] = []
 

@@ -1,6 +1,6 @@
 """rulepass benchmarks: engine overhead, scale, memory quality and what the no-task optimisation buys.
 
-    python benchmarks/run.py [--quick] [--max-nodes N] [--only engine,scale,work,memory,memplan,savings,models]
+    python benchmarks/run.py [--quick] [--max-nodes N] [--only engine,scale,work,memory,memplan,savings,models,latency]
                              [--profile] [--huge-pages] [--repeat N]
 
 Prints one markdown table per benchmark and, unless `--no-write` (or `--quick` without `--write`), stores the
@@ -62,6 +62,7 @@ FINDINGS = HERE / "findings.md"
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
+import cli_latency  # noqa: E402
 import handwritten_concat as hand  # noqa: E402
 import memplan_bench  # noqa: E402
 import real_models  # noqa: E402
@@ -70,7 +71,7 @@ from rulepass.compiler.ir import ComputeGraph  # noqa: E402
 
 from rulepass.api import compile_graph, load_graph, load_rules, optimize  # noqa: E402
 
-SECTIONS = ("engine", "scale", "work", "memory", "memplan", "savings", "models")
+SECTIONS = ("engine", "scale", "work", "memory", "memplan", "savings", "models", "latency")
 CONCAT = "ConcatNotaskPass"
 DEFAULT_SIZES = (10_000, 100_000, 1_000_000)
 QUICK_SIZES = (1_000, 10_000)
@@ -578,6 +579,7 @@ def worker_compile(
     `count_calls`, also the calls each stage makes (under cProfile: its times then measure the profiler too)."""
     rules = load_rules()
     compile_graph(synthetic.generate("split", 200), rules)  # warm-up: parsers, catalogue, builders
+    assert all(r.fast is not None for r in rules.rules)  # every rule's code generated (on first use) before the stages
     gc.collect()
     prof = cProfile.Profile() if profile_path else None
     meter = _StageMeter(count_calls)
@@ -1490,6 +1492,7 @@ python benchmarks/run.py --profile             # also profile the largest scale 
 python benchmarks/run.py --only scale --max-nodes 1000000 --huge-pages  # scale in both page sizes (about 50 minutes)
 python benchmarks/run.py --only scale --max-nodes 1000000 --repeat 3  # 3 rounds of every size, means compared (~70 min)
 python benchmarks/run.py --only models         # the real models of tests/data/models end to end (seconds)
+python benchmarks/run.py --only latency        # command latency, whole processes (about a minute)
 python benchmarks/run.py --render              # rewrite this page from benchmarks/results.json only
 ```
 
@@ -1624,6 +1627,17 @@ its error (the figures of the stages before it are still measured), and the coun
 distance.
 """
 
+LATENCY_TEXT = """## 6. Command latency: the edit loop, whole processes (`benchmarks/cli_latency.py`)
+
+What a rule author waits for: each command a fresh `python -m rulepass` process on the bundled example graph,
+CPU time (user + system of the child) per run, the commands interleaved round after round, the median of the
+rounds and its ratio to `python -c pass` in the same rounds (bytecode warm, as installed). *cold* runs with an
+empty cache folder, as the first command after installing or after any change to the rules or to rulepass;
+*warm* with the cache filled by an earlier command (see `dsl/cache.py`): the rule files' parsed expressions and
+schema check, and what `validate` found of the whole set. The targets are issue 39's; quote the ratios, the
+absolute figures move with the machine and its load.
+"""
+
 
 def render_doc(results: dict[str, Any]) -> str:
     """docs/benchmarks.md from the stored results."""
@@ -1677,6 +1691,9 @@ def render_doc(results: dict[str, Any]) -> str:
             real_models.render(sec["data"]["rows"]),
             "",
         ]
+    if "latency" in results:
+        sec = results["latency"]
+        parts += [LATENCY_TEXT, meta(sec), cli_latency.render(sec["data"]), ""]
     if FINDINGS.exists():  # the analysis written from these figures (profiles, slow spots, suspected bugs)
         parts += [FINDINGS.read_text(encoding="utf-8").rstrip(), ""]
     return "\n".join(parts).rstrip() + "\n"
@@ -1800,6 +1817,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         log("5. real models")
         sec = record("models", real_models.bench_models(log))
         out += ["## 5. Real models", "", real_models.render(sec["data"]["rows"]), ""]
+    if "latency" in only:
+        log("6. command latency")
+        sec = record("latency", cli_latency.bench(3 if args.quick else 7))
+        out += ["## 6. Command latency", "", cli_latency.render(sec["data"]), ""]
     print("\n".join(out))
     if write:
         results = load_results()  # another run may have stored a section meanwhile

@@ -16,8 +16,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import networkx as nx
-
 AttrValue = bool | int | float | str | list[bool] | list[int] | list[float] | list[str]
 
 # Graph attributes GE reads at this stage (spec §2.2, §2.4).
@@ -382,6 +380,8 @@ class ComputeGraph:
         if order is not None:  # the common, acyclic case: the order is kept for topological_order
             self._topo = order
             return None
+        import networkx as nx  # only to name a cycle: loading it costs more than a small compile
+
         adjacency = nx.DiGraph()
         for n in self._nodes.values():
             adjacency.add_node(n.name)

@@ -14,18 +14,21 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from ..base.diagnostics import did_you_mean, error
 from ..dsl.check import order_cycle
 from ..dsl.compile import CompiledRule
-from ..dsl.load import RuleSet, load_rules, rule_files
+from ..dsl.load import RuleSet, load_rules, rule_files, validate_rules
+from ..dsl.rule_cache import Validation
 from ..dsl.rules import LEVELS
 from ..engine.decisions import Decision, Reason, RuleStats
-from ..engine.run import Engine
 from .facts import GeGraphAccess, ge_catalogue
 from .ir import ComputeGraph, Node
 from .memory.conflicts import resolve_layout_conflicts
+
+if TYPE_CHECKING:  # the engine (and the code generator it runs) is loaded by the first pass manager built
+    from ..engine.run import Engine
 
 DEFAULT_LEVEL = "O3"
 # GE's OptimizeStage2 tail (spec §2.1), then the passes after it. Ours are ordered against these names.
@@ -263,7 +266,11 @@ class PassManager:
         self.passes = resolve_order(list(passes))
         self.level = level
         self.disabled = disabled  # any iterable of names, kept as a frozen set
-        self.engine = engine or Engine(GeGraphAccess(), ge_catalogue())
+        if engine is None:
+            from ..engine.run import Engine
+
+            engine = Engine(GeGraphAccess(), ge_catalogue())
+        self.engine = engine
         # for (level, disabled): the reports of passes that decide nothing, and the passes that run (_work_out_plan)
         self._plan: tuple[str, frozenset[str], tuple[PassReport, ...], tuple[tuple[int, Pass], ...]] | None = None
 
@@ -364,6 +371,15 @@ def load_ge_rules(paths: Sequence[str | Path] | None = None) -> RuleSet:
     from ..rules import bundled_rules_dir
 
     return load_rules(
+        list(paths) if paths else [bundled_rules_dir()], ge_catalogue(), known_passes=GE_PLACEHOLDER_PASSES
+    )
+
+
+def validate_ge_rules(paths: Sequence[str | Path] | None = None) -> Validation:
+    """Check rule files (default: the bundled rules) as `load_ge_rules` loads them, generating no code."""
+    from ..rules import bundled_rules_dir
+
+    return validate_rules(
         list(paths) if paths else [bundled_rules_dir()], ge_catalogue(), known_passes=GE_PLACEHOLDER_PASSES
     )
 

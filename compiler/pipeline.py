@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..base.diagnostics import did_you_mean, error
 from ..dsl.load import RuleSet
@@ -22,12 +22,13 @@ from . import formats
 from .facts import attr_bool
 from .graph_file import copy_graph, gc_paused
 from .ir import ComputeGraph
-from .memory.assign import MemoryPlan, assign_memory
-from .memory.verify import Violation, verify_plan
-from .model import build_model, dump_model, write_model
 from .passes import DEFAULT_LEVEL, NO_TASK_TAG, PassManager, PassReport, build_pass_manager, default_rules
-from .streams import StreamPlan, assign_streams
-from .tasks import TaskResult, generate_tasks
+
+if TYPE_CHECKING:  # the later stages are imported by the functions that run them (optimize needs none)
+    from .memory.assign import MemoryPlan
+    from .memory.verify import Violation
+    from .streams import StreamPlan
+    from .tasks import TaskResult
 
 T = TypeVar("T")
 
@@ -194,6 +195,9 @@ def plan_memory(
     `graph` is optimized in place; the comparison runs on a fresh copy with every pass tagged `no-task` disabled.
     Both plans are proved safe by the verifier when `verify`.
     """
+    from .memory.assign import assign_memory
+    from .memory.verify import verify_plan
+
     rules = _rules_for(graph, rules)
     baseline_graph = copy_graph(graph)
     optimize(graph, rules, level=level, disabled=disabled)
@@ -219,10 +223,14 @@ class CompileResult:
 
     def model_text(self) -> str:
         """The model file's text (deterministic JSON)."""
+        from .model import dump_model
+
         return dump_model(self.model)
 
     def write_model(self, path: str | Path) -> None:
         """Write the model file (the bytes of `model_text`) to `path`, streamed and atomically."""
+        from .model import write_model
+
         write_model(self.model, path)
 
     def tasks_by_type(self) -> dict[str, int]:
@@ -306,6 +314,12 @@ def _stages(
     progress: Callable[[str], None] | None,
     baseline: bool,
 ) -> CompileResult:
+    from .memory.assign import assign_memory
+    from .memory.verify import verify_plan
+    from .model import build_model
+    from .streams import assign_streams
+    from .tasks import generate_tasks
+
     seconds: dict[str, float] = {}
     say = progress or (lambda _stage: None)
 
@@ -349,6 +363,9 @@ def _with_baseline(
     single_stream: bool,
 ) -> MemoryResult:
     """Plan `baseline_graph` (a copy taken before the passes) with the no-task passes off, and count the savings."""
+    from .memory.assign import assign_memory
+    from .streams import assign_streams
+
     no_task_passes = [r.name for r in rules.rules if NO_TASK_TAG in r.rule.tags]
     optimize(baseline_graph, rules, level=level, disabled=sorted(set(disabled) | set(no_task_passes)), explain=False)
     base_streams = assign_streams(baseline_graph, single_stream=single_stream)

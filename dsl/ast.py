@@ -8,7 +8,8 @@ recurses over the tree.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 from ..base.diagnostics import Span
 from ..base.yaml_source import YamlDoc
@@ -202,3 +203,52 @@ def children(node: Node) -> tuple[Node, ...]:
     if isinstance(node, SetAction):
         return (node.target, node.value)
     return ()
+
+
+_NODE_TYPES: dict[str, type[Node]] = {
+    t.__name__: t
+    for t in (Lit, Name, Attr, Index, Slice, Call, Unary, BoolOp, Compare, Arith, IfElse, Quant, ListLit, SetAction)
+}
+_NODE_TYPES["ForAction"] = ForAction
+
+
+def to_data(node: Node) -> list[object]:
+    """`node` as plain JSON data: `[type name, field values in declaration order]`, sub-nodes nested alike and
+    tuples of them as lists (a literal's value is a scalar, so it is never mistaken for either)."""
+
+    def value(v: object) -> object:
+        if isinstance(v, Node):
+            return to_data(v)
+        if isinstance(v, tuple):
+            return [value(x) for x in v]
+        return v
+
+    return [type(node).__name__, *(value(getattr(node, f.name)) for f in fields(node))]
+
+
+def from_data(data: object) -> Node:
+    """The node `to_data` gave `data` for; ValueError when `data` is not such a node (it is not trusted)."""
+    if not isinstance(data, list) or not data or not isinstance(data[0], str) or data[0] not in _NODE_TYPES:
+        raise ValueError(f"not an AST node: {str(data)[:80]}")
+    cls = _NODE_TYPES[data[0]]
+    fs = fields(cls)
+    if len(data) != len(fs) + 1:
+        raise ValueError(f"{cls.__name__} takes {len(fs)} fields, not {len(data) - 1}")
+    args: list[Any] = []
+    for f, v in zip(fs, data[1:], strict=True):
+        kind = str(f.type)
+        if kind.startswith("tuple"):
+            if not isinstance(v, list):
+                raise ValueError(f"{cls.__name__}.{f.name}: expected a list")
+            args.append(tuple(from_data(x) for x in v))
+        elif "Node" in kind:
+            args.append(None if v is None and "None" in kind else from_data(v))
+        elif kind == "object":
+            if not isinstance(v, (str, int, float, bool)) and v is not None:
+                raise ValueError(f"{cls.__name__}.{f.name}: expected a scalar")
+            args.append(v)
+        elif not isinstance(v, int if kind == "int" else str) or isinstance(v, bool):
+            raise ValueError(f"{cls.__name__}.{f.name}: expected {kind}")
+        else:
+            args.append(v)
+    return cls(*args)

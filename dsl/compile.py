@@ -99,6 +99,28 @@ class CompiledCheck:
     visited: str | None = None
 
 
+_PENDING: Any = object()
+
+
+class _GeneratedOnFirstUse:
+    """The descriptor of `CompiledRule.fast`: the generated decision function, made when first read (a pass
+    whose rule has no candidate in the graphs it runs on never reads it, so a small graph pays for the rules it
+    uses only) by the generator `generate_with` gave (None without one: closures only); set it to a value to
+    have that instead. The generator is given, not imported: codegen builds on this module."""
+
+    def __get__(self, rule: CompiledRule | None, owner: type | None = None) -> Any:
+        if rule is None:  # the class's: the dataclass field's default
+            return _PENDING
+        fast = rule.__dict__.get("_fast", _PENDING)
+        if fast is _PENDING:
+            make = rule.__dict__.get("_make_fast")
+            fast = rule.__dict__["_fast"] = make(rule) if make is not None else None
+        return fast
+
+    def __set__(self, rule: CompiledRule, value: Any) -> None:
+        rule.__dict__["_fast"] = value
+
+
 @dataclass
 class CompiledRule:
     """A rule ready to run: closures for its exclusions, checks and actions, plus every node's closure."""
@@ -111,7 +133,8 @@ class CompiledRule:
     lets: tuple[str, ...]
     fns: dict[int, Fn]
     step_limit: int = DEFAULT_STEP_LIMIT
-    fast: Any = None  # the generated decision function (codegen.FastRule), or None: closures only
+    # the generated decision function (codegen.FastRule), or None: closures only; by default made on first use
+    fast: Any = _GeneratedOnFirstUse()
     # the op types it matches as a set, or None for `*` (every node): what a candidate index looks up
     match_types: frozenset[str] | None = field(init=False)
     name: str = field(init=False)  # the pass name (the rule's), read for every graph a pass runs on
@@ -119,6 +142,10 @@ class CompiledRule:
     def __post_init__(self) -> None:
         self.match_types = None if "*" in self.rule.match else frozenset(self.rule.match)
         self.name = self.rule.name
+
+    def generate_with(self, make: Callable[[CompiledRule], Any]) -> None:
+        """Have `fast` made by `make` (the code generator) when first read."""
+        self.__dict__["_make_fast"] = make
 
 
 class _Compiler:

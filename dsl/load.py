@@ -2,21 +2,28 @@
 
 `load_rules` reads files or folders (every `*.yaml`/`*.yml` not under a `fixtures` folder), collects every
 diagnostic of every file (YAML, schema, expression syntax, names, types, unused bindings, duplicates, order
-constraints) and compiles the rules that are sound. Callers decide whether warnings matter.
+constraints) and compiles the rules that are sound. Callers decide whether warnings matter. `validate_rules`
+checks the same way and returns only what a check reports (no compiled rules), so the outcome of a set read
+before can come whole from the cache (:mod:`.cache`, :mod:`.rule_cache`); both take each file's parsed
+expressions from it.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any, cast
 
 from ..base.diagnostics import Diagnostic, RulepassError
+from ..base.files import read_bytes
+from .cache import Store, code_digest, digest
 from .catalogue import Catalogue
 from .check import Resolution, check_rule, check_rule_set
-from .codegen import generate_rule
 from .compile import DEFAULT_STEP_LIMIT, CompiledRule, compile_closures
-from .rules import Rule, RuleFile, read_rule_file, resolve_shared
+from .rule_cache import Validation, catalogue_digest, decode_validation, encode_validation, read_rule_bytes
+from .rules import Parsed, Rule, RuleFile, resolve_shared
 
 RULE_SUFFIXES = (".yaml", ".yml")
 
@@ -28,8 +35,15 @@ def compile_rule(
     (built on the closures' compiled checks, so it lives above both modules)."""
     out = compile_closures(rule, res, step_limit=step_limit)
     if generate:
-        out.fast = generate_rule(out)
+        out.generate_with(_generate)  # made when the engine first needs it
     return out
+
+
+def _generate(rule: CompiledRule) -> Any:
+    """The generated decision function of a compiled rule (codegen is imported only when some rule needs it)."""
+    from .codegen import generate_rule
+
+    return generate_rule(rule)
 
 
 @dataclass
@@ -96,13 +110,67 @@ def load_rules(
     *,
     known_passes: Iterable[str] = (),
     step_limit: int = DEFAULT_STEP_LIMIT,
+    generate: bool = True,
 ) -> RuleSet:
-    """Read, check and compile the rules of `paths` (files or folders) against `catalogue`."""
+    """Read, check and compile the rules of `paths` (files or folders) against `catalogue`; `generate`: also
+    generate each rule's decision function when first used (the engine's fast path; checking needs none)."""
     files, diags = rule_files(paths)
+    store = Store.open()
+    return _load(files, [_read(f) for f in files], diags, catalogue, known_passes, step_limit, generate, store)
+
+
+def validate_rules(
+    paths: Sequence[str | Path], catalogue: Catalogue, *, known_passes: Iterable[str] = ()
+) -> Validation:
+    """Check the rules of `paths` as `load_rules` does, without generating code; the outcome of files read
+    before with the same bytes, catalogue and code comes from the cache (identical to checking them again)."""
+    files, diags = rule_files(paths)
+    store = Store.open()
+    raws = [_read(f) for f in files]
+    known_passes = tuple(known_passes)
+    key = None
+    if store is not None and not diags and all(isinstance(r, bytes) for r in raws):
+        key = "set-" + digest(
+            code_digest(),
+            catalogue_digest(catalogue),
+            json.dumps(known_passes),
+            *(p for f, raw in zip(files, raws, strict=True) for p in (str(f), digest(cast(bytes, raw)))),
+        )
+        hit = decode_validation(store.get(key), [str(f) for f in files], cast(list[bytes], raws))
+        if hit is not None:
+            return hit
+    rs = _load(files, raws, diags, catalogue, known_passes, DEFAULT_STEP_LIMIT, False, store)
+    found = Validation(rs.files, [r.name for r in rs.rules], rs.diagnostics)
+    if store is not None and key is not None:
+        data = encode_validation(found, dict(zip(rs.files, cast(list[bytes], raws), strict=True)))
+        if data is not None:
+            store.put(key, data)
+    return found
+
+
+def _read(path: Path) -> bytes | RulepassError:
+    """The bytes of a rule file, or the error reading it."""
+    try:
+        return read_bytes(path, what="rule file")
+    except RulepassError as exc:
+        return exc
+
+
+def _load(
+    files: list[Path],
+    raws: list[bytes | RulepassError],
+    diags: list[Diagnostic],
+    catalogue: Catalogue,
+    known_passes: Iterable[str],
+    step_limit: int,
+    generate: bool,
+    store: Store | None,
+) -> RuleSet:
     result = RuleSet(files=[str(f) for f in files], diagnostics=diags)
     models: list[RuleFile] = []
-    for f in files:
-        model, file_diags = read_rule_file(f)
+    parsed: Parsed = {}  # the ASTs by expression text, shared by the files (as parsing shares them)
+    for f, raw in zip(files, raws, strict=True):
+        model, file_diags = read_rule_bytes(f, raw, parsed, store)
         result.diagnostics.extend(file_diags)
         if model is not None:
             models.append(model)
@@ -129,5 +197,5 @@ def load_rules(
     result.diagnostics.extend(check_rule_set(all_rules, known_passes))
     for r, res, bad in checked:
         if not bad:
-            result.rules.append(compile_rule(r, res, step_limit=step_limit))
+            result.rules.append(compile_rule(r, res, step_limit=step_limit, generate=generate))
     return result

@@ -18,7 +18,6 @@ from ..base.files import read_text
 from ..base.schema import schema_diagnostics
 from ..base.yaml_source import YamlDoc, load_text
 from . import ast
-from .parse import parse_action, parse_expr
 
 LEVELS = ("O0", "O1", "O2", "O3")
 DEFAULT_LEVELS = ("O3",)  # GE's default working level; passes register the levels they run at
@@ -109,21 +108,32 @@ class RuleFile:
     shared: tuple[Check, ...] = ()
 
 
+# an expression's AST by (start symbol, text): what parsing gives, kept so a file read again needs no parser
+Parsed = dict[tuple[str, str], ast.Node]
+
+
 class _Reader:
-    def __init__(self, doc: YamlDoc) -> None:
+    def __init__(self, doc: YamlDoc, parsed: Parsed | None) -> None:
         self.doc = doc
         self.diags: list[Diagnostic] = []
+        self.parsed: Parsed = parsed if parsed is not None else {}
 
     def expr(
         self, path: list[str | int], *, action: bool = False, text: str | None = None, offset: int = 0
     ) -> Expr | None:
         raw = text if text is not None else self.doc.value_at(path)
         src = ast.ExprSource(raw, self.doc, tuple(path), self.doc.source.name, offset)
-        try:
-            node = parse_action(raw, src) if action else parse_expr(raw, src)
-        except RulepassError as exc:
-            self.diags.extend(exc.diagnostics)
-            return None
+        key = ("action" if action else "expr", raw)
+        node = self.parsed.get(key)
+        if node is None:
+            from .parse import parse_action, parse_expr  # lark, and building its parser, only when parsing
+
+            try:
+                node = parse_action(raw, src) if action else parse_expr(raw, src)
+            except RulepassError as exc:
+                self.diags.extend(exc.diagnostics)
+                return None
+            self.parsed[key] = node
         return Expr(raw, node, src)
 
     def lets(self, raw: dict[str, Any], path: list[str | int]) -> tuple[Binding, ...]:
@@ -228,8 +238,13 @@ class _Reader:
         )
 
 
-def read_rule_doc(doc: YamlDoc) -> tuple[RuleFile | None, list[Diagnostic]]:
-    """Schema-check and parse a loaded rule document; returns the model (None if unusable) and all diagnostics."""
+def read_rule_doc(
+    doc: YamlDoc, parsed: Parsed | None = None, *, schema_ok: bool = False
+) -> tuple[RuleFile | None, list[Diagnostic]]:
+    """Schema-check and parse a loaded rule document; returns the model (None if unusable) and all diagnostics.
+
+    `parsed` holds ASTs already known by expression text (used instead of parsing; those parsed are added);
+    `schema_ok` says the document is known to satisfy the schema (the same text did)."""
     name = doc.source.name
     if doc.data is None:
         return None, [
@@ -239,7 +254,7 @@ def read_rule_doc(doc: YamlDoc) -> tuple[RuleFile | None, list[Diagnostic]]:
                 Span(name, 1, 1, 1, 1, doc.source),
             )
         ]
-    diags = schema_diagnostics(doc, "rulepass.dsl", "rule.schema.json", what="the rule file")
+    diags = [] if schema_ok else schema_diagnostics(doc, "rulepass.dsl", "rule.schema.json", what="the rule file")
     if diags:
         return None, diags
     if "rules" not in doc.data and "shared_checks" not in doc.data:
@@ -250,7 +265,7 @@ def read_rule_doc(doc: YamlDoc) -> tuple[RuleFile | None, list[Diagnostic]]:
                 doc.span([]),
             )
         ]
-    reader = _Reader(doc)
+    reader = _Reader(doc, parsed)
     rules = [reader.rule(r, ["rules", k]) for k, r in enumerate(doc.data.get("rules", []))]
     shared = [reader.check(c, ["shared_checks", k]) for k, c in enumerate(doc.data.get("shared_checks", []))]
     model = RuleFile(name, tuple(r for r in rules if r is not None), doc, tuple(c for c in shared if c is not None))

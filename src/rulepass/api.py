@@ -13,7 +13,6 @@ from .base.diagnostics import RulepassError, error
 from .compiler.graph_file import load_graph as load_graph_file
 from .compiler.graph_file import save_graph
 from .compiler.ir import ComputeGraph
-from .compiler.memory.assign import MemoryPlan
 from .compiler.passes import load_ge_rules
 from .compiler.pipeline import (
     CompileResult,
@@ -28,6 +27,7 @@ from .dsl.load import RuleSet
 from .engine.decisions import Decision
 
 if TYPE_CHECKING:
+    from .compiler.memory.assign import MemoryPlan
     from .compiler.runtime.executor import RunResult
 
 __all__ = [
@@ -48,6 +48,15 @@ __all__ = [
     "run_model",
     "save_graph",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """`MemoryPlan`, exported, imported when first asked for (optimize needs no memory stage)."""
+    if name == "MemoryPlan":
+        from .compiler.memory.assign import MemoryPlan
+
+        return MemoryPlan
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load_graph(

@@ -17,10 +17,9 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from . import __version__
-from .base.diagnostics import Diagnostic, RulepassError
-from .base.files import check_writable
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the foundation is imported by the commands that use it: `--version` needs none of it
+    from .base.diagnostics import Diagnostic
     from .engine.decisions import Reason
 
 EXIT_OK, EXIT_INVALID, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -37,12 +36,20 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
+def check_writable(path: str, *, what: str) -> None:
+    """`rulepass.base.files.check_writable`, imported when a command writes a file."""
+    from .base.files import check_writable as check
+
+    check(path, what=what)
+
+
 def _print_diagnostics(diags: Sequence[Diagnostic], err: TextIO) -> None:
     for d in diags:
         err.write(d.render() + "\n")
 
 
 def _cmd_graph_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .base.diagnostics import RulepassError
 
     status = EXIT_OK
     reports: list[dict[str, Any]] = []
@@ -125,14 +132,14 @@ def _cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _cmd_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .compiler.passes import load_ge_rules
+    from .compiler.passes import validate_ge_rules
 
-    rs = load_ge_rules(_rule_paths(args.paths))
+    rs = validate_ge_rules(_rule_paths(args.paths))
     if args.format == "json":
         doc = {
             "valid": not rs.errors,
             "files": rs.files,
-            "rules": [r.name for r in rs.rules],
+            "rules": rs.rules,
             "errors": len(rs.errors),
             "warnings": len(rs.warnings),
             "diagnostics": [d.to_json() for d in rs.diagnostics],
@@ -501,7 +508,7 @@ def _run_model_doc(args: argparse.Namespace, err: TextIO) -> dict[str, Any]:
     from pathlib import Path
 
     from .api import compile_graph, load_rules
-    from .base.diagnostics import error
+    from .base.diagnostics import RulepassError, error
     from .base.schema import schema_diagnostics
     from .base.yaml_source import load_file
     from .compiler.graph_file import graph_from_doc
@@ -657,6 +664,9 @@ def build_parser() -> argparse.ArgumentParser:
         "graphs, explain decisions, plan memory, generate tasks.",
     )
     parser.add_argument("--version", action="version", version=f"rulepass {__version__}")
+    parser.add_argument(
+        "--no-cache", action="store_true", help="neither read nor write the cache of loaded rules (RULEPASS_NO_CACHE=1)"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
@@ -793,7 +803,14 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
     except SystemExit as exc:
         return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
     handler: Handler = args.handler
+    from .base.diagnostics import RulepassError
+
     try:
+        if args.no_cache:
+            from .dsl.cache import disabled
+
+            with disabled():
+                return handler(args, out, err)
         return handler(args, out, err)
     except RulepassError as exc:
         _print_diagnostics(exc.diagnostics, err)

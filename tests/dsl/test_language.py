@@ -119,6 +119,7 @@ def ev(value: str, lets: dict[str, str] | None = None, limit: int = LIMIT, **var
     """
     rule, compiled, diags = checked(rule_text(value, lets))
     assert compiled is not None, [d.headline() for d in diags]
+    assert compiled.fast is not None  # the rule's generated function (made on first use) compiles too
     node = rule.lets[-1].expr.node
     fn = compiled.fns[id(node)]
     gen = generate_expr(node, compiled.res, limit)

@@ -21,6 +21,11 @@ MAX_FILE_BYTES = 512 * 1024 * 1024
 
 def read_text(path: str | Path, *, what: str = "file", max_bytes: int = MAX_FILE_BYTES) -> str:
     """Read a UTF-8 text file, turning every I/O or encoding problem into one clear error."""
+    return decode_text(read_bytes(path, what=what, max_bytes=max_bytes), str(path), what=what)
+
+
+def read_bytes(path: str | Path, *, what: str = "file", max_bytes: int = MAX_FILE_BYTES) -> bytes:
+    """Read a file's bytes, turning every I/O problem into one clear error."""
     p = Path(path)
     name = str(path)
     try:
@@ -29,17 +34,21 @@ def read_text(path: str | Path, *, what: str = "file", max_bytes: int = MAX_FILE
         size = p.stat().st_size
         if size > max_bytes:
             raise error("io", f"{what} is {size} bytes, over the {max_bytes}-byte limit", where=name)
-        raw = p.read_bytes()
+        return p.read_bytes()
     except FileNotFoundError:
         raise error("io", f"{what} '{name}' does not exist", where=name) from None
     except PermissionError:
         raise error("io", f"{what} '{name}' cannot be read (permission denied)", where=name) from None
     except OSError as exc:
         raise error("io", f"{what} '{name}' cannot be read: {exc.strerror or exc}", where=name) from None
+
+
+def decode_text(raw: bytes, name: str, *, what: str = "file") -> str:
+    """The text of a UTF-8 file's bytes `raw` (read from `name`), or one clear error naming the first bad byte."""
     if b"\x00" in raw:
         raise error("encoding", f"{what} is not a text file (it contains NUL bytes)", Span(name, 1, 1, 1, 1, None))
     try:
-        text = raw.decode("utf-8-sig")
+        return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
@@ -48,7 +57,6 @@ def read_text(path: str | Path, *, what: str = "file", max_bytes: int = MAX_FILE
             f"{what} is not valid UTF-8 (byte 0x{raw[exc.start]:02x})",
             Span(name, line, col, line, col, None),
         ) from None
-    return text
 
 
 def check_writable(path: str | Path, *, what: str = "file") -> None:

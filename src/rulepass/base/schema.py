@@ -12,11 +12,13 @@ import json
 from collections.abc import Callable, Iterable
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import fastjsonschema
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
+
+if TYPE_CHECKING:  # jsonschema is imported only to explain a failure (it costs more to load than to validate)
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError
 
 from .diagnostics import Diagnostic, did_you_mean
 from .yaml_source import YamlDoc
@@ -50,6 +52,8 @@ def load_schema(package: str, name: str) -> dict[str, Any]:
 
 @cache
 def _validator(package: str, name: str) -> Draft202012Validator:
+    from jsonschema import Draft202012Validator
+
     return Draft202012Validator(load_schema(package, name))
 
 
