@@ -138,7 +138,7 @@ def test_symbolic_dims_take_sizes_from_the_option(tmp_path: Path) -> None:
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8])
     model = _small([helper.make_node("Relu", ["x"], ["y"])], [x], [y])
     g = import_onnx(_save(model, tmp_path), dims={"batch": 32}).graph
-    relu = next(n for n in g.all_nodes() if n.type == "ReLU")
+    relu = next(n for n in g.all_nodes() if n.type == "Relu")
     assert relu.op.output_descs[0].shape == (32, 8)
 
 
