@@ -188,9 +188,10 @@ class _Importer:
             parent.graph.set_subgraph(parent, cg)
         produced: dict[str, tuple[Node, int]] = {}
         inits = {i.name for i in g.initializer}
+        needed = _const_reads(g)
         for init in g.initializer:
-            if init.name not in self.read:
-                continue  # folded away or never read: no node
+            if init.name not in needed:
+                continue  # never read, or only as the sizes of a Split (an attribute of GE's SplitD/SplitVD)
             d = self.desc(init.name)
             attrs: dict[str, Any] = {}
             value = self.const_value(init)
@@ -438,6 +439,17 @@ class _Importer:
         elif onnx_type == "Sum":
             out["N"] = len(inputs)
         return out
+
+
+def _const_reads(g: Any) -> set[str]:
+    """The tensors a graph's GE nodes read: all ONNX reads but a Split's sizes input."""
+    out = {o.name for o in g.output}
+    for n in g.node:
+        out.update(t for k, t in enumerate(n.input) if not (n.op_type == "Split" and k == 1))
+        for a in n.attribute:
+            for sub in [a.g] if a.HasField("g") else list(a.graphs):
+                out |= tensor_reads(sub)
+    return out
 
 
 def _json_attr(onnx: Any, a: Any) -> Any:
