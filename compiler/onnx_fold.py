@@ -264,6 +264,10 @@ def _evaluate(
         attrs = {a.name: a.i for a in node.attribute}
         start, end = attrs.get("start", 0), attrs.get("end", len(shape))
         return [np.array(shape[slice(start, end)], dtype=np.int64)]
+    if node.op_type != "Constant" and any(math.prod(shapes.get(o, ())) > FOLD_LIMIT for o in node.output):
+        return None  # inference already says an output is too large: not evaluated at all
+    if not all(not name or name in values or name in protos for name in node.input):
+        return None  # a non-constant input: checked before any constant is converted
     feeds: dict[str, Any] = {}
     for name in node.input:
         if not name:
@@ -282,6 +286,7 @@ def _evaluate(
     except Exception:
         return None  # left for the runtime, which reports what it cannot run
     arrays = [np.asarray(o) for o in outs]
-    if any(a.dtype.kind in "OUS" or a.size > FOLD_LIMIT for a in arrays):
+    limit = math.inf if node.op_type == "Constant" else FOLD_LIMIT  # a Constant's value is in the file already
+    if any(a.dtype.kind in "OUS" or a.size > limit for a in arrays):
         return None
     return arrays

@@ -95,6 +95,7 @@ OP_MAP = {
     "If": "If",
     "Loop": "While",
 }
+SMALL_VALUE = 64  # elements of an initializer kept in its Const's `value` (larger ones: seeded placeholders)
 _PLAIN_ATTRS = frozenset({1, 2, 3, 6, 7, 8})  # AttributeProto FLOAT, INT, STRING, FLOATS, INTS, STRINGS
 _GRAPH_ATTRS = frozenset({5, 10})  # GRAPH, GRAPHS: imported as subgraphs
 _NAME_OK = re.compile(r"[^A-Za-z0-9_./\-]")
@@ -131,9 +132,10 @@ def _attr(onnx: Any, a: Any) -> Any:
 
 
 class _Importer:
-    def __init__(self, onnx: Any, mode: str, opsets: Mapping[str, int], folded: set[str]) -> None:
+    def __init__(self, onnx: Any, mode: str, opsets: Mapping[str, int], folded: set[str], weights: str) -> None:
         self.onnx = onnx
         self.mode = mode
+        self.weights = weights
         self.opsets = opsets
         self.folded = folded  # initializers made by constant folding: their values are kept whole
         self.warnings: list[str] = []
@@ -227,9 +229,12 @@ class _Importer:
         return cg
 
     def const_value(self, init: Any) -> list[Any] | None:
-        """An initializer's elements for the Const's `value`: every one for a folded value, else up to 64."""
+        """An initializer's elements for the Const's `value`: every one for a folded value, else up to
+        SMALL_VALUE (all of them with weights='inline')."""
         count = math.prod(init.dims)
-        limit = FOLD_LIMIT if init.name in self.folded else 64
+        limit = FOLD_LIMIT if init.name in self.folded else SMALL_VALUE
+        if self.weights == "inline":
+            limit = count
         if not 0 < count <= limit or init.data_type not in ONNX_DTYPES:
             return None
         arr = self.onnx.numpy_helper.to_array(init).reshape(-1)
@@ -489,11 +494,15 @@ def import_onnx(
     format_mode: str = "keep",
     dims: Mapping[str, int] | None = None,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
+    weights: str = "placeholder",
 ) -> ImportResult:
     """Import an ONNX model file as a ComputeGraph (`format_mode` 'keep' or 'ascend'; `dims` for named symbolic
-    dims, `input_shapes` for whole input shapes, as ATC's --input_shape)."""
+    dims, `input_shapes` for whole input shapes, as ATC's --input_shape; `weights` 'inline' keeps every
+    initializer's elements in its Const, 'placeholder' only those of small ones, the runtime seeding the rest)."""
     if format_mode not in ("keep", "ascend"):
         raise error("usage", f"unknown format mode '{format_mode}'; expected 'keep' or 'ascend'")
+    if weights not in ("placeholder", "inline"):
+        raise error("usage", f"unknown weights mode '{weights}'; expected 'placeholder' or 'inline'")
     onnx = _need_onnx()
     p = Path(path)
     model = load_model(onnx, p)
@@ -502,7 +511,7 @@ def import_onnx(
     warnings = set_input_shapes(onnx, model, dict(dims or {}), shapes, where)
     model, folded = static_shapes(onnx, model, where)
     opsets = {o.domain or "": o.version for o in model.opset_import}
-    imp = _Importer(onnx, format_mode, opsets, folded)
+    imp = _Importer(onnx, format_mode, opsets, folded, weights)
     imp.warnings.extend(warnings)
     graph = imp.graph(model.graph, _NAME_OK.sub("_", model.graph.name or p.stem) or p.stem, None, None, None)
     _check_static(graph, imp, bool(shapes or dims))

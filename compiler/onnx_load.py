@@ -37,6 +37,7 @@ def load_model(onnx: Any, p: Path) -> Any:
         raise error("onnx", f"'{p}' is not a readable ONNX model: {type(exc).__name__}: {exc}", where=where) from None
     if not model.HasField("graph") or not (model.graph.node or model.graph.output):
         raise error("onnx", f"'{p}' holds no graph (a truncated or foreign file?)", where=where)
+    _check_text(model.graph, where)
     tensors = list(_all_tensors(model.graph))
     base = p.absolute().parent.resolve()  # the folder the path names (the file may be a link)
     external = [t for t in tensors if t.data_location == onnx.TensorProto.EXTERNAL]
@@ -51,6 +52,25 @@ def load_model(onnx: Any, p: Path) -> Any:
         _check_payload(onnx, t, where)
     _check_attributes(onnx, model, where)
     return model
+
+
+def _check_text(g: Any, where: str) -> None:
+    """Every name of the graph and its subgraphs is UTF-8 text (protobuf hands invalid UTF-8 back as bytes)."""
+    names: list[Any] = [g.name]
+    for vi in [*g.input, *g.output, *g.value_info]:
+        names.append(vi.name)
+    names.extend(t.name for t in g.initializer)
+    for n in g.node:
+        names.extend([n.name, n.op_type, n.domain, *n.input, *n.output])
+        for a in n.attribute:
+            names.append(a.name)
+            if a.HasField("g"):
+                _check_text(a.g, where)
+            for sub in a.graphs:
+                _check_text(sub, where)
+    bad = next((x for x in names if not isinstance(x, str)), None)
+    if bad is not None:
+        raise error("onnx", f"{where}: a name in the model is not UTF-8 text: {bad!r}", where=where)
 
 
 def _all_tensors(g: Any) -> Iterator[Any]:

@@ -114,7 +114,7 @@ def _cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .compiler.onnx_fold import parse_input_shapes
 
     shapes = parse_input_shapes(args.input_shape) if args.input_shape else None
-    result = import_onnx(args.model, format_mode=args.formats, dims=dims, input_shapes=shapes)
+    result = import_onnx(args.model, format_mode=args.formats, dims=dims, input_shapes=shapes, weights=args.weights)
     for w in result.warnings:
         err.write(f"rulepass: warning: {w}\n")
     save_graph(result.graph, args.output)
@@ -759,6 +759,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--input-shape",
         metavar='"NAME:D0,D1,...;..."',
         help="whole input shapes, as ATC's --input_shape (also sets unnamed and -1 dims)",
+    )
+    imp.add_argument(
+        "--weights",
+        choices=["placeholder", "inline"],
+        default="placeholder",
+        help="keep every weight's values in the graph (inline), or only small ones (placeholder: run seeds the rest)",
     )
     imp.set_defaults(handler=_cmd_import)
 

@@ -555,3 +555,16 @@ def test_an_op_missing_a_required_attribute_is_an_error(tmp_path: Path) -> None:
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])
     model = _opset([helper.make_node("Cast", ["x"], ["y"], name="cast")], [x], [y])  # Cast needs `to`
     _bad(_save(model, tmp_path), "lacks its required attribute 'to'")
+
+
+def test_weights_inline_keeps_every_value_and_placeholder_only_small_ones(tmp_path: Path) -> None:
+    from rulepass.compiler.onnx_import import SMALL_VALUE
+
+    n = SMALL_VALUE + 1
+    t = helper.make_tensor("w", TensorProto.FLOAT, [n], [float(k) for k in range(n)])
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [n])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [n])
+    path = _save(_opset([helper.make_node("Add", ["x", "w"], ["y"])], [x], [y], [t]), tmp_path)
+    for weights, want in (("placeholder", None), ("inline", [float(k) for k in range(n)])):
+        g = import_onnx(path, weights=weights).graph
+        assert next(m for m in g.all_nodes() if m.type == "Const").op.attrs.get("value") == want
