@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 from ..base.diagnostics import error
@@ -135,7 +136,15 @@ def _set_dims(t: Any, values: list[int]) -> None:
 
 
 def infer(onnx: Any, model: Any, where: str) -> Any:
-    """ONNX shape inference with data propagation (lenient: an op it cannot infer keeps unknown outputs)."""
+    """ONNX shape inference with data propagation (lenient: an op it cannot infer keeps unknown outputs).
+
+    Value infos that are not fully static are dropped first: one inferred before folding (or written by the
+    exporter with symbolic dims) would otherwise be merged with, and keep unknown, what inference now finds."""
+    g = model.graph
+    static = [vi for vi in g.value_info if _is_static(vi)]
+    if len(static) != len(g.value_info):
+        del g.value_info[:]
+        g.value_info.extend(static)
     try:
         return onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
     except Exception as exc:
@@ -172,13 +181,20 @@ def static_shapes(onnx: Any, model: Any, where: str) -> tuple[Any, set[str]]:
     return model, folded
 
 
+def _is_static(vi: Any) -> bool:
+    t = vi.type.tensor_type
+    return bool(
+        vi.type.HasField("tensor_type")
+        and t.HasField("shape")
+        and all(d.HasField("dim_value") and d.dim_value >= 0 for d in t.shape.dim)
+    )
+
+
 def _static_shapes_of(g: Any) -> dict[str, tuple[int, ...]]:
     out: dict[str, tuple[int, ...]] = {}
     for vi in [*g.input, *g.value_info, *g.output]:
-        t = vi.type.tensor_type
-        known = t.HasField("shape") and all(d.HasField("dim_value") and d.dim_value >= 0 for d in t.shape.dim)
-        if vi.type.HasField("tensor_type") and known:
-            out[vi.name] = tuple(d.dim_value for d in t.shape.dim)
+        if _is_static(vi):
+            out[vi.name] = tuple(d.dim_value for d in vi.type.tensor_type.shape.dim)
     for init in g.initializer:
         out[init.name] = tuple(init.dims)
     return out
@@ -282,7 +298,7 @@ def _evaluate(
         from onnx.reference import ReferenceEvaluator
 
         with np.errstate(all="ignore"):
-            outs = ReferenceEvaluator(node, opsets=dict(opsets)).run(None, feeds)
+            outs = ReferenceEvaluator(node, opsets=dict(opsets), new_ops=reference_fixes()).run(None, feeds)
     except Exception:
         return None  # left for the runtime, which reports what it cannot run
     arrays = [np.asarray(o) for o in outs]
@@ -290,3 +306,22 @@ def _evaluate(
     if any(a.dtype.kind in "OUS" or a.size > limit for a in arrays):
         return None
     return arrays
+
+
+@lru_cache(maxsize=1)
+def reference_fixes() -> list[Any]:
+    """Op implementations that replace `onnx.reference`'s where it is wrong (pass as `new_ops`).
+
+    GatherElements (onnx 1.23): `np.choose` takes at most 64 choices, and the fallback it then uses returns one
+    element instead of the gathered tensor, so a gather along an axis longer than 64 fails; it is
+    `np.take_along_axis` with negative indices wrapped once, as the ONNX spec says."""
+    import numpy as np
+    from onnx.reference.op_run import OpRun
+
+    def run(self: Any, data: Any, indices: Any, axis: int | None = None) -> tuple[Any]:
+        ax = 0 if axis is None else int(axis)
+        ax = ax + data.ndim if ax < 0 else ax
+        idx = np.where(indices < 0, indices + data.shape[ax], indices)
+        return (np.take_along_axis(data, idx.astype(np.int64), axis=ax),)
+
+    return [type("GatherElements", (OpRun,), {"op_domain": "", "_run": run})]

@@ -24,17 +24,21 @@ from . import formats
 from .ir import ComputeGraph, Node, OpDesc, TensorDesc
 
 REQUIRES_5HD = frozenset(
-    {"Conv2D", "MaxPool", "AvgPool", "AvgPoolV2", "BatchNorm", "LRN", "GlobalAveragePool", "GlobalMaxPool"}
+    {
+        *("Conv2D", "Conv2DTransposeD", "MaxPool", "AvgPool", "AvgPoolV2", "BatchNorm", "LRN"),
+        *("GlobalAveragePool", "GlobalMaxPool"),
+    }
 )
 FORMAT_AGNOSTIC = frozenset(
     {
         *("ConcatD", "SplitD", "SplitVD", "Identity", "Dropout", "Relu", "Relu6", "Sigmoid", "Tanh", "LeakyRelu"),
-        *("Elu", "ClipByValue", "Abs", "Neg", "Exp", "Sqrt", "HardSigmoid", "Swish"),
+        *("Elu", "ClipByValue", "Abs", "Neg", "Exp", "Sqrt", "HardSigmoid", "HardSwish", "Swish"),
         *("Add", "Sub", "Mul", "Div", "AddN", "AccumulateNV2", "Maximum", "Minimum"),
     }
 )
 _ELEMENTWISE_BINARY = frozenset({"Add", "Sub", "Mul", "Div", "AddN", "AccumulateNV2", "Maximum", "Minimum"})
 
+_CONVS = frozenset({"Conv2D", "Conv2DTransposeD"})  # input 1 is a FRACTAL_Z weight
 _Key = tuple[int, int]  # (id of the producer node, output index)
 
 
@@ -118,7 +122,7 @@ def _place(n: Node, role: str, is_feature: Callable[[_Key], bool]) -> None:
     for k, (d, peer) in enumerate(zip(n.op.input_descs, n.in_peers, strict=False)):
         if peer is None or not d.is_valid:
             continue
-        if n.op.type == "Conv2D" and k == 1 and role == "5hd":
+        if n.op.type in _CONVS and k == 1 and role == "5hd":
             _to_format(d, "FRACTAL_Z")
             w = peer.node
             if w.op.type == "Const" and len(w.out_peers[peer.index]) == 1:

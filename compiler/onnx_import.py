@@ -90,6 +90,10 @@ OP_MAP = {
     "Pad": "PadV3",  # opset 11+ (pads as an input); PadD before
     "Slice": "StridedSliceV2",  # opset 10+ (bounds as inputs)
     "Resize": "Resize",
+    "HardSigmoid": "HardSigmoid",
+    "HardSwish": "HardSwish",
+    "ConvTranspose": "Conv2DTransposeD",
+    "LogSoftmax": "LogSoftmaxV2",
     "Shape": "Shape",
     "Gather": "GatherV2D",
     "If": "If",
@@ -418,13 +422,13 @@ class _Importer:
             out["num_split"] = len(outputs)
             if "split" in out:
                 out["size_splits"] = out.pop("split")
-        elif onnx_type in ("Conv", "MaxPool", "AveragePool"):
+        elif onnx_type in ("Conv", "ConvTranspose", "MaxPool", "AveragePool"):
             strides = out.pop("strides", [1, 1])
             pads = out.pop("pads", [0, 0, 0, 0])
             out["strides"] = [1, 1, *strides]
             out["pads"] = [pads[0], pads[2], pads[1], pads[3]] if len(pads) == 4 else pads  # ONNX tlbr -> GE tblr
             out["data_format"] = "NCHW"
-            if onnx_type == "Conv":
+            if onnx_type in ("Conv", "ConvTranspose"):
                 out["dilations"] = [1, 1, *out.pop("dilations", [1, 1])]
                 out["groups"] = out.pop("group", 1)
                 out.pop("kernel_shape", None)
@@ -432,7 +436,7 @@ class _Importer:
                 out["ksize"] = [1, 1, *out.pop("kernel_shape", [1, 1])]
             if onnx_type == "AveragePool":
                 out["exclusive"] = not out.pop("count_include_pad", 0)
-        elif onnx_type == "Softmax":
+        elif onnx_type in ("Softmax", "LogSoftmax"):
             out["axes"] = [out.pop("axis", -1 if self.opset("") >= 13 else 1)]
         elif onnx_type == "Gemm":
             out["transpose_x1"] = bool(out.pop("transA", 0))

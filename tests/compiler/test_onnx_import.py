@@ -568,3 +568,41 @@ def test_weights_inline_keeps_every_value_and_placeholder_only_small_ones(tmp_pa
     for weights, want in (("placeholder", None), ("inline", [float(k) for k in range(n)])):
         g = import_onnx(path, weights=weights).graph
         assert next(m for m in g.all_nodes() if m.type == "Const").op.attrs.get("value") == want
+
+
+def test_gather_elements_along_a_long_axis_folds(tmp_path: Path) -> None:
+    # onnx.reference's GatherElements fails beyond 64 choices (np.choose); the importer's fix folds it
+    data = helper.make_tensor("d", TensorProto.INT64, [1, 70], list(range(70)))
+    x = helper.make_tensor_value_info("x", TensorProto.INT64, [1, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.INT64, [1, 3])
+    model = _opset(
+        [helper.make_node("GatherElements", ["d", "i"], ["g"], axis=1), helper.make_node("Add", ["x", "g"], ["y"])],
+        [x],
+        [y],
+        [data, helper.make_tensor("i", TensorProto.INT64, [1, 3], [0, 69, -2])],
+    )
+    g = import_onnx(_save(model, tmp_path)).graph
+    assert [n.op.attrs["value"] for n in g.all_nodes() if n.type == "Const"] == [[0, 69, 68]]
+
+
+def test_a_shape_known_only_after_folding_wins_over_a_symbolic_value_info(tmp_path: Path) -> None:
+    # Range is not data-propagated: the Gather's shape is known only once Range is folded, and the exporter's
+    # symbolic value_info for it must not keep it unknown
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [6, 2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    model = _opset(
+        [
+            helper.make_node("Size", ["x"], ["n"]),
+            helper.make_node("Div", ["n", "four"], ["m"]),
+            helper.make_node("Range", ["zero", "m", "one"], ["idx"]),
+            helper.make_node("Gather", ["x", "idx"], ["y"], axis=0),
+        ],
+        [x],
+        [y],
+        [helper.make_tensor(k, TensorProto.INT64, [], [v]) for k, v in (("four", 4), ("zero", 0), ("one", 1))],
+    )
+    model.graph.value_info.append(helper.make_tensor_value_info("y", TensorProto.FLOAT, ["k", "two"]))
+    g = import_onnx(_save(model, tmp_path)).graph
+    gather = next(n for n in g.all_nodes() if n.type == "GatherV2D")
+    assert gather.op.output_descs[0].shape == (3, 2)
+    compile_graph(g)
