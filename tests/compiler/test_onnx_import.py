@@ -606,3 +606,47 @@ def test_a_shape_known_only_after_folding_wins_over_a_symbolic_value_info(tmp_pa
     gather = next(n for n in g.all_nodes() if n.type == "GatherV2D")
     assert gather.op.output_descs[0].shape == (3, 2)
     compile_graph(g)
+
+
+@pytest.mark.parametrize(("start", "end", "transdata"), [(16, 32, 0), (8, 24, 2)])
+def test_ascend_a_slice_on_c0_boundaries_follows_its_convs(
+    tmp_path: Path, start: int, end: int, transdata: int
+) -> None:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 4, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 4, 4])
+    c1, w1 = _conv("c1", "x", "a", 8, 32)
+    c2, w2 = _conv("c2", "s", "m", 16, 8)
+    model = _opset(
+        [
+            c1,
+            helper.make_node("Slice", ["a", "st", "en", "ax"], ["s"], name="slice"),
+            c2,
+            helper.make_node("Relu", ["m"], ["y"]),
+        ],
+        [x],
+        [y],
+        [w1, w2, _i64("st", [start]), _i64("en", [end]), _i64("ax", [1])],
+    )
+    g = import_onnx(_save(model, tmp_path), format_mode="ascend").graph
+    around = [p.node for p in g.node("slice").in_peers if p is not None] + [  # type: ignore[union-attr]
+        q.node
+        for q in g.node("slice").out_peers[0]  # type: ignore[union-attr]
+    ]
+    assert sum(n.type == "TransData" for n in around) == transdata
+    compile_graph(g)
+
+
+@pytest.mark.parametrize(("scale_shape", "transdata"), [([1, 16, 1, 1], 0), ([], 0), ([1, 1, 4, 4], 2)])
+def test_ascend_a_mul_broadcasting_over_c_leaves_5hd(tmp_path: Path, scale_shape: list[int], transdata: int) -> None:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 4, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 4, 4])
+    c1, w1 = _conv("c1", "x", "a", 8, 16)
+    c2, w2 = _conv("c2", "m", "y", 16, 8)
+    scale = helper.make_tensor("scale", TensorProto.FLOAT, scale_shape, [0.5] * math.prod(scale_shape))
+    mul = helper.make_node("Mul", ["a", "scale"], ["m"], name="mul")  # an SE block's channel scale
+    g = import_onnx(_save(_opset([c1, mul, c2], [x], [y], [w1, w2, scale]), tmp_path), format_mode="ascend").graph
+    n = g.node("mul")
+    assert n is not None
+    around = [p.node for p in n.in_peers if p is not None] + [q.node for q in n.out_peers[0]]
+    assert sum(m.type == "TransData" for m in around) == transdata
+    compile_graph(g)
