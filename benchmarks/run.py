@@ -1,6 +1,6 @@
 """rulepass benchmarks: engine overhead, scale, memory quality and what the no-task optimisation buys.
 
-    python benchmarks/run.py [--quick] [--max-nodes N] [--only engine,scale,work,memory,memplan,savings]
+    python benchmarks/run.py [--quick] [--max-nodes N] [--only engine,scale,work,memory,memplan,savings,models]
                              [--profile] [--huge-pages] [--repeat N]
 
 Prints one markdown table per benchmark and, unless `--no-write` (or `--quick` without `--write`), stores the
@@ -25,6 +25,8 @@ on record (e.g. one with `--max-nodes 1000000`) is kept beside a smaller default
              instances (../shared/data/memplan; refused before any work when they are not there).
 4. savings — per real model: concats made virtual, tasks and feature-map bytes with and without the no-task
              passes, copy bytes avoided.
+5. models  — benchmarks/real_models.py: every model of the corpus (tests/data/models) imported, compiled, run with
+             and without the no-task passes and checked against onnxruntime; the stage each one fails at.
 """
 
 from __future__ import annotations
@@ -62,12 +64,13 @@ if str(HERE) not in sys.path:
 
 import handwritten_concat as hand  # noqa: E402
 import memplan_bench  # noqa: E402
+import real_models  # noqa: E402
 import synthetic  # noqa: E402
 from rulepass.compiler.ir import ComputeGraph  # noqa: E402
 
 from rulepass.api import compile_graph, load_graph, load_rules, optimize  # noqa: E402
 
-SECTIONS = ("engine", "scale", "work", "memory", "memplan", "savings")
+SECTIONS = ("engine", "scale", "work", "memory", "memplan", "savings", "models")
 CONCAT = "ConcatNotaskPass"
 DEFAULT_SIZES = (10_000, 100_000, 1_000_000)
 QUICK_SIZES = (1_000, 10_000)
@@ -1390,7 +1393,7 @@ def bench_savings(quick: bool, log: Callable[[str], None]) -> dict[str, Any]:
             g = load_graph(p, onnx_formats=fm)
             plain = g.copy()
             t0 = time.perf_counter()
-            r = compile_graph(g, rules)
+            r = compile_graph(g, rules, baseline=True)
             t1 = time.perf_counter()
             base = compile_graph(plain, rules, disabled=off)
             concat = [d for d in r.optimize.decisions if d.rule == CONCAT]
@@ -1486,6 +1489,7 @@ python benchmarks/run.py --only engine,memory  # some sections; the others keep 
 python benchmarks/run.py --profile             # also profile the largest scale run of every workload
 python benchmarks/run.py --only scale --max-nodes 1000000 --huge-pages  # scale in both page sizes (about 50 minutes)
 python benchmarks/run.py --only scale --max-nodes 1000000 --repeat 3  # 3 rounds of every size, means compared (~70 min)
+python benchmarks/run.py --only models         # the real models of tests/data/models end to end (seconds)
 python benchmarks/run.py --render              # rewrite this page from benchmarks/results.json only
 ```
 
@@ -1605,6 +1609,22 @@ block from its first producer on.
 """
 
 
+MODELS_TEXT = """## 5. Real models end to end
+
+What it measures: every model of the corpus in `tests/data/models` (small torch / torchvision / transformers
+models with random weights, exported to ONNX by `scripts/make_model_corpus.py`; versions below), in both format
+modes, through the stages of `benchmarks/real_models.py`: *import*, *compile* (`compile_graph`, and again with
+the no-task passes off), *run* (`run_model` of both on the stored seeded inputs), *no-task* (the two runs'
+outputs bit-identical) and *oracle* (max |out − onnxruntime's| ≤ 1e-3 × max(1, max |ref|)). *zero-copy* counts
+the no-task candidates made virtual, *copies saved* the bytes they no longer copy, *arena* the feature-map
+memory planned (the model's peak), *compile s* one `compile_graph`; *unknown shapes; ops without a kernel* are
+read off the imported graph: what compile and run will still miss after the first failure. How to read it: a
+row is done when it says **passed**; otherwise *fails at* names the first stage that failed and the first line of
+its error (the figures of the stages before it are still measured), and the count under the table is the goal's
+distance.
+"""
+
+
 def render_doc(results: dict[str, Any]) -> str:
     """docs/benchmarks.md from the stored results."""
     parts = [INTRO]
@@ -1647,6 +1667,16 @@ def render_doc(results: dict[str, Any]) -> str:
     if "savings" in results:
         sec = results["savings"]
         parts += [SAVINGS_TEXT, meta(sec), render_savings(sec["data"]), ""]
+    if "models" in results:
+        sec = results["models"]
+        versions = ", ".join(f"{k} {v}" for k, v in sorted(sec["data"]["versions"].items()))
+        parts += [
+            MODELS_TEXT,
+            meta(sec),
+            f"Corpus made with {versions}.\n",
+            real_models.render(sec["data"]["rows"]),
+            "",
+        ]
     if FINDINGS.exists():  # the analysis written from these figures (profiles, slow spots, suspected bugs)
         parts += [FINDINGS.read_text(encoding="utf-8").rstrip(), ""]
     return "\n".join(parts).rstrip() + "\n"
@@ -1766,6 +1796,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         log("4. savings")
         sec = record("savings", bench_savings(args.quick, log))
         out += ["## 4. Savings", "", render_savings(sec["data"]), ""]
+    if "models" in only:
+        log("5. real models")
+        sec = record("models", real_models.bench_models(log))
+        out += ["## 5. Real models", "", real_models.render(sec["data"]["rows"]), ""]
     print("\n".join(out))
     if write:
         results = load_results()  # another run may have stored a section meanwhile

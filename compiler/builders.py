@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .facts import attr_int, attr_ints, attr_str
 from .ir import Node
-from .tasks import BuildContext, CcKernelType, ModelTaskType, TaskBuilder, TaskDef, register_builder
+from .task_registry import BuildContext, CcKernelType, ModelTaskType, TaskBuilder, TaskDef, register_builder
 
 
 def _kernel(node: Node, ctx: BuildContext, kernel_type: CcKernelType) -> dict[str, object]:

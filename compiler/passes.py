@@ -25,6 +25,7 @@ from ..engine.decisions import Decision, Reason, RuleStats
 from ..engine.run import Engine
 from .facts import GeGraphAccess, ge_catalogue
 from .ir import ComputeGraph, Node
+from .memory.conflicts import resolve_layout_conflicts
 
 DEFAULT_LEVEL = "O3"
 # GE's OptimizeStage2 tail (spec §2.1), then the passes after it. Ours are ordered against these names.
@@ -70,6 +71,7 @@ class PassReport(NamedTuple):
     skipped_reason: str = ""
     decisions: tuple[Decision, ...] = ()
     stats: RuleStats | None = None
+    tags: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -108,6 +110,10 @@ class Pass(Protocol):
     def enabled(self) -> bool:
         """Its own enabled flag."""
 
+    @property
+    def tags(self) -> tuple[str, ...]:
+        """Its tags (a rule's `tags:`): what reports and stages key behaviour on, never the pass's name."""
+
     def run(self, graph: ComputeGraph, ctx: PassContext, out: PassOutput) -> None:
         """Run on one graph (root or subgraph), adding to `out`."""
 
@@ -143,6 +149,11 @@ class RulePass:
         """The rule's own enabled flag."""
         return self.rule.rule.enabled
 
+    @property
+    def tags(self) -> tuple[str, ...]:
+        """The rule's tags."""
+        return self.rule.rule.tags
+
     def run(self, graph: ComputeGraph, ctx: PassContext, out: PassOutput) -> None:
         """Decide every candidate of the rule in `graph`."""
         rule = self.rule
@@ -166,6 +177,7 @@ class PythonPass:
     before: tuple[str, ...] = ()
     enabled: bool = True
     kind: str = "python"
+    tags: tuple[str, ...] = ()
 
     def run(self, graph: ComputeGraph, ctx: PassContext, out: PassOutput) -> None:
         """Call the function (placeholders do nothing)."""
@@ -305,7 +317,7 @@ class PassManager:
         running: list[tuple[int, Pass]] = []
         for i, p in enumerate(self.passes):
             why = self.gate(p)
-            fixed.append(PassReport(p.name, p.kind, not why, why))
+            fixed.append(PassReport(p.name, p.kind, not why, why, tags=tuple(p.tags)))
             if not why and p.kind != "placeholder":  # GE's own passes stand in the order but do nothing here
                 running.append((i, p))
         return tuple(fixed), tuple(running)
@@ -330,53 +342,21 @@ class PassManager:
             if p.kind != "rule":  # a Python pass may change op types, or subgraphs, without touching the order
                 ctx.forget_indexes()
                 subs = None
-            reports[i] = PassReport(out.name, p.kind, True, "", tuple(out.decisions), out.stats)
+            reports[i] = PassReport(out.name, p.kind, True, "", tuple(out.decisions), out.stats, tuple(p.tags))
         return reports
 
 
 NO_TASK_TAG = "no-task"  # rules that make ops virtual; MemLayoutConflictPass runs after them
-ZERO_COPY_ATTRS = (
-    "_no_task",
-    "_no_padding_continuous_input",
-    "_no_padding_continuous_output",
-    "_output_reuse_input",
-    "_reuse_input_on_dim_index",
-)
 
 
-def resolve_layout_conflicts(graph: ComputeGraph, ctx: PassContext, out: PassOutput) -> None:
-    """GE's memory-layout conflict step: undo the zero-copy op whose layout would overlap live bytes.
-
-    Zero-copy decisions are local (a concat checks its direct producers), so two of them can demand
-    incompatible layouts, e.g. split -> Reshape -> concat putting the concat's next input on a split part. GE
-    resolves such conflicts after the passes; here the later of the zero-copy ops involved (in execution order)
-    becomes an ordinary op again, and the decision says why. Runs once, on the root graph (layouts span
-    subgraphs).
-    """
-    from .memory.assign import find_layout_conflicts
-
+def _resolve_layout_conflicts(graph: ComputeGraph, ctx: PassContext, out: PassOutput) -> None:
+    """MemLayoutConflictPass: memory's conflict step (`memory.conflicts`) on the root graph, each zero-copy op it
+    undoes recorded as a decision of this pass. Runs once, on the root graph (layouts span subgraphs)."""
     if not graph.is_root or ctx.dry_run:
         return
-    conflicts = find_layout_conflicts(graph)
-    if not conflicts:
-        return
-    all_nodes = graph.all_nodes()
-    order = {n.name: i for i, n in enumerate(all_nodes)}
-    nodes = {n.name: n for n in all_nodes}
-    for _ in range(len(nodes) + 1):
-        if not conflicts:
-            return
-        c = conflicts[0]
-        virtual = [nodes[o] for o in c.ops if o in nodes and nodes[o].op.attrs.get("_no_task") is True]
-        if not virtual:
-            raise error("memory-layout", f"layout conflict no zero-copy op explains: {c}", where=c.a)
-        undo = max(virtual, key=lambda n: order[n.name])
-        for attr in ZERO_COPY_ATTRS:
-            undo.op.attrs.pop(attr, None)
-        reason = Reason("", None, f"zero-copy undone: {c}")
+    for undo, conflict in resolve_layout_conflicts(graph):
+        reason = Reason("", None, f"zero-copy undone: {conflict}")
         out.decisions.append(Decision(out.name, undo.graph.name, undo.name, undo.type, True, reason=reason))
-        conflicts = find_layout_conflicts(graph)
-    raise error("memory-layout", "layout conflicts did not settle", where=graph.name)
 
 
 def load_ge_rules(paths: Sequence[str | Path] | None = None) -> RuleSet:
@@ -436,5 +416,5 @@ def build_pass_manager(rule_set: RuleSet, *, level: str = DEFAULT_LEVEL, disable
     passes: list[Pass] = [*placeholder_passes()]
     passes.extend(RulePass(r) for r in rule_set.rules)
     no_task = tuple(r.name for r in rule_set.rules if NO_TASK_TAG in r.rule.tags)
-    passes.append(PythonPass("MemLayoutConflictPass", resolve_layout_conflicts, after=no_task))
+    passes.append(PythonPass("MemLayoutConflictPass", _resolve_layout_conflicts, after=no_task))
     return PassManager(passes, level=level, disabled=disabled)

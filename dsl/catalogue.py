@@ -9,6 +9,8 @@ it, so the three cannot drift apart.
 
 from __future__ import annotations
 
+import ast
+import builtins
 import dataclasses
 import keyword
 import operator
@@ -188,6 +190,18 @@ def _check_inline(helper: str, key: str, template: str) -> None:
     check_template(f"helper '{helper}'", template, int(count), helper=True)
 
 
+def getter_from_inline(what: str, template: str) -> Callable[[Any], Any]:
+    """A field's getter made from its inline form (checked by `check_template` first): the form's expression,
+    parsed into an AST, as the body of a function of the object, seeing only :data:`INLINE_BUILTINS`. The form is
+    the catalogue's declaration, never a rule's text; closures and generated code so read the field alike."""
+    expr = ast.parse(template.format("obj", t="tmp"), mode="eval").body
+    args = ast.arguments(posonlyargs=[], args=[ast.arg("obj")], kwonlyargs=[], kw_defaults=[], defaults=[])
+    tree = ast.fix_missing_locations(ast.Expression(ast.Lambda(args, expr)))
+    allowed = {n: getattr(builtins, n) for n in INLINE_BUILTINS}
+    getter: Callable[[Any], Any] = eval(compile(tree, f"<field {what}>", "eval"), {"__builtins__": allowed})
+    return getter
+
+
 def check_template(what: str, template: str, nargs: int, helper: bool = False) -> None:
     """An inline form (Python text standing for a call, `{0}`.. its arguments, `{t}` a fresh temporary, and with
     `helper` `{f}`: a helper itself, or a field's getter in its view) may hold only those, attribute names after
@@ -278,8 +292,8 @@ class Catalogue:
         doc: str,
         fields: Iterable[
             tuple[str, str, str, Callable[[Any], Any] | str]
-            | tuple[str, str, str, Callable[[Any], Any], str]
-            | tuple[str, str, str, Callable[[Any], Any], str | None, str]
+            | tuple[str, str, str, Callable[[Any], Any] | None, str]
+            | tuple[str, str, str, Callable[[Any], Any] | None, str | None, str]
         ],
         *,
         parents: tuple[str, ...] = (),
@@ -292,7 +306,8 @@ class Catalogue:
     ) -> None:
         """Register an entity type; fields are (name, type, doc, getter), the getter a function of the object or
         an attribute path (`"op.type"`), or (name, type, doc, function, inline form[, view]) where the inline form
-        (`"len({0}.shape)"`, see `check_template`; None for none) is what generated code uses, and the view (a list
+        (`"len({0}.shape)"`, see `check_template`; None for none) is what generated code uses (a function of None
+        is made from the inline form, so the field's meaning is written once), and the view (a list
         field's stored sequence without the getter's copy, see FieldSpec) what it uses where only the elements are
         read;
         `settable` fields may be set by actions; `attrs_inline` is the inline form of the dict the entity's
@@ -313,6 +328,10 @@ class Catalogue:
                 view = form[1] if len(form) > 1 else None
                 if inline is not None:
                     check_template(f"field '{name}.{f}'", inline, 1)
+                if g is None:
+                    if inline is None:
+                        raise ValueError(f"field '{name}.{f}': a field needs a getter or an inline form")
+                    g = getter_from_inline(f"{name}.{f}", inline)
                 if view is not None:  # `{f}` is the getter (a view may give the stored sequence only where one is)
                     check_template(f"field '{name}.{f}' view", view, 1, helper=True)
                 ft = parse_type(t)

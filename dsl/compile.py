@@ -437,10 +437,8 @@ class _Compiler:
         return set_
 
 
-def compile_rule(
-    rule: Rule, res: Resolution, *, step_limit: int = DEFAULT_STEP_LIMIT, generate: bool = True
-) -> CompiledRule:
-    """Compile a checked rule into closures and, unless `generate` is false, its generated decision function."""
+def compile_closures(rule: Rule, res: Resolution, *, step_limit: int = DEFAULT_STEP_LIMIT) -> CompiledRule:
+    """Compile a checked rule into closures (`dsl.load.compile_rule` adds its generated decision function)."""
     c = _Compiler(res)
     tracked = {id(e.group) for e in res.earlier.values()}
 
@@ -473,9 +471,4 @@ def compile_rule(
     skips = [(s, c.expr(s.when.node)) for s in rule.skip_graph]
     checks = comp_checks(rule.checks)
     actions = [c.action(a.node) for a in rule.actions]
-    out = CompiledRule(rule, res, skips, checks, actions, tuple(b.name for b in rule.lets), c.fns, step_limit)
-    if generate:
-        from .codegen import generate_rule  # codegen builds on this module's compiled checks
-
-        out.fast = generate_rule(out)
-    return out
+    return CompiledRule(rule, res, skips, checks, actions, tuple(b.name for b in rule.lets), c.fns, step_limit)

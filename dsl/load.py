@@ -13,11 +13,23 @@ from pathlib import Path
 
 from ..base.diagnostics import Diagnostic, RulepassError
 from .catalogue import Catalogue
-from .check import check_rule, check_rule_set
-from .compile import DEFAULT_STEP_LIMIT, CompiledRule, compile_rule
-from .rules import RuleFile, read_rule_file, resolve_shared
+from .check import Resolution, check_rule, check_rule_set
+from .codegen import generate_rule
+from .compile import DEFAULT_STEP_LIMIT, CompiledRule, compile_closures
+from .rules import Rule, RuleFile, read_rule_file, resolve_shared
 
 RULE_SUFFIXES = (".yaml", ".yml")
+
+
+def compile_rule(
+    rule: Rule, res: Resolution, *, step_limit: int = DEFAULT_STEP_LIMIT, generate: bool = True
+) -> CompiledRule:
+    """Compile a checked rule into closures and, unless `generate` is false, its generated decision function
+    (built on the closures' compiled checks, so it lives above both modules)."""
+    out = compile_closures(rule, res, step_limit=step_limit)
+    if generate:
+        out.fast = generate_rule(out)
+    return out
 
 
 @dataclass

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import rulepass.rules
-from rulepass.compiler import passes
+from rulepass.compiler import passes, pipeline
 from rulepass.examples import example_path
 
 from rulepass import api
@@ -100,16 +100,16 @@ def test_a_new_working_directory_reloads_the_bundled_rules(
 def test_optimize_reuses_one_pass_manager_per_rule_set_level_and_disabled_passes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(api, "_PASS_MANAGERS", {})
+    monkeypatch.setattr(pipeline, "_PASS_MANAGERS", {})
     built: list[object] = []
-    real = api.build_pass_manager
+    real = pipeline.build_pass_manager
 
     def counting(*args: object, **kw: object) -> passes.PassManager:
         pm = real(*args, **kw)  # type: ignore[arg-type]
         built.append(pm)
         return pm
 
-    monkeypatch.setattr(api, "build_pass_manager", counting)
+    monkeypatch.setattr(pipeline, "build_pass_manager", counting)
     rules = api.load_rules()
     path = example_path()
     first = api.optimize(api.load_graph(path), rules)

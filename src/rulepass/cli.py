@@ -338,15 +338,16 @@ def _cmd_memory(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     result = plan_memory(
         graph, load_rules(args.rules or None), level=args.level, disabled=args.disable, verify=args.verify
     )
+    saved = result.report()
     if args.format == "json":
         doc = {
             "graph": graph.name,
             "plan": result.plan.to_json(),
-            "without_no_task_passes": {"arenas": result.baseline.to_json()["arenas"]},
+            "without_no_task_passes": {"arenas": result.baseline.to_json()["arenas"] if result.baseline else []},
             "saved": {
-                "bytes": result.bytes_saved,
+                "bytes": saved["bytes_saved"],
                 "copies": len(result.no_task_nodes),
-                "copy_bytes": result.copy_bytes_saved,
+                "copy_bytes": saved["copy_bytes_saved"],
                 "no_task_nodes": result.no_task_nodes,
             },
             "verified": args.verify,
@@ -364,18 +365,28 @@ def _cmd_memory(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 f"  {a.region:<12} {a.mem_type:>5} {_fmt_bytes(a.size):>28} {a.lower_bound:>14} "
                 f"{a.ratio:>7.4f} {a.units:>7} {a.reused_bytes:>14}  {a.strategy}\n"
             )
-        before = result.baseline.total("feature_map")
-        out.write(
-            f"  no-task ops: {len(result.no_task_nodes)} ({', '.join(result.no_task_nodes) or 'none'}): "
-            f"{len(result.no_task_nodes)} kernel launch(es) and {_fmt_bytes(result.copy_bytes_saved)} of copies "
-            f"saved\n  feature-map memory: {_fmt_bytes(result.plan.total('feature_map'))} with them, "
-            f"{_fmt_bytes(before)} without ({_fmt_bytes(result.bytes_saved)} saved)\n"
-        )
+        out.write(_savings_text(saved, "  "))
         if args.verify:
             out.write(f"  verifier: {'plan is safe' if not result.violations else 'UNSAFE'}\n")
             for v in result.violations:
                 err.write(f"rulepass: memory plan violation: {v}\n")
     return EXIT_INVALID if result.violations else EXIT_OK
+
+
+def _savings_text(mem: dict[str, Any], indent: str) -> str:
+    """The no-task savings of a memory report, as lines; the arena without them only when it was planned."""
+    nodes = mem["no_task_nodes"]
+    text = (
+        f"{indent}no-task ops: {len(nodes)} ({', '.join(nodes) or 'none'}): {len(nodes)} kernel task(s) and "
+        f"{_fmt_bytes(mem['copy_bytes_saved'])} of copies saved\n"
+        f"{indent}feature-map memory: {_fmt_bytes(mem['feature_map'])}"
+    )
+    if mem["feature_map_without_no_task"] is None:
+        return text + " (--baseline plans it without the no-task passes too)\n"
+    return (
+        text + f" with them, {_fmt_bytes(mem['feature_map_without_no_task'])} without "
+        f"({_fmt_bytes(mem['bytes_saved'])} saved)\n"
+    )
 
 
 def _cmd_memplan(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -437,85 +448,55 @@ def _cmd_compile(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         single_stream=args.single_stream,
         options=options,
         progress=progress,
+        baseline=args.baseline,
     )
     if args.output:
         result.write_model(args.output)
-    mem = result.memory
+    report = result.report()
     if args.format == "json":
-        doc = {
-            "graph": graph.name,
-            "passes": [
-                {
-                    "pass": r.name,
-                    "ran": r.ran,
-                    "skipped_reason": r.skipped_reason or None,
-                    "stats": r.stats.to_json() if r.stats else None,
-                }
-                for r in result.optimize.reports
-                if r.kind != "placeholder"
-            ],
-            "memory": {
-                "feature_map": mem.plan.total("feature_map"),
-                "feature_map_without_no_task": mem.baseline.total("feature_map"),
-                "bytes_saved": mem.bytes_saved,
-                "copy_bytes_saved": mem.copy_bytes_saved,
-                "no_task_nodes": mem.no_task_nodes,
-                "arenas": [
-                    {"region": a.region, "mem_type": a.mem_type, "size": a.size, "lower_bound": a.lower_bound}
-                    for a in mem.plan.arenas
-                ],
-            },
-            "tasks": {
-                "total": len(result.tasks.tasks),
-                "by_type": result.tasks_by_type(),
-                "by_stream": {str(k): v for k, v in result.tasks_by_stream().items()},
-            },
-            "streams": result.streams.stream_count,
-            "events": len(result.streams.events),
-            "model": args.output,
-        }
-        if args.timings:
-            doc["seconds"] = {k: round(v, 6) for k, v in result.seconds.items()}
-        out.write(json.dumps(doc, indent=1) + "\n")
+        if not args.timings:
+            del report["seconds"]
+        report["model"] = args.output
+        out.write(json.dumps(report, indent=1) + "\n")
         return EXIT_OK
-    out.write(f"compiled graph '{graph.name}' ({len(graph.all_nodes())} nodes)\n")
-    out.write("passes:\n")
-    for r in result.optimize.reports:
-        if r.kind == "placeholder":
-            continue
-        if not r.ran:
-            out.write(f"  {r.name}: skipped ({r.skipped_reason})\n")
-        elif r.stats is not None:
-            s = r.stats
-            misses = ", ".join(f"{k} {v}" for k, v in sorted(s.misses.items(), key=lambda kv: (-kv[1], kv[0])))
-            out.write(
-                f"  {r.name}: {s.candidates} candidate(s), {s.fired} fired"
-                + (f", missed: {misses}" if misses and "placement" not in r.name.lower() else "")
-                + "\n"
-            )
-    out.write(
-        f"memory: feature maps {_fmt_bytes(mem.plan.total('feature_map'))} "
-        f"(without the no-task passes {_fmt_bytes(mem.baseline.total('feature_map'))}); "
-        f"{len(mem.no_task_nodes)} virtual op(s): {len(mem.no_task_nodes)} kernel task(s) and "
-        f"{_fmt_bytes(mem.copy_bytes_saved)} of copies saved; "
-        f"plan verified safe\n"
-    )
-    for a in mem.plan.arenas:
-        out.write(
-            f"  {a.region:<12} type {a.mem_type:<3} {_fmt_bytes(a.size):>28}  lower bound {a.lower_bound}"
-            f"  ratio {a.ratio:.4f}\n"
-        )
-    by_type = ", ".join(f"{k} {v}" for k, v in result.tasks_by_type().items())
-    by_stream = ", ".join(f"stream {k}: {v}" for k, v in result.tasks_by_stream().items())
-    out.write(
-        f"tasks: {len(result.tasks.tasks)} ({by_type}); {by_stream}; "
-        f"{result.streams.stream_count} stream(s), {len(result.streams.events)} event(s)\n"
-    )
+    out.write(_compile_text(report))
     if args.timings:
-        out.write("time: " + ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in result.seconds.items()) + "\n")
+        out.write("time: " + ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in report["seconds"].items()) + "\n")
     if args.output:
         out.write(f"wrote {args.output}\n")
     return EXIT_OK
+
+
+def _compile_text(report: dict[str, Any]) -> str:
+    """A compile report for reading: passes, memory and savings, arenas, tasks."""
+    lines = [f"compiled graph '{report['graph']}' ({report['nodes']} nodes)", "passes:"]
+    for r in report["passes"]:
+        s = r["stats"]
+        if not r["ran"]:
+            lines.append(f"  {r['pass']}: skipped ({r['skipped_reason']})")
+        elif s is not None:
+            misses = ", ".join(f"{k} {v}" for k, v in sorted(s["misses"].items(), key=lambda kv: (-kv[1], kv[0])))
+            shown = misses and not r["quiet"]
+            lines.append(
+                f"  {r['pass']}: {s['candidates']} candidate(s), {s['fired']} fired"
+                + (f", missed: {misses}" if shown else "")
+            )
+    mem = report["memory"]
+    lines.append("memory: plan verified safe")
+    text = "\n".join(lines) + "\n" + _savings_text(mem, "  ")
+    for a in mem["arenas"]:
+        ratio = a["size"] / a["lower_bound"] if a["lower_bound"] else 1.0
+        text += (
+            f"  {a['region']:<12} type {a['mem_type']:<3} {_fmt_bytes(a['size']):>28}  lower bound {a['lower_bound']}"
+            f"  ratio {ratio:.4f}\n"
+        )
+    t = report["tasks"]
+    by_type = ", ".join(f"{k} {v}" for k, v in t["by_type"].items())
+    by_stream = ", ".join(f"stream {k}: {v}" for k, v in t["by_stream"].items())
+    return (
+        text
+        + f"tasks: {t['total']} ({by_type}); {by_stream}; {report['streams']} stream(s), {report['events']} event(s)\n"
+    )
 
 
 def _run_model_doc(args: argparse.Namespace, err: TextIO) -> dict[str, Any]:
@@ -741,6 +722,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="GE's ge.bufferOptimize option: generate fusion groups contiguously",
     )
     comp.add_argument("--timings", action="store_true", help="show time per stage")
+    comp.add_argument(
+        "--baseline",
+        action="store_true",
+        help="also plan the graph without the no-task passes, to report the feature-map memory they save",
+    )
     comp.add_argument("--quiet", action="store_true", help="no progress messages")
     pass_options(comp)
     comp.set_defaults(handler=_cmd_compile)

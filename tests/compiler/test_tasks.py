@@ -8,7 +8,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from rulepass.compiler import tasks as tasks_mod
+from rulepass.compiler import task_registry as tasks_mod
 from rulepass.compiler.graph_file import load_graph_text
 from rulepass.compiler.ir import ComputeGraph, OpDesc, TensorDesc
 from rulepass.compiler.model import write_model

@@ -24,7 +24,8 @@ from rulepass.dsl.builtins import builtin_catalogue
 from rulepass.dsl.catalogue import Catalogue
 from rulepass.dsl.check import check_rule
 from rulepass.dsl.codegen import generate_expr
-from rulepass.dsl.compile import CompiledRule, Env, EvalError, compile_rule
+from rulepass.dsl.compile import CompiledRule, Env, EvalError
+from rulepass.dsl.load import compile_rule
 from rulepass.dsl.parse import parse_action, parse_expr
 from rulepass.dsl.rules import Rule, read_rule_text
 
@@ -798,3 +799,19 @@ def test_indexing_by_a_range_variable() -> None:
     assert compiled is not None
     src = codegen._generate(compiled.res, LIMIT, lambda g: g.expr(rule.lets[-1].expr.node), init_lets=True)
     assert src is not None and " >= 0 else None]" not in src[1]
+
+
+def test_a_field_declared_by_its_inline_form_alone_reads_the_same_in_closures() -> None:
+    class Box:
+        def __init__(self, items: tuple[int, ...]) -> None:
+            self.items = items
+
+    cat = Catalogue()
+    cat.add_entity("Box", "A box.", [("count", "int", "How many.", None, "len({0}.items)")])
+    getter = cat.entities["Box"].fields["count"].get
+    assert getter(Box((1, 2, 3))) == 3 and getter(Box(())) == 0
+    assert set(getter.__globals__["__builtins__"]) == {"len", "list", "isinstance", "int", "min"}  # nothing else
+    with pytest.raises(ValueError, match="needs a getter or an inline form"):
+        cat.add_entity("Empty", "x", [("f", "int", "x", None, None, "{0}.a")])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="may not contain"):
+        cat.add_entity("Evil", "x", [("f", "int", "x", None, "__import__('os')")])

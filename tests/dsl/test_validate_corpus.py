@@ -21,8 +21,7 @@ from hypothesis import strategies as st
 from rulepass.compiler.facts import ge_catalogue
 from rulepass.compiler.passes import GE_PLACEHOLDER_PASSES, load_ge_rules
 from rulepass.dsl.check import check_rule, check_rule_set
-from rulepass.dsl.compile import compile_rule
-from rulepass.dsl.load import load_rules
+from rulepass.dsl.load import compile_rule, load_rules
 from rulepass.dsl.rules import read_rule_text, resolve_shared
 from rulepass.rules import bundled_rules_dir
 
