@@ -117,7 +117,7 @@ def set_input_shapes(
                 raise error(
                     "onnx-shape",
                     f"input '{vi.name}' of {where} has an unknown dim (unnamed or -1) in {declared}",
-                    hint=f"give its shape with {_suggest(vi.name, declared)}",
+                    hint=f"give its shape with rulepass import ... {_suggest(vi.name, declared)}",
                     where=vi.name,
                 )
         _set_dims(t, values)
