@@ -107,7 +107,7 @@ def import_model(entry: dict[str, Any], formats: str, warnings: list[str] | None
     """Import one corpus model in a format mode, with the manifest's sizes of its symbolic dims."""
     from rulepass.compiler.onnx_import import import_onnx
 
-    result = import_onnx(CORPUS / entry["file"], format_mode=formats, dims=entry["dims"])
+    result = import_onnx(CORPUS / entry["file"], format_mode=formats, dims=entry["dims"], weights="inline")
     if warnings is not None:
         warnings.extend(result.warnings)
     return result.graph

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 import json
+import math
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -26,7 +27,7 @@ from ..base.files import atomic_output, read_text
 from ..base.schema import schema_diagnostics
 from ..base.yaml_source import YamlDoc, load_text, plain_scalar
 from . import formats
-from .ir import ATTR_PARENT_NODE_INDEX, AttrValue, ComputeGraph, GraphError, Node, OpDesc, TensorDesc, copy_attrs
+from .ir import ATTR_PARENT_NODE_INDEX, AttrValue, ComputeGraph, GraphError, Node, OpDesc, TensorDesc
 
 SCHEMA_NAME = "graph.schema.json"
 SCHEMA_PACKAGE = "rulepass.compiler"
@@ -145,12 +146,12 @@ class _Builder:
                 for i, x in enumerate(v):
                     if isinstance(x, float) and x != x:
                         self.fail(f"{where}: attribute '{k}' holds NaN at index {i}", [*path, k, i], hint=hint)
-                out[k] = list(v)
+                out[k] = [_decode_float(x) for x in v] if any(isinstance(x, str) for x in v) else list(v)
             elif isinstance(v, float) and v != v:
                 self.fail(f"{where}: attribute '{k}' is NaN", [*path, k], hint=hint)
                 out[k] = 0.0
             else:
-                out[k] = v
+                out[k] = _decode_float(v) if isinstance(v, str) else v
         return out
 
     # ---- graphs ----------------------------------------------------------------------------------------
@@ -410,6 +411,40 @@ def load_graph(path: str | Path) -> ComputeGraph:
 
 
 # ---- saving ---------------------------------------------------------------------------------------------
+# Non-finite floats in attributes are written as the strings "inf", "-inf" and "nan" (JSON has no such numbers,
+# and a model file must be valid JSON); a string attribute that is one of these, behind any number of
+# backslashes, is written with one backslash more, so every value reads back as it was written.
+_NON_FINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+_ESCAPED = re.compile(r"^\\+(?:inf|-inf|nan)$")
+
+
+def _encode_float(x: Any) -> Any:
+    if isinstance(x, float) and x - x != 0.0:  # inf - inf and nan - nan are nan
+        return "nan" if x != x else ("inf" if x > 0 else "-inf")
+    if isinstance(x, str) and (x in _NON_FINITE or (x[:1] == "\\" and _ESCAPED.match(x))):
+        return "\\" + x
+    return x
+
+
+def _decode_float(x: Any) -> Any:
+    if isinstance(x, str):
+        if x in _NON_FINITE:
+            return _NON_FINITE[x]
+        if x[:1] == "\\" and _ESCAPED.match(x):
+            return x[1:]
+    return x
+
+
+def _attrs_to_data(attrs: dict[str, AttrValue]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in sorted(attrs.items()):
+        if isinstance(v, list):
+            out[k] = [_encode_float(x) for x in v]
+        else:
+            out[k] = _encode_float(v)
+    return out
+
+
 def _desc_to_data(d: TensorDesc) -> dict[str, Any] | str:
     if d.format == "ND" and d.origin_format == "ND" and d.shape == d.origin_shape and not d.attrs:
         return f"{d.dtype}[{','.join(str(x) for x in d.shape)}]"
@@ -418,7 +453,7 @@ def _desc_to_data(d: TensorDesc) -> dict[str, Any] | str:
         out["origin_shape"] = list(d.origin_shape)
         out["origin_format"] = d.origin_format
     if d.attrs:
-        out["attrs"] = dict(sorted(copy_attrs(d.attrs).items()))
+        out["attrs"] = _attrs_to_data(d.attrs)
     return out
 
 
@@ -427,7 +462,7 @@ def _graph_to_data(g: ComputeGraph) -> dict[str, Any]:
     if g.unknown_shape:
         out["unknown_shape"] = True
     if g.attrs:
-        out["attrs"] = dict(sorted(copy_attrs(g.attrs).items()))
+        out["attrs"] = _attrs_to_data(g.attrs)
     nodes = []
     for n in g.nodes_in_insertion_order():
         op = n.op
@@ -439,7 +474,7 @@ def _graph_to_data(g: ComputeGraph) -> dict[str, Any]:
         if op.stream_id != -1:
             rn["stream"] = op.stream_id
         if op.attrs:
-            rn["attrs"] = dict(sorted(copy_attrs(op.attrs).items()))
+            rn["attrs"] = _attrs_to_data(op.attrs)
         inputs: list[Any] = []
         default_names = [f"x{k}" if len(op.input_descs) > 1 else "x" for k in range(len(op.input_descs))]
         for k, peer in enumerate(n.in_peers):

@@ -1,20 +1,28 @@
-"""ONNX models in: ops mapped to GE op types and attributes, shapes from ONNX shape inference.
+"""ONNX models in: ops mapped to GE op types and attributes, shapes made static as Ascend's ATC makes them.
 
-Initializers become Const nodes, graph inputs Data nodes, outputs one NetOutput; If/Loop bodies become
-subgraphs owned by their node (values captured from the outer scope become explicit inputs of the owner, read
-inside by Data nodes with `_parent_node_index`). An op with no mapping keeps its type, is placed on AI CPU and
-is listed in a warning: import never fails on an unknown op.
-
-Two format modes: `keep` leaves the model's formats (NCHW for 4-D tensors, ND otherwise); `ascend` assigns
-storage formats as Ascend's AI Core engine would: 4-D activations of AI Core ops in NC1HWC0, convolution
-weights in FRACTAL_Z, and a TransData wherever a producer's and a consumer's formats differ, so the 5HD rules
-meet real graphs. The `onnx` package is an optional extra (`pip install 'rulepass[onnx]'`).
+The steps, in order:
+1. `onnx_load.load_model`: the file is read safely (a bad file is one clear error, no read outside its folder).
+2. `onnx_fold`: input shapes from `--input-shape`/`--dim`, ONNX shape inference with data propagation, and
+   constant folding of shape math and every other constant subgraph with the `onnx` reference evaluator, to a
+   fixed point; a shape still unknown after that is an error naming the tensor (or input) and the flag to use.
+3. Here: initializers (folded values included) become Const nodes, graph inputs Data nodes, outputs one
+   NetOutput; each node gets its GE op type from OP_MAP (the names GE's ONNX parser plugins register) and
+   keeps its ONNX identity in `_onnx_op_type`, `_onnx_domain`, `_onnx_opset` and `_onnx_attrs` (the ONNX
+   attributes as JSON text: tensors as {"tensor": {"dtype", "dims", "values"}} up to FOLD_LIMIT elements,
+   graphs left out, non-finite floats as "inf"/"-inf"/"nan"), so the runtime can run any op with ONNX's
+   semantics. If/Loop bodies become subgraphs owned by their node (values captured from the outer scope become
+   explicit inputs of the owner, read inside by Data nodes with `_parent_node_index`). An op with no mapping
+   keeps its type, is placed on AI CPU and is listed in a warning: import never fails on an unknown op.
+4. Formats: `keep` leaves the model's formats (NCHW for 4-D tensors, ND otherwise); `ascend` assigns them as GE
+   does (see `onnx_formats`). The `onnx` package is an optional extra (`pip install 'rulepass[onnx]'`).
 """
 
 from __future__ import annotations
 
+import json
+import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +30,9 @@ from typing import Any
 from ..base.diagnostics import error
 from . import formats
 from .ir import ComputeGraph, Node, OpDesc, TensorDesc
+from .onnx_fold import FOLD_LIMIT, set_input_shapes, static_shapes, tensor_reads
+from .onnx_formats import assign_ascend_formats
+from .onnx_load import load_model
 
 ONNX_DTYPES = {
     1: "float",
@@ -38,16 +49,18 @@ ONNX_DTYPES = {
     13: "uint64",
     16: "bfloat16",
 }
-# ONNX op type -> GE op type (attributes are translated per op below)
+# ONNX op type -> GE op type, as GE's ONNX parser plugins register them (REGISTER_CUSTOM_OP(...).OriginOpType(
+# "ai.onnx::N::Op")); a `D` suffix is GE's form with the constant inputs as attributes. Attributes are translated
+# per op in `_Importer.translate`; a few ops depend on the opset or on attributes (see `_ge_type`).
 OP_MAP = {
     "Concat": "ConcatD",
-    "Split": "SplitD",
-    "Relu": "ReLU",
+    "Split": "SplitD",  # SplitVD when the parts differ (GE: SplitV with a size_splits Const)
+    "Relu": "Relu",
     "Conv": "Conv2D",
-    "Gemm": "Gemm",
-    "MatMul": "MatMulV2",
+    "Gemm": "MatMulV2",  # GE's plugin maps transA/transB to transpose_x1/x2 (alpha = beta = 1 only)
+    "MatMul": "BatchMatMulV2",
     "MaxPool": "MaxPool",
-    "AveragePool": "AvgPool",
+    "AveragePool": "AvgPoolV2",
     "GlobalAveragePool": "GlobalAveragePool",
     "GlobalMaxPool": "GlobalMaxPool",
     "BatchNormalization": "BatchNorm",
@@ -57,7 +70,7 @@ OP_MAP = {
     "Mul": "Mul",
     "Sub": "Sub",
     "Div": "Div",
-    "Sum": "AddN",
+    "Sum": "AccumulateNV2",
     "Softmax": "SoftmaxV2",
     "Sigmoid": "Sigmoid",
     "Tanh": "Tanh",
@@ -74,33 +87,21 @@ OP_MAP = {
     "Clip": "ClipByValue",
     "ReduceMean": "ReduceMeanD",
     "ReduceSum": "ReduceSumD",
-    "Pad": "PadD",
+    "Pad": "PadV3",  # opset 11+ (pads as an input); PadD before
+    "Slice": "StridedSliceV2",  # opset 10+ (bounds as inputs)
+    "Resize": "Resize",
+    "HardSigmoid": "HardSigmoid",
+    "HardSwish": "HardSwish",
+    "ConvTranspose": "Conv2DTransposeD",
+    "LogSoftmax": "LogSoftmaxV2",
     "Shape": "Shape",
-    "Gather": "GatherV2",
+    "Gather": "GatherV2D",
     "If": "If",
     "Loop": "While",
 }
-AI_CORE_5HD = frozenset(
-    {
-        "Conv2D",
-        "ReLU",
-        "MaxPool",
-        "AvgPool",
-        "BatchNorm",
-        "LRN",
-        "ConcatD",
-        "Sigmoid",
-        "Tanh",
-        "LeakyRelu",
-        "Add",
-        "Mul",
-        "Sub",
-        "AddN",
-        "GlobalAveragePool",
-        "GlobalMaxPool",
-        "Dropout",
-    }
-)
+SMALL_VALUE = 64  # elements of an initializer kept in its Const's `value` (larger ones: seeded placeholders)
+_PLAIN_ATTRS = frozenset({1, 2, 3, 6, 7, 8})  # AttributeProto FLOAT, INT, STRING, FLOATS, INTS, STRINGS
+_GRAPH_ATTRS = frozenset({5, 10})  # GRAPH, GRAPHS: imported as subgraphs
 _NAME_OK = re.compile(r"[^A-Za-z0-9_./\-]")
 
 
@@ -135,17 +136,19 @@ def _attr(onnx: Any, a: Any) -> Any:
 
 
 class _Importer:
-    def __init__(self, onnx: Any, mode: str, dims: Mapping[str, int]) -> None:
+    def __init__(self, onnx: Any, mode: str, opsets: Mapping[str, int], folded: set[str], weights: str) -> None:
         self.onnx = onnx
         self.mode = mode
-        self.dims = dims
+        self.weights = weights
+        self.opsets = opsets
+        self.folded = folded  # initializers made by constant folding: their values are kept whole
         self.warnings: list[str] = []
         self.unmapped: dict[str, int] = {}
         self.info: dict[str, tuple[str, tuple[int, ...]]] = {}
         self.used_names: set[str] = set()
         self.read: set[str] = set()  # every tensor some node or graph output reads
         self.captures: dict[int, dict[str, int]] = {}  # owner node -> outer tensor -> its input index
-        self.transdata = 0
+        self.consts: dict[str, Any] = {}  # initializer name -> TensorProto (Split sizes are read from here)
 
     def unique(self, name: str) -> str:
         base = _NAME_OK.sub("_", name) or "node"
@@ -161,12 +164,15 @@ class _Importer:
             t = vi.type.tensor_type
             if not t.elem_type:
                 continue
-            shape = tuple(
-                d.dim_value if d.HasField("dim_value") else self.dims.get(d.dim_param, -1) for d in t.shape.dim
-            )
-            self.info[vi.name] = (ONNX_DTYPES.get(t.elem_type, "undefined"), shape)
+            shape = tuple(d.dim_value if d.HasField("dim_value") else -1 for d in t.shape.dim)
+            if not t.HasField("shape"):
+                shape = (-2,)  # unknown rank
+            old = self.info.get(vi.name)
+            if old is None or sum(x < 0 for x in shape) < sum(x < 0 for x in old[1]):
+                self.info[vi.name] = (ONNX_DTYPES.get(t.elem_type, "undefined"), shape)
         for init in g.initializer:
             self.info[init.name] = (ONNX_DTYPES.get(init.data_type, "undefined"), tuple(init.dims))
+            self.consts[init.name] = init
 
     def desc(self, tensor: str) -> TensorDesc:
         dtype, shape = self.info.get(tensor, ("float", (-2,)))
@@ -182,25 +188,23 @@ class _Importer:
         root: ComputeGraph | None,
     ) -> ComputeGraph:
         self.value_info(g)
-        self.read.update(t for n in g.node for t in n.input)
-        self.read.update(o.name for o in g.output)
+        self.read |= tensor_reads(g)
         cg = ComputeGraph(name)
         if parent is not None:
             parent.graph.set_subgraph(parent, cg)
         produced: dict[str, tuple[Node, int]] = {}
         inits = {i.name for i in g.initializer}
-        for k, init in enumerate(g.initializer):
+        needed = _const_reads(g)
+        for init in g.initializer:
+            if init.name not in needed:
+                continue  # never read, or only as the sizes of a Split (an attribute of GE's SplitD/SplitVD)
             d = self.desc(init.name)
             attrs: dict[str, Any] = {}
-            count = formats.shape_size(d.shape) if d.shape else 1
-            if 0 < count <= 64 and d.dtype in ("int64", "int32", "float"):
-                attrs["value"] = [
-                    int(x) if d.dtype != "float" else float(x)
-                    for x in self.onnx.numpy_helper.to_array(init).reshape(-1).tolist()
-                ]
+            value = self.const_value(init)
+            if value is not None:
+                attrs["value"] = value
             n = cg.add_node(OpDesc(self.unique(init.name), "Const", attrs, output_descs=[d]))
             produced[init.name] = (n, 0)
-            del k
         data_index = 0
         for vi in g.input:
             if vi.name in inits:
@@ -227,6 +231,22 @@ class _Importer:
                 net.op.input_descs[k].attrs["_parent_node_index"] = k
             self.connect(cg, net, k, o, produced, outer, captured, parent)
         return cg
+
+    def const_value(self, init: Any) -> list[Any] | None:
+        """An initializer's elements for the Const's `value`: every one for a folded value, else up to
+        SMALL_VALUE (all of them with weights='inline')."""
+        count = math.prod(init.dims)
+        limit = FOLD_LIMIT if init.name in self.folded else SMALL_VALUE
+        if self.weights == "inline":
+            limit = count
+        if not 0 < count <= limit or init.data_type not in ONNX_DTYPES:
+            return None
+        arr = self.onnx.numpy_helper.to_array(init).reshape(-1)
+        if arr.dtype.kind == "f":
+            return [float(x) for x in arr.tolist()]
+        if arr.dtype.kind == "b":
+            return [bool(x) for x in arr.tolist()]
+        return [int(x) for x in arr.tolist()]
 
     def source(
         self,
@@ -293,7 +313,6 @@ class _Importer:
         parent: Node | None,
     ) -> None:
         onnx = self.onnx
-        ge_type = OP_MAP.get(n.op_type)
         attrs: dict[str, Any] = {}
         graphs: list[tuple[str, Any]] = []
         for a in n.attribute:
@@ -301,46 +320,35 @@ class _Importer:
                 graphs.append((a.name, a.g))
             elif a.type == onnx.AttributeProto.TENSOR:
                 arr = onnx.numpy_helper.to_array(a.t).reshape(-1)
-                if arr.size <= 64:
+                if arr.size <= 64 and arr.dtype.kind in "biuf":
                     attrs[a.name] = (
                         [float(x) for x in arr.tolist()] if arr.dtype.kind == "f" else [int(x) for x in arr.tolist()]
                     )
-            elif a.type in (
-                onnx.AttributeProto.INT,
-                onnx.AttributeProto.FLOAT,
-                onnx.AttributeProto.STRING,
-                onnx.AttributeProto.INTS,
-                onnx.AttributeProto.FLOATS,
-                onnx.AttributeProto.STRINGS,
-            ):
+            elif a.type in _PLAIN_ATTRS:
                 attrs[a.name] = _attr(onnx, a)
-        engine = kernel = ""
-        if ge_type is None:
-            ge_type = n.op_type
-            self.unmapped[n.op_type] = self.unmapped.get(n.op_type, 0) + 1
-            attrs["_onnx_unmapped"] = True
-            engine, kernel = "DNN_VM_AICPU_ASCEND", "aicpu_ascend_kernel"
         outputs = list(n.output)
         # optional outputs nothing reads and ONNX left without a shape (e.g. Dropout's mask) are dropped
         while len(outputs) > 1 and (not outputs[-1] or (outputs[-1] not in self.read and outputs[-1] not in self.info)):
             outputs.pop()
-        attrs = self.translate(n.op_type, ge_type, attrs, list(n.input), outputs)
+        inputs = list(n.input)
+        ge_type, engine, kernel = self.ge_type(n, attrs)
+        attrs = self.translate(n.op_type, attrs, inputs, outputs)
         if n.op_type == "Split":
-            sizes = attrs.get("size_splits")
-            ge_type = "SplitD" if not sizes or len(set(sizes)) == 1 else "SplitVD"
+            ge_type, inputs = self.split(n, attrs, inputs, outputs)
+        attrs.update(self.identity(n))
         op = OpDesc(
             self.unique(n.name or f"{n.op_type}_{i}"),
             ge_type,
             attrs,
             input_descs=[
-                self.desc(t) if t else TensorDesc((), "undefined", "RESERVED", (), "RESERVED") for t in n.input
+                self.desc(t) if t else TensorDesc((), "undefined", "RESERVED", (), "RESERVED") for t in inputs
             ],
             output_descs=[self.desc(o) for o in outputs],
             engine=engine,
             kernel_lib=kernel,
         )
         node = cg.add_node(op)
-        for k, t in enumerate(n.input):
+        for k, t in enumerate(inputs):
             self.connect(cg, node, k, t, produced, outer, captured, parent)
         scope = {**(outer or {}), **produced}
         for k, o in enumerate(outputs):
@@ -349,9 +357,62 @@ class _Importer:
         for attr_name, body in graphs:
             self.graph(body, self.unique(f"{op.name}_{attr_name}"), node, scope, None)
 
-    def translate(
-        self, onnx_type: str, ge_type: str, a: dict[str, Any], inputs: list[str], outputs: list[str]
-    ) -> dict[str, Any]:
+    def opset(self, domain: str) -> int:
+        return self.opsets.get(domain or "", self.opsets.get("ai.onnx", 0) if not domain else 0)
+
+    def ge_type(self, n: Any, attrs: dict[str, Any]) -> tuple[str, str, str]:
+        """The GE op type, engine and kernel library of an ONNX node (an unmapped op: its own type, AI CPU)."""
+        ge_type = OP_MAP.get(n.op_type) if n.domain in ("", "ai.onnx") else None
+        version = self.opset(n.domain)
+        if n.op_type == "Gemm" and (attrs.get("alpha", 1.0) != 1.0 or attrs.get("beta", 1.0) != 1.0):
+            ge_type = "Gemm"  # scaled: GE's parser builds a subgraph around MatMulV2; kept as one op here
+        elif n.op_type == "Pad" and version < 11:
+            ge_type = "PadD"
+        elif n.op_type == "Slice" and version < 10:
+            ge_type = "StridedSliceD"
+        if ge_type is not None:
+            return ge_type, "", ""
+        self.unmapped[n.op_type] = self.unmapped.get(n.op_type, 0) + 1
+        attrs["_onnx_unmapped"] = True
+        return n.op_type, "DNN_VM_AICPU_ASCEND", "aicpu_ascend_kernel"
+
+    def identity(self, n: Any) -> dict[str, Any]:
+        """The node's ONNX op type, domain, opset and attributes (JSON text), for a runtime to run it as ONNX."""
+        return {
+            "_onnx_op_type": n.op_type,
+            "_onnx_domain": n.domain or "",
+            "_onnx_opset": self.opset(n.domain),
+            "_onnx_attrs": json.dumps(
+                {a.name: _json_attr(self.onnx, a) for a in n.attribute if a.type not in _GRAPH_ATTRS},
+                sort_keys=True,
+                separators=(",", ":"),
+                allow_nan=False,
+            ),
+        }
+
+    def split(self, n: Any, attrs: dict[str, Any], inputs: list[str], outputs: list[str]) -> tuple[str, list[str]]:
+        """SplitD for equal parts, SplitVD with `size_splits` for unequal ones; sizes given as an input (opset
+        13+) become the attribute, as GE's D form takes them, and the input goes."""
+        sizes = attrs.get("size_splits")
+        if len(inputs) > 1 and inputs[1] and inputs[1] in self.consts:
+            sizes = [int(x) for x in self.onnx.numpy_helper.to_array(self.consts[inputs[1]]).reshape(-1).tolist()]
+        if sizes is None:  # from the parts' shapes (opset 18 num_outputs may leave a shorter last part)
+            shape = self.info.get(inputs[0], ("", (-2,)))[1]
+            axis = attrs["split_dim"] + len(shape) if attrs["split_dim"] < 0 else attrs["split_dim"]
+            parts = [self.info.get(o, ("", (-2,)))[1] for o in outputs]
+            if all(0 <= axis < len(p) and p[axis] >= 0 for p in parts):
+                sizes = [p[axis] for p in parts]
+        if len(inputs) > 1 and (inputs[1] in self.consts or not inputs[1]):
+            inputs = inputs[:1]
+        attrs.pop("num_outputs", None)
+        if sizes is not None and len(set(sizes)) > 1:
+            attrs["size_splits"] = sizes
+            return "SplitVD", inputs
+        attrs.pop("size_splits", None)
+        return "SplitD", inputs
+
+    def translate(self, onnx_type: str, a: dict[str, Any], inputs: list[str], outputs: list[str]) -> dict[str, Any]:
+        """GE's attributes for an ONNX op's attributes (as GE's ONNX parser plugins set them)."""
         out = dict(a)
         if onnx_type == "Concat":
             out["concat_dim"] = out.pop("axis", 0)
@@ -361,122 +422,137 @@ class _Importer:
             out["num_split"] = len(outputs)
             if "split" in out:
                 out["size_splits"] = out.pop("split")
-        elif onnx_type in ("Conv", "MaxPool", "AveragePool"):
+        elif onnx_type in ("Conv", "ConvTranspose", "MaxPool", "AveragePool"):
             strides = out.pop("strides", [1, 1])
             pads = out.pop("pads", [0, 0, 0, 0])
             out["strides"] = [1, 1, *strides]
             out["pads"] = [pads[0], pads[2], pads[1], pads[3]] if len(pads) == 4 else pads  # ONNX tlbr -> GE tblr
             out["data_format"] = "NCHW"
-            if onnx_type == "Conv":
+            if onnx_type in ("Conv", "ConvTranspose"):
                 out["dilations"] = [1, 1, *out.pop("dilations", [1, 1])]
                 out["groups"] = out.pop("group", 1)
                 out.pop("kernel_shape", None)
             else:
                 out["ksize"] = [1, 1, *out.pop("kernel_shape", [1, 1])]
-        elif onnx_type == "Softmax":
-            out["axes"] = [out.pop("axis", -1)]
-        elif onnx_type == "Transpose":
-            pass  # keeps `perm`
+            if onnx_type == "AveragePool":
+                out["exclusive"] = not out.pop("count_include_pad", 0)
+        elif onnx_type in ("Softmax", "LogSoftmax"):
+            out["axes"] = [out.pop("axis", -1 if self.opset("") >= 13 else 1)]
+        elif onnx_type == "Gemm":
+            out["transpose_x1"] = bool(out.pop("transA", 0))
+            out["transpose_x2"] = bool(out.pop("transB", 0))
+        elif onnx_type == "MatMul":
+            out["adj_x1"] = out["adj_x2"] = False
+        elif onnx_type == "Pad":
+            out["paddings_contiguous"] = False  # ONNX lists all begins, then all ends
         elif onnx_type == "Sum":
             out["N"] = len(inputs)
         return out
 
 
-def _assign_ascend_formats(g: ComputeGraph, imp: _Importer) -> None:
-    """Storage formats as AI Core places them, with TransData where producer and consumer disagree."""
-    for sub in [g, *g.all_subgraphs()]:
-        nodes = list(sub.topological_order())
-        fivehd: set[int] = set()
-        for n in nodes:
-            ins = [d for d in n.op.input_descs if d.is_valid]
-            outs = n.op.output_descs
-            if n.op.type not in AI_CORE_5HD or not outs or any(len(d.origin_shape) != 4 for d in outs):
-                continue
-            data_ins = ins[:1] if n.op.type == "Conv2D" else ins
-            if n.op.type in ("Add", "Mul", "Sub", "AddN") and any(
-                d.origin_shape != outs[0].origin_shape for d in data_ins
-            ):
-                continue  # broadcasting elementwise stays in NCHW
-            fivehd.add(id(n))
-            for d in outs:
-                _to_format(d, "NC1HWC0")
-            for k, d in enumerate(n.op.input_descs):
-                if not d.is_valid:
-                    continue
-                if n.op.type == "Conv2D" and k == 1:
-                    _to_format(d, "FRACTAL_Z")
-                elif n.op.type != "Conv2D" or k == 0:
-                    _to_format(d, "NC1HWC0")
-            if n.op.type == "Conv2D" and len(n.in_peers) > 1 and n.in_peers[1] is not None:
-                w = n.in_peers[1]
-                if w.node.op.type == "Const" and len(w.node.out_peers[w.index]) == 1:
-                    _to_format(w.desc, "FRACTAL_Z")
-        # a TransData wherever a consumer's input format differs from its producer's output format
-        for n in nodes:
-            for k, peer in enumerate(list(n.in_peers)):
-                if peer is None:
-                    continue
-                want = n.op.input_descs[k]
-                have = peer.desc
-                if want.format == have.format or not want.is_valid:
-                    continue
-                imp.transdata += 1
-                td = sub.add_node(
-                    OpDesc(
-                        imp.unique(f"trans_{peer.node.name}_{n.name}_{k}"),
-                        "TransData",
-                        {"src_format": have.format, "dst_format": want.format},
-                        [have.copy()],
-                        [want.copy()],
-                    )
-                )
-                sub.remove_data_edge(n, k)
-                sub.add_data_edge(peer.node, peer.index, td, 0)
-                sub.add_data_edge(td, 0, n, k)
+def _const_reads(g: Any) -> set[str]:
+    """The tensors a graph's GE nodes read: all ONNX reads but a Split's sizes input."""
+    out = {o.name for o in g.output}
+    for n in g.node:
+        out.update(t for k, t in enumerate(n.input) if not (n.op_type == "Split" and k == 1))
+        for a in n.attribute:
+            for sub in [a.g] if a.HasField("g") else list(a.graphs):
+                out |= tensor_reads(sub)
+    return out
 
 
-def _to_format(d: TensorDesc, fmt: str) -> None:
-    shape = formats.transfer_shape(d.origin_format, fmt, d.origin_shape, d.dtype)
-    if shape is not None:
-        d.format = fmt
-        d.shape = shape
+def _json_attr(onnx: Any, a: Any) -> Any:
+    """An ONNX attribute as JSON data: tensors as {"tensor": {...}} (values up to FOLD_LIMIT elements),
+    non-finite floats as "inf"/"-inf"/"nan", bytes as text."""
+    if a.type in (onnx.AttributeProto.TENSOR, onnx.AttributeProto.TENSORS):
+        return (
+            [_json_tensor(onnx, t) for t in a.tensors]
+            if a.type == onnx.AttributeProto.TENSORS
+            else (_json_tensor(onnx, a.t))
+        )
+    if a.type in _PLAIN_ATTRS:
+        return _finite(_attr(onnx, a))
+    return None  # sparse tensors, type protos: not carried
 
 
-def import_onnx(path: str | Path, *, format_mode: str = "keep", dims: Mapping[str, int] | None = None) -> ImportResult:
-    """Import an ONNX model file as a ComputeGraph (`format_mode` 'keep' or 'ascend'; `dims` for symbolic dims)."""
+def _json_tensor(onnx: Any, t: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"dtype": ONNX_DTYPES.get(t.data_type, str(t.data_type)), "dims": list(t.dims)}
+    if math.prod(t.dims) <= FOLD_LIMIT:
+        arr = onnx.numpy_helper.to_array(t).reshape(-1)
+        if arr.dtype.kind in "biuf":
+            body["values"] = _finite(arr.tolist())
+    return {"tensor": body}
+
+
+def _finite(v: Any) -> Any:
+    if isinstance(v, list):
+        return [_finite(x) for x in v]
+    if isinstance(v, float) and not math.isfinite(v):
+        return "nan" if v != v else ("inf" if v > 0 else "-inf")
+    return v
+
+
+def import_onnx(
+    path: str | Path,
+    *,
+    format_mode: str = "keep",
+    dims: Mapping[str, int] | None = None,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    weights: str = "placeholder",
+) -> ImportResult:
+    """Import an ONNX model file as a ComputeGraph (`format_mode` 'keep' or 'ascend'; `dims` for named symbolic
+    dims, `input_shapes` for whole input shapes, as ATC's --input_shape; `weights` 'inline' keeps every
+    initializer's elements in its Const, 'placeholder' only those of small ones, the runtime seeding the rest)."""
     if format_mode not in ("keep", "ascend"):
         raise error("usage", f"unknown format mode '{format_mode}'; expected 'keep' or 'ascend'")
+    if weights not in ("placeholder", "inline"):
+        raise error("usage", f"unknown weights mode '{weights}'; expected 'placeholder' or 'inline'")
     onnx = _need_onnx()
     p = Path(path)
-    try:
-        model = onnx.load(str(p))
-    except FileNotFoundError:
-        raise error("io", f"ONNX model '{p}' does not exist", where=str(p)) from None
-    except Exception as exc:
-        raise error("onnx", f"'{p}' is not a readable ONNX model: {type(exc).__name__}: {exc}", where=str(p)) from None
-    dim_values = dict(dims or {})
-    g = model.graph
-    for vi in g.input:  # symbolic input dims take sizes from the option (1 by default)
-        for d in vi.type.tensor_type.shape.dim:
-            if not d.HasField("dim_value"):
-                value = dim_values.get(d.dim_param, 1)
-                d.Clear()
-                d.dim_value = value
-    try:
-        model = onnx.shape_inference.infer_shapes(model, strict_mode=False)
-    except Exception as exc:
-        raise error("onnx", f"ONNX shape inference failed for '{p}': {exc}", where=str(p)) from None
-    imp = _Importer(onnx, format_mode, dim_values)
+    model = load_model(onnx, p)
+    where = f"'{p}'"
+    shapes = {k: list(v) for k, v in (input_shapes or {}).items()}
+    warnings = set_input_shapes(onnx, model, dict(dims or {}), shapes, where)
+    model, folded = static_shapes(onnx, model, where)
+    opsets = {o.domain or "": o.version for o in model.opset_import}
+    imp = _Importer(onnx, format_mode, opsets, folded, weights)
+    imp.warnings.extend(warnings)
     graph = imp.graph(model.graph, _NAME_OK.sub("_", model.graph.name or p.stem) or p.stem, None, None, None)
-    unknown = [n.name for n in graph.all_nodes() for d in n.op.output_descs if formats.is_unknown_shape(d.shape)]
-    if unknown:
-        imp.warnings.append(
-            f"{len(unknown)} output(s) have unknown shapes after ONNX shape inference "
-            f"(first: {unknown[0]}); memory cannot be planned for them"
-        )
+    _check_static(graph, imp, bool(shapes or dims))
     if format_mode == "ascend":
-        _assign_ascend_formats(graph, imp)
+        assign_ascend_formats(graph, imp.unique)
     if imp.unmapped:
         listed = ", ".join(f"{t} x{c}" for t, c in sorted(imp.unmapped.items()))
         imp.warnings.append(f"ops with no GE mapping kept their type and were placed on AI CPU: {listed}")
     return ImportResult(graph, imp.warnings, imp.unmapped)
+
+
+def _check_static(graph: ComputeGraph, imp: _Importer, shapes_given: bool) -> None:
+    """An error for the first tensor of the root graph whose shape is still unknown; a warning for subgraphs'."""
+    for n in graph.topological_order():
+        for k, d in enumerate(n.op.output_descs):
+            if not formats.is_unknown_shape(d.shape):
+                continue
+            op = n.op.attrs.get("_onnx_op_type", n.op.type)
+            raise error(
+                "onnx-shape",
+                f"output {k} of node '{n.name}' ({op}) has an unknown shape {list(d.shape)} after ONNX shape "
+                "inference and constant folding",
+                hint=(
+                    "its shape depends on input data or on an op ONNX cannot infer; "
+                    + ("check the shapes given" if shapes_given else "if the model's inputs are dynamic, fix them ")
+                    + 'with --input-shape "NAME:D0,D1,..." (or --dim NAME=N)'
+                ),
+                where=n.name,
+            )
+    unknown = [
+        n.name
+        for s in graph.all_subgraphs()
+        for n in s.all_nodes()
+        if any(formats.is_unknown_shape(d.shape) for d in n.op.output_descs)
+    ]
+    if unknown:
+        imp.warnings.append(
+            f"{len(unknown)} subgraph node(s) have outputs of unknown shape (first: {unknown[0]}); memory cannot be "
+            "planned for them"
+        )

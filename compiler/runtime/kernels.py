@@ -610,7 +610,7 @@ for _name, _bfn in _BINARY.items():
     register_kernel(_name)(_binary(_bfn))
 
 
-@register_kernel("AddN", "Sum")
+@register_kernel("AddN", "Sum", "AccumulateNV2")
 def _add_n(inputs: Inputs, op: OpDesc) -> list[Array]:
     xs = [_compute(a) for a in _present(inputs)]
     if not xs:

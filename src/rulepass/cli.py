@@ -118,7 +118,10 @@ def _cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             err.write(f"rulepass import: --dim expects NAME=POSITIVE_INT, got {item!r}\n")
             return EXIT_USAGE
         dims[name.strip()] = int(value)
-    result = import_onnx(args.model, format_mode=args.formats, dims=dims)
+    from .compiler.onnx_fold import parse_input_shapes
+
+    shapes = parse_input_shapes(args.input_shape) if args.input_shape else None
+    result = import_onnx(args.model, format_mode=args.formats, dims=dims, input_shapes=shapes, weights=args.weights)
     for w in result.warnings:
         err.write(f"rulepass: warning: {w}\n")
     save_graph(result.graph, args.output)
@@ -748,6 +751,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep the model's formats, or assign Ascend storage formats (NC1HWC0, FRACTAL_Z)",
     )
     imp.add_argument("--dim", action="append", default=[], metavar="NAME=N", help="size of a symbolic input dim")
+    imp.add_argument(
+        "--input-shape",
+        metavar='"NAME:D0,D1,...;..."',
+        help="whole input shapes, as ATC's --input_shape (also sets unnamed and -1 dims)",
+    )
+    imp.add_argument(
+        "--weights",
+        choices=["placeholder", "inline"],
+        default="placeholder",
+        help="keep every weight's values in the graph (inline), or only small ones (placeholder: run seeds the rest)",
+    )
     imp.set_defaults(handler=_cmd_import)
 
     mem = sub.add_parser("memory", help="plan memory for an optimized graph; savings of the no-task passes")

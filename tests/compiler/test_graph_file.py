@@ -320,11 +320,21 @@ def test_round_trip_keeps_awkward_strings() -> None:
     assert g3.attrs == g.attrs
 
 
-def test_json_save_refuses_infinity() -> None:
-    g = ComputeGraph("inf", attrs={"clip": -math.inf})
-    with pytest.raises(RulepassError, match="infinite or NaN float attribute"):
-        dump_graph(g, "json")
-    assert load_graph_text(dump_graph(g, "yaml"), "inf.yaml").attrs == {"clip": -math.inf}
+@pytest.mark.parametrize("fmt", ["yaml", "json"])
+def test_non_finite_floats_round_trip_as_strings(fmt: str) -> None:
+    # JSON has no inf/nan: they are written "inf", "-inf", "nan", and strings that look like them get a backslash
+    attrs = {"clip": -math.inf, "big": math.inf, "v": [1.0, -math.inf, math.nan], "s": "inf", "e": "\\-inf"}
+    g = ComputeGraph("inf", attrs=dict(attrs))
+    text = dump_graph(g, fmt)
+    if fmt == "json":
+        assert json.loads(text)["attrs"] == {
+            "big": "inf", "clip": "-inf", "e": "\\\\-inf", "s": "\\inf", "v": [1.0, "-inf", "nan"]
+        }  # fmt: skip
+    back = load_graph_text(text, f"inf.{fmt}").attrs
+    assert {k: v for k, v in back.items() if k != "v"} == {k: v for k, v in attrs.items() if k != "v"}
+    v = back["v"]
+    assert isinstance(v, list) and v[:2] == [1.0, -math.inf] and math.isnan(v[2])
+    assert dump_graph(load_graph_text(text, f"inf.{fmt}"), fmt) == text
 
 
 def test_integral_float_dims_become_ints() -> None:

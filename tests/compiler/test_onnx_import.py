@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import math
 from pathlib import Path
 from typing import Any
 
@@ -138,7 +139,7 @@ def test_symbolic_dims_take_sizes_from_the_option(tmp_path: Path) -> None:
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8])
     model = _small([helper.make_node("Relu", ["x"], ["y"])], [x], [y])
     g = import_onnx(_save(model, tmp_path), dims={"batch": 32}).graph
-    relu = next(n for n in g.all_nodes() if n.type == "ReLU")
+    relu = next(n for n in g.all_nodes() if n.type == "Relu")
     assert relu.op.output_descs[0].shape == (32, 8)
 
 
@@ -173,3 +174,479 @@ def test_without_onnx_the_command_says_how_to_install_it(monkeypatch: pytest.Mon
     with pytest.raises(RulepassError) as info:
         import_onnx(tmp_path / "m.onnx")
     assert "pip install 'rulepass[onnx]'" in info.value.render()
+
+
+# ---- static shapes: inference with data propagation, folding, input shapes ---------------------------------
+
+
+def _opset(nodes: list[Any], inputs: list[Any], outputs: list[Any], inits: list[Any] | None = None, v: int = 17) -> Any:
+    graph = helper.make_graph(nodes, "small", inputs, outputs, initializer=inits or [])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", v)])
+
+
+def _i64(name: str, values: list[int]) -> Any:
+    return helper.make_tensor(name, TensorProto.INT64, [len(values)], values)
+
+
+def test_shape_math_folds_and_a_dynamic_batch_becomes_static(tmp_path: Path) -> None:
+    # Shape -> Gather -> Concat -> Reshape, the batch read from the input's shape (torch's flatten export)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 4, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "flat"])
+    model = _opset(
+        [
+            helper.make_node("Shape", ["x"], ["s"]),
+            helper.make_node("Gather", ["s", "zero"], ["b"], axis=0),
+            helper.make_node("Unsqueeze", ["b", "axes"], ["b1"]),
+            helper.make_node("Concat", ["b1", "minus1"], ["shape"], axis=0),
+            helper.make_node("Reshape", ["x", "shape"], ["y"]),
+        ],
+        [x],
+        [y],
+        [helper.make_tensor("zero", TensorProto.INT64, [], [0]), _i64("axes", [0]), _i64("minus1", [-1])],
+    )
+    result = import_onnx(_save(model, tmp_path), input_shapes={"x": [2, 3, 4, 4]})
+    g = result.graph
+    types = sorted(n.type for n in g.all_nodes())
+    assert types == ["Const", "Data", "NetOutput", "Reshape"], types  # the shape math is one Const
+    shape = next(n for n in g.all_nodes() if n.type == "Const")
+    assert shape.op.attrs["value"] == [2, -1]
+    reshape = next(n for n in g.all_nodes() if n.type == "Reshape")
+    assert reshape.op.output_descs[0].shape == (2, 48)  # inferred static dims win over the declared symbolic ones
+    net = next(n for n in g.all_nodes() if n.type == "NetOutput")
+    assert net.op.input_descs[0].shape == (2, 48)
+    compile_graph(g)
+
+
+def test_range_constant_of_shape_and_expand_fold(tmp_path: Path) -> None:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5])
+    model = _opset(
+        [
+            helper.make_node("Shape", ["x"], ["s"]),
+            helper.make_node(
+                "ConstantOfShape", ["s"], ["ones"], value=helper.make_tensor("v", TensorProto.FLOAT, [1], [1.0])
+            ),
+            helper.make_node("Size", ["x"], ["n"]),
+            helper.make_node("Div", ["n", "two"], ["half"]),
+            helper.make_node("Range", ["zero", "half", "one"], ["r"]),  # [0..5)
+            helper.make_node("Cast", ["r"], ["rf"], to=TensorProto.FLOAT),
+            helper.make_node("Expand", ["rf", "s"], ["e"]),
+            helper.make_node("Mul", ["e", "ones"], ["c"]),
+            helper.make_node("Add", ["x", "c"], ["y"]),
+        ],
+        [x],
+        [y],
+        [helper.make_tensor(k, TensorProto.INT64, [], [v]) for k, v in (("two", 2), ("zero", 0), ("one", 1))],
+    )
+    g = import_onnx(_save(model, tmp_path)).graph
+    assert sorted(n.type for n in g.all_nodes()) == ["Add", "Const", "Data", "NetOutput"]
+    const = next(n for n in g.all_nodes() if n.type == "Const")
+    assert const.op.attrs["value"] == [0.0, 1.0, 2.0, 3.0, 4.0] * 2
+    assert const.op.output_descs[0].shape == (2, 5)
+    compile_graph(g)
+
+
+def test_folding_is_bounded_by_the_output_size(tmp_path: Path) -> None:
+    from rulepass.compiler.onnx_fold import FOLD_LIMIT
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [FOLD_LIMIT + 1])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [FOLD_LIMIT + 1])
+    model = _opset(
+        [helper.make_node("ConstantOfShape", ["s"], ["c"]), helper.make_node("Add", ["x", "c"], ["y"])],
+        [x],
+        [y],
+        [_i64("s", [FOLD_LIMIT + 1])],
+    )
+    g = import_onnx(_save(model, tmp_path)).graph
+    fill = next(n for n in g.all_nodes() if n.type == "Fill")  # too large to fold: computed at run time
+    assert fill.op.output_descs[0].shape == (FOLD_LIMIT + 1,)
+
+
+def test_input_shape_sets_unnamed_and_minus_one_dims(tmp_path: Path) -> None:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 3, -1, 8])
+    x.type.tensor_type.shape.dim[2].dim_value = -1  # a literal -1, as some exporters write
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    model = _opset([helper.make_node("Relu", ["x"], ["y"])], [x], [y])
+    path = _save(model, tmp_path)
+    with pytest.raises(RulepassError) as info:
+        import_onnx(path)
+    text = info.value.render()
+    assert "input 'x'" in text and '--input-shape "x:1,3,1,8"' in text
+    g = import_onnx(path, input_shapes={"x": [4, 3, 6, 8]}).graph
+    relu = next(n for n in g.all_nodes() if n.type == "Relu")
+    assert relu.op.output_descs[0].shape == (4, 3, 6, 8)
+    for bad, words in (({"x": [4, 3, 6]}, "gives input 'x' 3 dims"), ({"z": [1]}, "not an input")):
+        with pytest.raises(RulepassError, match=words):
+            import_onnx(path, input_shapes=bad)
+    with pytest.raises(RulepassError, match="the model fixes it at 3"):
+        import_onnx(path, input_shapes={"x": [4, 5, 6, 8]})
+
+
+def test_input_shape_flag_on_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 8])
+    path = _save(_opset([helper.make_node("Relu", ["x"], ["y"])], [x], [y]), tmp_path)
+    out = tmp_path / "g.yaml"
+    assert main(["import", str(path), "-o", str(out)]) == 1
+    assert '--input-shape "x:1,8"' in capsys.readouterr().err
+    assert main(["import", str(path), "-o", str(out), "--input-shape", "x:5,8"]) == 0
+    assert load_graph(out).node("Relu_0").op.output_descs[0].shape == (5, 8)  # type: ignore[union-attr]
+    assert main(["import", str(path), "-o", str(out), "--input-shape", "x:5,a"]) == 2
+    assert "non-negative integers" in capsys.readouterr().err
+
+
+def test_a_shape_that_depends_on_data_is_one_clear_error(tmp_path: Path) -> None:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])
+    y = helper.make_tensor_value_info("y", TensorProto.INT64, None)
+    path = _save(_opset([helper.make_node("NonZero", ["x"], ["y"])], [x], [y]), tmp_path)
+    with pytest.raises(RulepassError) as info:
+        import_onnx(path)
+    assert "NonZero" in str(info.value) and "unknown shape" in str(info.value)
+
+
+# ---- Split, op names and the ONNX identity of every node ---------------------------------------------------
+
+
+@pytest.mark.parametrize(("sizes", "ge_type"), [([2, 6], "SplitVD"), ([4, 4], "SplitD")])
+def test_split_with_sizes_as_an_input(tmp_path: Path, sizes: list[int], ge_type: str) -> None:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT16, [8, 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT16, [8, 16])
+    model = _opset(
+        [
+            helper.make_node("Split", ["x", "split"], ["a", "b"], axis=0),
+            helper.make_node("Relu", ["a"], ["ra"]),
+            helper.make_node("Relu", ["b"], ["rb"]),
+            helper.make_node("Concat", ["ra", "rb"], ["y"], axis=0),
+        ],
+        [x],
+        [y],
+        [_i64("split", sizes)],
+        v=13,
+    )
+    g = import_onnx(_save(model, tmp_path)).graph
+    split = next(n for n in g.all_nodes() if n.op.attrs.get("_onnx_op_type") == "Split")
+    assert split.type == ge_type and len(split.in_peers) == 1  # the sizes are an attribute of GE's D form
+    assert split.op.attrs["split_dim"] == 0 and split.op.attrs["num_split"] == 2
+    assert split.op.attrs.get("size_splits") == (sizes if ge_type == "SplitVD" else None)
+    assert [d.shape for d in split.op.output_descs] == [(s, 16) for s in sizes]
+    assert not any(n.type == "Const" for n in g.all_nodes())
+    c = compile_graph(g)
+    assert any(d.rule == "SplitNotaskPass" and d.fired for d in c.optimize.decisions)
+
+
+def test_every_node_keeps_its_onnx_type_domain_and_attributes(tmp_path: Path) -> None:
+    import json
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])
+    model = _opset(
+        [
+            helper.make_node("LeakyRelu", ["x"], ["l"], alpha=0.25),
+            helper.make_node("Celu", ["l"], ["c"], alpha=2.0),
+            helper.make_node("Clip", ["c", "lo", ""], ["y"]),
+        ],
+        [x],
+        [y],
+        [helper.make_tensor("lo", TensorProto.FLOAT, [], [-math.inf])],
+    )
+    g = import_onnx(_save(model, tmp_path)).graph
+    by = {n.op.attrs.get("_onnx_op_type"): n for n in g.all_nodes()}
+    assert by["LeakyRelu"].type == "LeakyRelu" and by["Clip"].type == "ClipByValue" and by["Celu"].type == "Celu"
+    for n in by.values() if None not in by else [v for k, v in by.items() if k]:
+        assert n.op.attrs["_onnx_domain"] == "" and n.op.attrs["_onnx_opset"] == 17
+    assert json.loads(str(by["Celu"].op.attrs["_onnx_attrs"])) == {"alpha": 2.0}
+    assert json.loads(str(by["LeakyRelu"].op.attrs["_onnx_attrs"])) == {"alpha": 0.25}
+    assert json.loads(str(by["Clip"].op.attrs["_onnx_attrs"])) == {}
+
+
+def test_tensor_attributes_are_carried_as_json(tmp_path: Path) -> None:
+    import json
+
+    x = helper.make_tensor_value_info("x", TensorProto.INT64, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    v = helper.make_tensor("v", TensorProto.FLOAT, [1], [-math.inf])
+    model = _opset([helper.make_node("ConstantOfShape", ["x"], ["y"], value=v)], [x], [y])
+    with pytest.raises(RulepassError, match="unknown shape"):  # its shape is the input's value: unknown here
+        import_onnx(_save(model, tmp_path))
+    attrs_of = json.loads
+    node = helper.make_node("ConstantOfShape", ["x"], ["y"], value=v)
+    from rulepass.compiler.onnx_import import _json_attr
+
+    assert attrs_of(json.dumps(_json_attr(onnx, node.attribute[0]))) == {
+        "tensor": {"dtype": "float", "dims": [1], "values": ["-inf"]}
+    }
+
+
+# ---- ascend formats ------------------------------------------------------------------------------------------
+
+
+def _conv(name: str, x: str, y: str, c_in: int, c_out: int) -> tuple[Any, Any]:
+    w = helper.make_tensor(f"{name}_w", TensorProto.FLOAT, [c_out, c_in, 1, 1], [0.5] * (c_out * c_in))
+    return helper.make_node("Conv", [x, w.name], [y], name=name, kernel_shape=[1, 1]), w
+
+
+def test_ascend_a_split_between_two_convs_needs_no_transdata(tmp_path: Path) -> None:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32, 8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32, 8, 8])
+    c1, w1 = _conv("c1", "x", "a", 32, 64)
+    c2, w2 = _conv("c2", "p0", "b0", 32, 16)
+    c3, w3 = _conv("c3", "p1", "b1", 32, 16)
+    model = _opset(
+        [
+            c1,
+            helper.make_node("Split", ["a", "sizes"], ["p0", "p1"], axis=1, name="split"),
+            c2,
+            c3,
+            helper.make_node("Relu", ["b0"], ["r0"], name="relu"),
+            helper.make_node("Concat", ["r0", "b1"], ["y"], axis=1, name="concat"),
+        ],
+        [x],
+        [y],
+        [w1, w2, w3, _i64("sizes", [32, 32])],
+    )
+    g = import_onnx(_save(model, tmp_path), format_mode="ascend").graph
+    for name in ("split", "relu", "concat"):
+        n = g.node(name)
+        assert n is not None
+        assert {d.format for d in [*n.op.input_descs, *n.op.output_descs]} == {"NC1HWC0"}, name
+        for peer in n.in_peers:
+            assert peer is not None and peer.node.type != "TransData", (name, peer.node.name)
+    trans = sorted((n.op.attrs["src_format"], n.op.attrs["dst_format"]) for n in g.all_nodes() if n.type == "TransData")
+    assert trans == [("NC1HWC0", "NCHW"), ("NCHW", "NC1HWC0")]  # only at the model's input and output
+    compile_graph(g)
+
+
+def test_ascend_a_kv_cache_tensor_through_matmul_and_concat_stays_nd(tmp_path: Path) -> None:
+    past = helper.make_tensor_value_info("past_k", TensorProto.FLOAT16, [1, 4, 16, 32])
+    k = helper.make_tensor_value_info("k", TensorProto.FLOAT16, [1, 4, 1, 32])
+    q = helper.make_tensor_value_info("q", TensorProto.FLOAT16, [1, 4, 1, 32])
+    present = helper.make_tensor_value_info("present_k", TensorProto.FLOAT16, [1, 4, 17, 32])
+    scores = helper.make_tensor_value_info("scores", TensorProto.FLOAT16, [1, 4, 1, 17])
+    model = _opset(
+        [
+            helper.make_node("Concat", ["past_k", "k"], ["present_k"], axis=2, name="cache"),
+            helper.make_node("Transpose", ["present_k"], ["kt"], perm=[0, 1, 3, 2]),
+            helper.make_node("MatMul", ["q", "kt"], ["scores"], name="qk"),
+        ],
+        [past, k, q],
+        [present, scores],
+    )
+    g = import_onnx(_save(model, tmp_path), format_mode="ascend").graph
+    assert not any(n.type == "TransData" for n in g.all_nodes())
+    for n in g.all_nodes():
+        for d in [*n.op.input_descs, *n.op.output_descs]:
+            assert d.format == d.origin_format == "ND", (n.name, d)
+    assert g.node("qk").type == "BatchMatMulV2"  # type: ignore[union-attr]
+    compile_graph(g)
+
+
+# ---- model files with any float ------------------------------------------------------------------------------
+
+
+def test_a_minus_inf_constant_round_trips_through_compile_and_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    np = pytest.importorskip("numpy")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    mask = helper.make_tensor("mask", TensorProto.FLOAT, [1, 4], [0.0, -math.inf, math.inf, 0.0])
+    model = _opset([helper.make_node("Add", ["x", "mask"], ["y"])], [x], [y], [mask])
+    graph_file, model_file, outs = tmp_path / "g.json", tmp_path / "m.json", tmp_path / "o.npz"
+    assert main(["import", str(_save(model, tmp_path)), "-o", str(graph_file)]) == 0
+    assert main(["compile", str(graph_file), "-o", str(model_file), "--quiet"]) == 0
+    import json
+
+    json.loads(model_file.read_text(), parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, x=np.ones((1, 4), np.float32))
+    capsys.readouterr()
+    assert main(["run", str(model_file), "--inputs", str(inputs), "-o", str(outs)]) == 0, capsys.readouterr().err
+    got = np.load(outs)
+    (arr,) = [got[k] for k in got.files]
+    assert arr.tolist() == [[1.0, -math.inf, math.inf, 1.0]]
+
+
+# ---- bad files -------------------------------------------------------------------------------------------------
+
+
+def _one_init_model(t: Any) -> Any:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])
+    return _opset([helper.make_node("Add", ["x", t.name], ["y"])], [x], [y], [t])
+
+
+def _bad(path: Path, words: str) -> None:
+    with pytest.raises(RulepassError) as info:
+        import_onnx(path)
+    assert words in str(info.value), str(info.value)
+
+
+def test_an_empty_or_truncated_file_is_one_clear_error(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.onnx"
+    empty.write_bytes(b"")
+    _bad(empty, "is empty (0 bytes)")
+    t = helper.make_tensor("w", TensorProto.FLOAT, [2, 2], [1.0, 2.0, 3.0, 4.0])
+    whole = _save(_one_init_model(t), tmp_path).read_bytes()
+    for cut in (len(whole) // 3, len(whole) // 2, len(whole) - 3):
+        (tmp_path / "cut.onnx").write_bytes(whole[:cut])
+        with pytest.raises(RulepassError):
+            import_onnx(tmp_path / "cut.onnx")
+
+
+@pytest.mark.parametrize(("raw", "words"), [(b"\0" * 12, "shorter than"), (b"\0" * 14, "not a whole number")])
+def test_raw_data_that_does_not_match_its_dims_is_an_error(tmp_path: Path, raw: bytes, words: str) -> None:
+    t = helper.make_tensor("w", TensorProto.FLOAT, [2, 2], b"\0" * 16, raw=True)
+    t.raw_data = raw  # onnx.helper refuses to make such a tensor; a file can hold one
+    _bad(_save(_one_init_model(t), tmp_path), words)
+
+
+def test_typed_data_that_does_not_match_its_dims_is_an_error(tmp_path: Path) -> None:
+    t = helper.make_tensor("w", TensorProto.FLOAT, [2, 2], [1.0, 2.0, 3.0, 4.0])
+    del t.float_data[3]
+    _bad(_save(_one_init_model(t), tmp_path), "holds 3 values")
+
+
+def _external(t: Any, location: str) -> Any:
+    t.ClearField("raw_data")
+    t.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", location), ("offset", "0"), ("length", "16")):
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    return t
+
+
+@pytest.mark.parametrize("kind", ["absolute", "dotdot", "symlink", "missing", "short"])
+def test_external_data_outside_the_models_folder_is_refused(tmp_path: Path, kind: str) -> None:
+    folder = tmp_path / "model"
+    folder.mkdir()
+    secret = tmp_path / "secret.bin"
+    secret.write_bytes(b"\1" * 16)
+    location = {"absolute": str(secret), "dotdot": "../secret.bin", "symlink": "link.bin"}.get(kind, "w.bin")
+    if kind == "symlink":
+        (folder / "link.bin").symlink_to(secret)
+    if kind == "short":
+        (folder / "w.bin").write_bytes(b"\0" * 8)
+    t = _external(helper.make_tensor("w", TensorProto.FLOAT, [2, 2], b"\0" * 16, raw=True), location)
+    path = folder / "m.onnx"
+    path.write_bytes(_one_init_model(t).SerializeToString())
+    words = {
+        "absolute": "absolute path",
+        "dotdot": "outside the model's folder",
+        "symlink": "resolves outside the model's folder",
+        "missing": "does not exist",
+        "short": "which holds 8",
+    }[kind]
+    _bad(path, words)
+
+
+def test_external_data_inside_the_folder_is_read(tmp_path: Path) -> None:
+    import numpy as np
+
+    (tmp_path / "w.bin").write_bytes(np.arange(4, dtype=np.float32).tobytes())
+    t = _external(helper.make_tensor("w", TensorProto.FLOAT, [2, 2], b"\0" * 16, raw=True), "w.bin")
+    path = tmp_path / "m.onnx"
+    path.write_bytes(_one_init_model(t).SerializeToString())
+    g = import_onnx(path).graph
+    assert next(n for n in g.all_nodes() if n.type == "Const").op.attrs["value"] == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_an_op_missing_a_required_attribute_is_an_error(tmp_path: Path) -> None:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])
+    model = _opset([helper.make_node("Cast", ["x"], ["y"], name="cast")], [x], [y])  # Cast needs `to`
+    _bad(_save(model, tmp_path), "lacks its required attribute 'to'")
+
+
+def test_weights_inline_keeps_every_value_and_placeholder_only_small_ones(tmp_path: Path) -> None:
+    from rulepass.compiler.onnx_import import SMALL_VALUE
+
+    n = SMALL_VALUE + 1
+    t = helper.make_tensor("w", TensorProto.FLOAT, [n], [float(k) for k in range(n)])
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [n])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [n])
+    path = _save(_opset([helper.make_node("Add", ["x", "w"], ["y"])], [x], [y], [t]), tmp_path)
+    for weights, want in (("placeholder", None), ("inline", [float(k) for k in range(n)])):
+        g = import_onnx(path, weights=weights).graph
+        assert next(m for m in g.all_nodes() if m.type == "Const").op.attrs.get("value") == want
+
+
+def test_gather_elements_along_a_long_axis_folds(tmp_path: Path) -> None:
+    # onnx.reference's GatherElements fails beyond 64 choices (np.choose); the importer's fix folds it
+    data = helper.make_tensor("d", TensorProto.INT64, [1, 70], list(range(70)))
+    x = helper.make_tensor_value_info("x", TensorProto.INT64, [1, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.INT64, [1, 3])
+    model = _opset(
+        [helper.make_node("GatherElements", ["d", "i"], ["g"], axis=1), helper.make_node("Add", ["x", "g"], ["y"])],
+        [x],
+        [y],
+        [data, helper.make_tensor("i", TensorProto.INT64, [1, 3], [0, 69, -2])],
+    )
+    g = import_onnx(_save(model, tmp_path)).graph
+    assert [n.op.attrs["value"] for n in g.all_nodes() if n.type == "Const"] == [[0, 69, 68]]
+
+
+def test_a_shape_known_only_after_folding_wins_over_a_symbolic_value_info(tmp_path: Path) -> None:
+    # Range is not data-propagated: the Gather's shape is known only once Range is folded, and the exporter's
+    # symbolic value_info for it must not keep it unknown
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [6, 2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    model = _opset(
+        [
+            helper.make_node("Size", ["x"], ["n"]),
+            helper.make_node("Div", ["n", "four"], ["m"]),
+            helper.make_node("Range", ["zero", "m", "one"], ["idx"]),
+            helper.make_node("Gather", ["x", "idx"], ["y"], axis=0),
+        ],
+        [x],
+        [y],
+        [helper.make_tensor(k, TensorProto.INT64, [], [v]) for k, v in (("four", 4), ("zero", 0), ("one", 1))],
+    )
+    model.graph.value_info.append(helper.make_tensor_value_info("y", TensorProto.FLOAT, ["k", "two"]))
+    g = import_onnx(_save(model, tmp_path)).graph
+    gather = next(n for n in g.all_nodes() if n.type == "GatherV2D")
+    assert gather.op.output_descs[0].shape == (3, 2)
+    compile_graph(g)
+
+
+@pytest.mark.parametrize(("start", "end", "transdata"), [(16, 32, 0), (8, 24, 2)])
+def test_ascend_a_slice_on_c0_boundaries_follows_its_convs(
+    tmp_path: Path, start: int, end: int, transdata: int
+) -> None:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 4, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 4, 4])
+    c1, w1 = _conv("c1", "x", "a", 8, 32)
+    c2, w2 = _conv("c2", "s", "m", 16, 8)
+    model = _opset(
+        [
+            c1,
+            helper.make_node("Slice", ["a", "st", "en", "ax"], ["s"], name="slice"),
+            c2,
+            helper.make_node("Relu", ["m"], ["y"]),
+        ],
+        [x],
+        [y],
+        [w1, w2, _i64("st", [start]), _i64("en", [end]), _i64("ax", [1])],
+    )
+    g = import_onnx(_save(model, tmp_path), format_mode="ascend").graph
+    around = [p.node for p in g.node("slice").in_peers if p is not None] + [  # type: ignore[union-attr]
+        q.node
+        for q in g.node("slice").out_peers[0]  # type: ignore[union-attr]
+    ]
+    assert sum(n.type == "TransData" for n in around) == transdata
+    compile_graph(g)
+
+
+@pytest.mark.parametrize(("scale_shape", "transdata"), [([1, 16, 1, 1], 0), ([], 0), ([1, 1, 4, 4], 2)])
+def test_ascend_a_mul_broadcasting_over_c_leaves_5hd(tmp_path: Path, scale_shape: list[int], transdata: int) -> None:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 4, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 4, 4])
+    c1, w1 = _conv("c1", "x", "a", 8, 16)
+    c2, w2 = _conv("c2", "m", "y", 16, 8)
+    scale = helper.make_tensor("scale", TensorProto.FLOAT, scale_shape, [0.5] * math.prod(scale_shape))
+    mul = helper.make_node("Mul", ["a", "scale"], ["m"], name="mul")  # an SE block's channel scale
+    g = import_onnx(_save(_opset([c1, mul, c2], [x], [y], [w1, w2, scale]), tmp_path), format_mode="ascend").graph
+    n = g.node("mul")
+    assert n is not None
+    around = [p.node for p in n.in_peers if p is not None] + [q.node for q in n.out_peers[0]]
+    assert sum(m.type == "TransData" for m in around) == transdata
+    compile_graph(g)
