@@ -134,6 +134,18 @@ def _attr(onnx: Any, a: Any) -> Any:
     return v
 
 
+def _onnx_attr(onnx: Any, a: Any) -> Any:
+    """An ONNX node attribute as JSON-able data: tensors as {dtype, dims, values}."""
+    if a.type == onnx.AttributeProto.TENSOR:
+        arr = onnx.numpy_helper.to_array(a.t)
+        return {
+            "dtype": ONNX_DTYPES.get(a.t.data_type, "undefined"),
+            "dims": list(arr.shape),
+            "values": arr.reshape(-1).tolist(),
+        }
+    return _attr(onnx, a)
+
+
 class _Importer:
     def __init__(self, onnx: Any, mode: str, dims: Mapping[str, int]) -> None:
         self.onnx = onnx
@@ -314,6 +326,7 @@ class _Importer:
                 onnx.AttributeProto.STRINGS,
             ):
                 attrs[a.name] = _attr(onnx, a)
+        onnx_attrs = {a.name: _onnx_attr(onnx, a) for a in n.attribute if a.type != onnx.AttributeProto.GRAPH}
         engine = kernel = ""
         if ge_type is None:
             ge_type = n.op_type
@@ -325,6 +338,7 @@ class _Importer:
         while len(outputs) > 1 and (not outputs[-1] or (outputs[-1] not in self.read and outputs[-1] not in self.info)):
             outputs.pop()
         attrs = self.translate(n.op_type, ge_type, attrs, list(n.input), outputs)
+        attrs.update({"_onnx_op_type": n.op_type, "_onnx_domain": n.domain or "", "_onnx_attrs": onnx_attrs})
         if n.op_type == "Split":
             sizes = attrs.get("size_splits")
             ge_type = "SplitD" if not sizes or len(set(sizes)) == 1 else "SplitVD"
@@ -347,7 +361,8 @@ class _Importer:
             if o:
                 produced[o] = (node, k)
         for attr_name, body in graphs:
-            self.graph(body, self.unique(f"{op.name}_{attr_name}"), node, scope, None)
+            sub = self.graph(body, self.unique(f"{op.name}_{attr_name}"), node, scope, None)
+            onnx_attrs[attr_name] = {"graph": sub.name}
 
     def translate(
         self, onnx_type: str, ge_type: str, a: dict[str, Any], inputs: list[str], outputs: list[str]
@@ -468,6 +483,8 @@ def import_onnx(path: str | Path, *, format_mode: str = "keep", dims: Mapping[st
         raise error("onnx", f"ONNX shape inference failed for '{p}': {exc}", where=str(p)) from None
     imp = _Importer(onnx, format_mode, dim_values)
     graph = imp.graph(model.graph, _NAME_OK.sub("_", model.graph.name or p.stem) or p.stem, None, None, None)
+    # the opset of each domain: the runtime runs imported ops with these versions' semantics
+    graph.attrs["_onnx_opsets"] = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
     unknown = [n.name for n in graph.all_nodes() for d in n.op.output_descs if formats.is_unknown_shape(d.shape)]
     if unknown:
         imp.warnings.append(
