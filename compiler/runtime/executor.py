@@ -488,7 +488,7 @@ def _run_control_flow(
                 where=node.name,
             )
         arr = arr.astype(numpy_dtype(desc.dtype), copy=False)
-        result.append(np.ascontiguousarray(origin_to_storage(arr, desc, f"{what} output {j}")))
+        result.append(np.asarray(origin_to_storage(arr, desc, f"{what} output {j}"), order="C"))
     return result
 
 
@@ -513,7 +513,7 @@ def evaluate_graph(
         for name, net, k, peer in _outputs_of(graph):
             desc = net.op.input_descs[k]
             arr = _reinterpret(values[r][(peer.node.name, peer.index)], desc, f"output {name}")
-            mine[name] = np.ascontiguousarray(storage_to_origin(arr, desc, f"output {name}"))
+            mine[name] = np.asarray(storage_to_origin(arr, desc, f"output {name}"), order="C")
             result.sources[name] = f"{peer.node.name}:{peer.index}"
         result.per_rank.append(mine)
     result.outputs = result.per_rank[0]
@@ -1039,7 +1039,7 @@ def run_model(
             desc = net.op.input_descs[k]
             anchor = f"{peer.node.name}:{peer.index}"
             view = ex.view(st, ex.tensor(anchor, f"output {name}"), desc, f"output {name}")
-            mine[name] = np.ascontiguousarray(storage_to_origin(np.array(view), desc, f"output {name}"))
+            mine[name] = np.asarray(storage_to_origin(np.array(view), desc, f"output {name}"), order="C")
             result.sources[name] = anchor
         result.per_rank.append(mine)
     result.outputs = result.per_rank[0]

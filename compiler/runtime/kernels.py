@@ -414,7 +414,7 @@ def _outputs_to_storage(op: OpDesc, outs: Sequence[Array]) -> list[Array]:
                 )
             arr = arr.reshape(want)
         arr = arr.astype(numpy_dtype(desc.dtype), copy=False)
-        result.append(np.ascontiguousarray(origin_to_storage(arr, desc, what)))
+        result.append(np.asarray(origin_to_storage(arr, desc, what), order="C"))  # 0-d stays 0-d
     return result
 
 

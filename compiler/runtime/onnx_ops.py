@@ -31,7 +31,16 @@ from ..ir import Node, OpDesc
 from ..onnx_import import ONNX_DTYPES
 from .kernels import Array, Inputs, Kernel, has_kernel, kernel_for, numpy_dtype
 
-__all__ = ["CONTROL_FLOW", "KEPT", "is_control_flow", "kernel_of", "onnx_op_types", "unrunnable"]
+__all__ = [
+    "CONTROL_FLOW",
+    "KEPT",
+    "cache_info",
+    "clear_cache",
+    "is_control_flow",
+    "kernel_of",
+    "onnx_op_types",
+    "unrunnable",
+]
 
 ONNX_OP, ONNX_DOMAIN, ONNX_ATTRS, ONNX_OPSETS = "_onnx_op_type", "_onnx_domain", "_onnx_attrs", "_onnx_opsets"
 CONTROL_FLOW = frozenset({"If", "Loop"})  # ONNX ops whose subgraphs the executor evaluates
@@ -106,11 +115,18 @@ def _elem_type(dtype: str) -> int:
     return _ONNX_TYPES.get(dtype, 0)
 
 
-def _key(node: Node) -> tuple[str, str, int, str, tuple[int | None, ...], int] | str:
-    """The cache key of a node's ONNX op, or why the node has none."""
+Key = tuple[str, str, int, str, tuple[int | None, ...], int]
+# before opset 13 these ops coerce their input to 2-D at `axis` (default 1); onnx.reference implements only the
+# opset-13 form, so the kernel flattens around the recorded axis and runs the op with axis 1
+_COERCED_2D = frozenset({"Softmax", "LogSoftmax", "Hardmax"})
+
+
+def _key(node: Node) -> tuple[Key, int | None] | str:
+    """The cache key of a node's ONNX op and, for a 2-D-coercing op, its axis; or why the node has none."""
     op = node.op
     domain = op.attrs.get(ONNX_DOMAIN, "")
     attrs = op.attrs.get(ONNX_ATTRS, {})
+    op_type = str(op.attrs[ONNX_OP])
     if not isinstance(domain, str) or not isinstance(attrs, dict):
         return f"its {ONNX_DOMAIN} or {ONNX_ATTRS} attribute is malformed"
     opset = _opset(node, domain)
@@ -120,8 +136,13 @@ def _key(node: Node) -> tuple[str, str, int, str, tuple[int | None, ...], int] |
         None if p is None else _elem_type(op.input_descs[i].dtype) if i < len(op.input_descs) else 0
         for i, p in enumerate(node.in_peers)
     )
+    axis: int | None = None
+    if domain == "" and op_type in _COERCED_2D and opset < 13:
+        v = attrs.get("axis", 1)
+        axis = v if isinstance(v, int) else 1
+        attrs = {**attrs, "axis": 1}
     text = json.dumps(attrs, sort_keys=True, allow_nan=True)
-    return (domain, str(op.attrs[ONNX_OP]), opset, text, ins, len(op.output_descs))
+    return (domain, op_type, opset, text, ins, len(op.output_descs)), axis
 
 
 def _attribute(onnx: Any, name: str, value: Any, kind: int | None) -> Any:
@@ -146,42 +167,95 @@ def _attribute(onnx: Any, name: str, value: Any, kind: int | None) -> Any:
     return onnx.helper.make_attribute(name, value)
 
 
-@lru_cache(maxsize=4096)
-def _evaluator(key: tuple[str, str, int, str, tuple[int | None, ...], int]) -> tuple[Any, str]:
-    """(ReferenceEvaluator of the one-node model, "") or (None, why it cannot be built); built once per key."""
-    domain, op_type, opset, text, ins, n_out = key
-    onnx = _onnx()
+def _build(onnx: Any, key: Key, opset: int) -> Any:
+    """The ReferenceEvaluator of a one-node model of `key`'s op at `opset` (raises when it cannot be built)."""
+    domain, op_type, _, text, ins, n_out = key
     h = onnx.helper
     names = [f"x{i}" if t is not None else "" for i, t in enumerate(ins)]
     while names and not names[-1]:
         names.pop()
     outs = [f"y{j}" for j in range(n_out)]
     try:
-        try:
-            schema = onnx.defs.get_schema(op_type, opset, domain)
-            kinds = {n: int(s.type) for n, s in schema.attributes.items()}
-        except Exception:
-            kinds = {}
-        node = h.make_node(op_type, names, outs, domain=domain)
-        for name, value in sorted(json.loads(text).items()):
-            if not (isinstance(value, dict) and "graph" in value):
-                node.attribute.append(_attribute(onnx, name, value, kinds.get(name)))
-        inputs = [h.make_tensor_value_info(n, ins[i] or 0, None) for i, n in enumerate(names) if n]
-        graph = h.make_graph([node], f"{op_type}_op", inputs, [h.make_tensor_value_info(o, 0, None) for o in outs])
-        opsets = [h.make_opsetid(domain, opset)] + ([h.make_opsetid("", 21)] if domain else [])
-        model = h.make_model(graph, opset_imports=opsets)
-        return onnx.reference.ReferenceEvaluator(model), ""
+        schema = onnx.defs.get_schema(op_type, opset, domain)
+        kinds = {n: int(s.type) for n, s in schema.attributes.items()}
+    except Exception:
+        kinds = {}
+    node = h.make_node(op_type, names, outs, domain=domain)
+    for name, value in sorted(json.loads(text).items()):
+        if not (isinstance(value, dict) and "graph" in value):
+            node.attribute.append(_attribute(onnx, name, value, kinds.get(name)))
+    inputs = [h.make_tensor_value_info(n, ins[i] or 0, None) for i, n in enumerate(names) if n]
+    graph = h.make_graph([node], f"{op_type}_op", inputs, [h.make_tensor_value_info(o, 0, None) for o in outs])
+    opsets = [h.make_opsetid(domain, opset)] + ([h.make_opsetid("", onnx.defs.onnx_opset_version())] if domain else [])
+    return onnx.reference.ReferenceEvaluator(h.make_model(graph, opset_imports=opsets))
+
+
+def _newer_compatible(onnx: Any, op_type: str, opset: int) -> list[int]:
+    """Later opsets whose version of `op_type` only extends the one at `opset` (same inputs and outputs, every
+    attribute kept): onnx.reference implements some ops only from a later version (DequantizeLinear from 19)."""
+    try:
+        old = onnx.defs.get_schema(op_type, opset, "")
+    except Exception:
+        return []
+
+    def shape(sc: Any) -> tuple[list[str], list[str]]:
+        return [i.name for i in sc.inputs], [o.name for o in sc.outputs]
+
+    out: list[int] = []
+    seen = old.since_version
+    for v in range(opset + 1, onnx.defs.onnx_opset_version() + 1):
+        new = onnx.defs.get_schema(op_type, v, "")
+        if new.since_version == seen:
+            continue
+        seen = new.since_version
+        if shape(new) != shape(old) or not set(old.attributes) <= set(new.attributes):
+            break
+        out.append(v)
+    return out
+
+
+@lru_cache(maxsize=4096)
+def _evaluator(key: Key) -> tuple[Any, str]:
+    """(ReferenceEvaluator of the one-node model, "") or (None, why it cannot be built); built once per key. When
+    onnx.reference has no implementation at the model's opset, the first later compatible version is used."""
+    onnx = _onnx()
+    try:
+        return _build(onnx, key, key[2]), ""
     except Exception as exc:
-        return None, f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        text = str(exc).strip()
+        why = f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+    for v in _newer_compatible(onnx, key[1], key[2]) if key[0] == "" else []:
+        try:
+            return _build(onnx, key, v), ""
+        except Exception:
+            continue
+    return None, why
 
 
-def _onnx_kernel(node: Node, key: tuple[str, str, int, str, tuple[int | None, ...], int], ev: Any) -> Kernel:
+def cache_info() -> Any:
+    """The built-op cache's statistics (functools' CacheInfo: hits, misses, size)."""
+    return _evaluator.cache_info()
+
+
+def clear_cache() -> None:
+    """Forget every built op."""
+    _evaluator.cache_clear()
+
+
+def _onnx_kernel(node: Node, key: Key, ev: Any, axis: int | None) -> Kernel:
     feeds_of = [f"x{i}" for i in range(len(key[4]))]
 
     def run(inputs: Inputs, op: OpDesc) -> list[Array]:
         feeds = {feeds_of[i]: a for i, a in enumerate(inputs) if a is not None}
+        shape: tuple[int, ...] | None = None
+        if axis is not None and inputs and inputs[0] is not None:  # coerced to 2-D at `axis`
+            shape = inputs[0].shape
+            cut = axis % max(len(shape), 1)
+            feeds[feeds_of[0]] = inputs[0].reshape(int(np.prod(shape[:cut])), -1)
         try:
             outs = ev.run(None, feeds)
+            if shape is not None:
+                outs = [np.asarray(outs[0]).reshape(shape), *outs[1:]]
         except RulepassError:
             raise
         except Exception as exc:
@@ -214,16 +288,17 @@ def kernel_of(node: Node) -> Kernel:
         raise error("runtime-kernel", f"node '{node.name}' ({op_type}) is control flow: the executor runs it")
     if _keeps_handwritten(node):
         return kernel_for(node.type, node.name)
-    key = _key(node)
-    if isinstance(key, str):
-        why = key
+    found = _key(node)
+    if isinstance(found, str):
+        why = found
     else:
+        key, axis = found
         for d in [*node.op.input_descs, *node.op.output_descs]:
             if d.is_valid:
                 numpy_dtype(d.dtype)  # a dtype numpy cannot hold is its own error
         ev, why = _evaluator(key)
         if ev is not None:
-            return _onnx_kernel(node, key, ev)
+            return _onnx_kernel(node, key, ev, axis)
     if has_kernel(node.type):
         return kernel_for(node.type, node.name)
     domain = node.op.attrs.get(ONNX_DOMAIN) or "ai.onnx"
