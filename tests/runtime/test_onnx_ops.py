@@ -17,7 +17,7 @@ from onnx import helper as h  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
 from rulepass.compiler.graph_file import copy_graph  # noqa: E402
 from rulepass.compiler.onnx_import import import_onnx  # noqa: E402
-from rulepass.compiler.runtime import evaluate_graph, onnx_ops  # noqa: E402
+from rulepass.compiler.runtime import evaluate_graph, kernels, onnx_ops  # noqa: E402
 
 from rulepass.api import compile_graph, run_model  # noqa: E402
 from rulepass.base.diagnostics import RulepassError  # noqa: E402
@@ -359,3 +359,35 @@ def test_every_op_the_issue_names_is_runnable_by_onnx_reference() -> None:
     named |= {"QLinearConv", "QLinearMatMul", "MatMulInteger", "ConvInteger", "Einsum", "CumSum", "TopK", "NonZero"}
     named |= {"ScatterND", "GatherElements", "Trilu"}
     assert named <= runnable
+
+
+def test_hand_written_kernels_stay_where_they_matter_and_onnx_runs_the_rest(tmp_path: Path) -> None:
+    feeds = {"x": _f(1, 2, 6, 6)}
+    inits = {"w": (_f(2, 2, 3, 3) * 0.3).astype(np.float32)}
+    nodes = [
+        h.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        h.make_node("MaxPool", ["c"], ["p"], kernel_shape=[2, 2], dilations=[2, 2]),  # dilations: ONNX's to run
+        h.make_node("Relu", ["p"], ["r"]),
+    ]
+    model = _model(nodes, feeds, [("r", T.FLOAT, [1, 2, 4, 4])], inits=inits)
+    _check(model, feeds, tmp_path)
+    graph = import_onnx(tmp_path / "m.onnx").graph
+    by_type = {n.op.attrs.get("_onnx_op_type"): n for n in graph.all_nodes()}
+    assert onnx_ops.kernel_of(by_type["Conv"]) is kernels.kernel_for("Conv2D")
+    assert onnx_ops.kernel_of(by_type["MaxPool"]) is not kernels.kernel_for("MaxPool")
+    assert onnx_ops.kernel_of(by_type["Relu"]) is not kernels.kernel_for("ReLU")  # a mere alias: ONNX's Relu
+    by_type["Relu"].op.attrs.pop("_onnx_op_type")  # a node not from ONNX runs its GE type's kernel
+    assert onnx_ops.kernel_of(by_type["Relu"]) is kernels.kernel_for("ReLU")
+
+
+def test_several_unrunnable_ops_are_one_error_naming_the_first_and_counting_the_rest(tmp_path: Path) -> None:
+    feeds = {"x": _f(2, 3)}
+    nodes = [
+        h.make_node("Frobnicate", ["x"], ["y"], domain="com.example"),
+        h.make_node("Frobnicate", ["x"], ["z"], domain="com.example"),
+    ]
+    model = _model(nodes, feeds, [("y", T.FLOAT, [2, 3]), ("z", T.FLOAT, [2, 3])], domains=(("com.example", 1),))
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    with pytest.raises(RulepassError, match=r"'Frobnicate_0'.*\(and 1 more node\(s\): Frobnicate_1\)") as exc:
+        evaluate_graph(import_onnx(tmp_path / "m.onnx").graph, feeds)
+    assert len(exc.value.diagnostics) == 1
