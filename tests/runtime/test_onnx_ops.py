@@ -391,3 +391,27 @@ def test_several_unrunnable_ops_are_one_error_naming_the_first_and_counting_the_
     with pytest.raises(RulepassError, match=r"'Frobnicate_0'.*\(and 1 more node\(s\): Frobnicate_1\)") as exc:
         evaluate_graph(import_onnx(tmp_path / "m.onnx").graph, feeds)
     assert len(exc.value.diagnostics) == 1
+
+
+def test_a_loop_without_a_trip_count_stops_on_its_condition_and_runs_a_nested_if(tmp_path: Path) -> None:
+    s = _vi("s", T.FLOAT, [2, 3])
+    add = h.make_graph([h.make_node("Add", ["s", "s"], ["t"])], "then", [], [_vi("t", T.FLOAT, [2, 3])])
+    keep = h.make_graph([h.make_node("Identity", ["s"], ["e"])], "else", [], [_vi("e", T.FLOAT, [2, 3])])
+    body = h.make_graph(
+        [
+            h.make_node("Constant", [], ["three"], value=h.make_tensor("v", T.INT64, [], [3])),
+            h.make_node("Less", ["i", "three"], ["cout"]),
+            h.make_node("If", ["cout"], ["s2"], then_branch=add, else_branch=keep),
+        ],
+        "body",
+        [_vi("i", T.INT64, []), _vi("cin", T.BOOL, []), s],
+        [_vi("cout", T.BOOL, []), _vi("s2", T.FLOAT, [2, 3])],
+    )
+    nodes = [h.make_node("Loop", ["", "c", "s0"], ["final"], body=body)]
+    graph = h.make_graph(
+        nodes, "loopm", [_vi("c", T.BOOL, []), _vi("s0", T.FLOAT, [2, 3])], [_vi("final", T.FLOAT, [2, 3])]
+    )
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    feeds = {"c": np.array(True), "s0": _f(2, 3)}
+    got = _check(model, feeds, tmp_path)
+    assert np.array_equal(got[0], feeds["s0"] * 8)  # doubled while i < 3, then kept once as the condition fails
