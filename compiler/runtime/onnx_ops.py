@@ -311,20 +311,29 @@ def kernel_of(node: Node) -> Kernel:
 
 
 def onnx_op_types(opset: int | None = None) -> list[str]:
-    """The op types of the default ONNX domain that `onnx.reference` can run at `opset` (default: newest):
-    its own implementations and the ops ONNX defines as functions."""
+    """The op types of the default ONNX domain that `onnx.reference` can run at `opset` (default: the newest), as
+    the runtime uses it: its own implementations (or a later compatible one) and the ops ONNX defines as
+    functions."""
     onnx = _onnx()
-    from onnx.reference.ops._op_list import load_op
+    from onnx.reference.ops import load_op
 
     version = opset or onnx.defs.onnx_opset_version()
     out: set[str] = set()
-    for schema in onnx.defs.get_all_schemas_with_history():
-        if schema.domain not in ("", "ai.onnx") or schema.since_version > version:
-            continue
+    for name in sorted({s.name for s in onnx.defs.get_all_schemas_with_history() if s.domain in ("", "ai.onnx")}):
         try:
-            load_op("", schema.name, version)
+            schema = onnx.defs.get_schema(name, version, "")
         except Exception:
-            if not (schema.has_function or schema.has_context_dependent_function):
+            continue  # not defined yet at this opset
+        if schema.deprecated:
+            continue
+        if schema.has_function or schema.has_context_dependent_function:
+            out.add(name)
+            continue
+        for v in [version, *_newer_compatible(onnx, name, version)]:
+            try:
+                load_op("", name, v)
+            except Exception:
                 continue
-        out.add(schema.name)
+            out.add(name)
+            break
     return sorted(out)
