@@ -20,6 +20,7 @@ the reason, so the executor can refuse the model before any work.
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
@@ -119,6 +120,8 @@ Key = tuple[str, str, int, str, tuple[int | None, ...], int]
 # before opset 13 these ops coerce their input to 2-D at `axis` (default 1); onnx.reference implements only the
 # opset-13 form, so the kernel flattens around the recorded axis and runs the op with axis 1
 _COERCED_2D = frozenset({"Softmax", "LogSoftmax", "Hardmax"})
+# random ops draw from numpy's global state unless seeded: an unseeded one gets a seed from its node's name
+_RANDOM = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Bernoulli"})
 
 
 def _key(node: Node) -> tuple[Key, int | None] | str:
@@ -141,6 +144,8 @@ def _key(node: Node) -> tuple[Key, int | None] | str:
         v = attrs.get("axis", 1)
         axis = v if isinstance(v, int) else 1
         attrs = {**attrs, "axis": 1}
+    if domain == "" and op_type in _RANDOM and "seed" not in attrs:  # same input, same output: a seed per node
+        attrs = {**attrs, "seed": float(zlib.crc32(node.name.encode("utf-8")) % (1 << 24))}
     text = json.dumps(attrs, sort_keys=True, allow_nan=True)
     return (domain, op_type, opset, text, ins, len(op.output_descs)), axis
 

@@ -415,3 +415,15 @@ def test_a_loop_without_a_trip_count_stops_on_its_condition_and_runs_a_nested_if
     feeds = {"c": np.array(True), "s0": _f(2, 3)}
     got = _check(model, feeds, tmp_path)
     assert np.array_equal(got[0], feeds["s0"] * 8)  # doubled while i < 3, then kept once as the condition fails
+
+
+def test_an_unseeded_random_op_gives_the_same_values_every_run(tmp_path: Path) -> None:
+    feeds = {"x": _f(2, 3)}
+    nodes = [h.make_node("RandomNormalLike", ["x"], ["r"]), h.make_node("Add", ["x", "r"], ["y"])]
+    onnx.save(_model(nodes, feeds, [("y", T.FLOAT, [2, 3])]), str(tmp_path / "m.onnx"))
+    graph = import_onnx(tmp_path / "m.onnx").graph
+    direct = evaluate_graph(copy_graph(graph), feeds).outputs["output_0"]
+    compiled = compile_graph(graph)
+    runs = [run_model(compiled, feeds).outputs["output_0"] for _ in range(2)]
+    assert np.array_equal(runs[0], runs[1]) and np.array_equal(runs[0], direct)
+    assert not np.array_equal(runs[0], feeds["x"])  # it did draw
