@@ -906,10 +906,15 @@ class _Executor:
                 raise self.deadlock()
 
 
+def _order_key(t: dict[str, Any], position: Mapping[str, int]) -> tuple[int, int]:
+    return position[t["op"]], 0 if _task_type(t) == "EVENT_WAIT" else 2
+
+
 def _schedule(m: _Model) -> dict[int, list[int]]:
     """Each stream's queue of task indices in model order. An If/Loop has no task: its subgraphs' kernel and copy
     tasks are left out (the owner evaluates them) and one CONTROL_FLOW step for the owner is put on its stream
-    before the first task of a node that comes after it (GE's node order: an owner, then its subgraphs' nodes)."""
+    after its own event waits, before its event records and the tasks of later nodes (GE's node order: an owner,
+    then its subgraphs' nodes)."""
     position = {n.name: k for k, n in enumerate(m.graph.all_nodes())}
     queues: dict[int, list[int]] = {}
     owners: list[Node] = []
@@ -925,7 +930,8 @@ def _schedule(m: _Model) -> dict[int, list[int]]:
         stream = max(node.op.stream_id, 0)
         m.tasks.append({"id": -1, "type_name": CONTROL_FLOW_STEP, "stream_id": stream, "op": node.name})
         q = queues.setdefault(stream, [])
-        at = next((k for k, i in enumerate(q) if position[m.tasks[i]["op"]] > position[node.name]), len(q))
+        mine = (position[node.name], 1)  # after the owner's own event waits, before its records
+        at = next((k for k, i in enumerate(q) if _order_key(m.tasks[i], position) > mine), len(q))
         q.insert(at, len(m.tasks) - 1)
     return dict(sorted(queues.items()))
 

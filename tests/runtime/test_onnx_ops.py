@@ -427,3 +427,29 @@ def test_an_unseeded_random_op_gives_the_same_values_every_run(tmp_path: Path) -
     runs = [run_model(compiled, feeds).outputs["output_0"] for _ in range(2)]
     assert np.array_equal(runs[0], runs[1]) and np.array_equal(runs[0], direct)
     assert not np.array_equal(runs[0], feeds["x"])  # it did draw
+
+
+def test_an_if_fed_from_two_streams_waits_for_both_before_it_runs(tmp_path: Path) -> None:
+    v = [_vi(n, T.FLOAT, [2, 16]) for n in ("t", "e", "x", "a", "b", "z", "w")]
+    then = h.make_graph([h.make_node("Mul", ["a", "b"], ["t"])], "then", [], [v[0]])
+    other = h.make_graph([h.make_node("Sub", ["a", "b"], ["e"])], "else", [], [v[1]])
+    nodes = [
+        h.make_node("Erf", ["x"], ["a0"]),
+        h.make_node("Relu", ["a0"], ["a"]),
+        h.make_node("Tanh", ["x"], ["b0"]),
+        h.make_node("Sigmoid", ["b0"], ["b"]),
+        h.make_node("If", ["c"], ["y"], then_branch=then, else_branch=other),
+        h.make_node("Erf", ["y"], ["z"]),
+        h.make_node("Tanh", ["a"], ["w"]),
+    ]
+    graph = h.make_graph(nodes, "m", [v[2], _vi("c", T.BOOL, [])], [v[5], v[6]], value_info=[v[3], v[4]])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    feeds = {"x": _f(2, 16), "c": np.array(True)}
+    _check(model, feeds, tmp_path)
+    compiled = compile_graph(import_onnx(tmp_path / "m.onnx").graph)
+    assert len(compiled.tasks_by_stream()) > 1 and compiled.model["events"]
+    trace = [(t.type, t.op) for t in run_model(compiled, feeds).trace]
+    step = trace.index(("CONTROL_FLOW", "If_4"))
+    waits = [k for k, t in enumerate(trace) if t == ("EVENT_WAIT", "If_4")]
+    assert waits and max(waits) < step
+    assert all(k > step for k, t in enumerate(trace) if t == ("EVENT_RECORD", "If_4"))
