@@ -285,13 +285,17 @@ def _control_owner(node: Node) -> Node | None:
     return found
 
 
-def _preflight(graph: ComputeGraph) -> dict[str, Kernel | None]:
-    """The kernel of every node of the graph and its subgraphs (None for an If/Loop, whose subgraphs run), or one
-    error naming the nodes that cannot run (the first in full), before any work."""
+def _preflight(graph: ComputeGraph, launched: set[str] | None = None) -> dict[str, Kernel | None]:
+    """The kernel of every node of the graph and its subgraphs that computes (with `launched`: of the nodes with
+    kernel tasks, the If/Loop owners and their subgraphs' nodes; None for an If/Loop, whose subgraphs run), or
+    one error naming the nodes that cannot run (the first in full), before any work."""
     kernels: dict[str, Kernel | None] = {}
     problems: list[Diagnostic] = []
     for node in graph.all_nodes():
         if node.type in PASSIVE_TYPES or (node.op.subgraph_names and node.type in CALL_TYPES):
+            continue
+        computed = launched is None or node.name in launched or is_control_flow(node) or _control_owner(node)
+        if not computed:
             continue
         where = node.name
         if is_control_flow(node):
@@ -1014,7 +1018,8 @@ def run_model(
                 f"the memory plan of model '{m.name}' is unsafe: " + "; ".join(str(v) for v in violations[:5]),
                 hint="run with verify=False (--no-verify) to execute it anyway",
             )
-    kernels = _preflight(m.graph)
+    launched = {str(t["op"]) for t in _all_tasks(m.tasks) if _task_type(t) in KERNEL_TASKS | {"HCCL"}}
+    kernels = _preflight(m.graph, launched)
     initialised, virtual = _initialise(m)
     bound = _rank_values(m.graph, inputs, rank_inputs, ranks, seed)
     ex = _Executor(m, ranks, kernels, seed)
