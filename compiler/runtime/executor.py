@@ -155,8 +155,14 @@ def _random_origin(desc: TensorDesc, rng: np.random.Generator, weight: bool) -> 
 
 
 def _const_value(node: Node, desc: TensorDesc) -> Array | None:
-    """A Const's `value` attribute when it holds exactly the tensor's elements (else None: a placeholder)."""
+    """A Const's value when it holds exactly the tensor's elements (else None: a placeholder): an imported ONNX
+    Constant's own `value*` attribute (any size), else the `value` attribute."""
     v = node.op.attrs.get("value")
+    rec = node.op.attrs.get("_onnx_attrs")
+    if isinstance(rec, dict):
+        for key in ("value", "value_float", "value_floats", "value_int", "value_ints"):
+            got = rec.get(key)
+            v = got.get("values") if isinstance(got, dict) else got if got is not None else v
     shape = origin_shape(desc)
     count = int(np.prod(shape)) if shape else 1
     if isinstance(v, bool) or v is None:

@@ -453,3 +453,16 @@ def test_an_if_fed_from_two_streams_waits_for_both_before_it_runs(tmp_path: Path
     waits = [k for k, t in enumerate(trace) if t == ("EVENT_WAIT", "If_4")]
     assert waits and max(waits) < step
     assert all(k > step for k, t in enumerate(trace) if t == ("EVENT_RECORD", "If_4"))
+
+
+def test_a_large_onnx_constant_keeps_its_values(tmp_path: Path) -> None:
+    feeds = {"x": _f(10, 10)}
+    big = _f(10, 10)
+    nodes = [
+        h.make_node("Constant", [], ["k"], value=onnx.numpy_helper.from_array(big, "k")),  # 100 values
+        h.make_node("Constant", [], ["two"], value_float=2.0),
+        h.make_node("Mul", ["k", "two"], ["k2"]),
+        h.make_node("Add", ["x", "k2"], ["y"]),
+    ]
+    got = _check(_model(nodes, feeds, [("y", T.FLOAT, [10, 10])]), feeds, tmp_path)
+    assert np.array_equal(got[0], feeds["x"] + big * 2)
