@@ -13,8 +13,8 @@ An imported node carries its ONNX op type, domain and attributes (`_onnx_op_type
   types, output count), so it is built once, not per call;
 - If and Loop (control flow) have no kernel: the executor evaluates their subgraphs (see executor.py).
 
-An op that neither a hand-written kernel nor `onnx.reference` can run is reported by :func:`unrunnable` with
-the reason, so the executor can refuse the model before any work.
+An op that neither a hand-written kernel nor `onnx.reference` can run is a RulepassError from :func:`kernel_of`
+naming the node, its op type and why, which the executor's pre-flight raises before any work.
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ __all__ = [
     "is_control_flow",
     "kernel_of",
     "onnx_op_types",
-    "unrunnable",
 ]
 
 ONNX_OP, ONNX_DOMAIN, ONNX_ATTRS, ONNX_OPSETS = "_onnx_op_type", "_onnx_domain", "_onnx_attrs", "_onnx_opsets"
@@ -272,15 +271,6 @@ def _onnx_kernel(node: Node, key: Key, ev: Any, axis: int | None) -> Kernel:
         return [np.asarray(o) for o in outs]
 
     return Kernel(node.type, fn=run)
-
-
-def unrunnable(node: Node) -> str | None:
-    """Why no kernel can run `node` (None when one can; control flow is the executor's)."""
-    try:
-        kernel_of(node)
-    except RulepassError as exc:
-        return exc.diagnostics[0].message
-    return None
 
 
 def kernel_of(node: Node) -> Kernel:
