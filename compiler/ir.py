@@ -11,12 +11,14 @@ brought in to name a cycle (an error), from those lists.
 
 from __future__ import annotations
 
+import copy
 import heapq
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-AttrValue = bool | int | float | str | list[bool] | list[int] | list[float] | list[str]
+# a mapping holds JSON-able data (e.g. an imported ONNX node's own attributes)
+AttrValue = bool | int | float | str | list[bool] | list[int] | list[float] | list[str] | dict[str, Any]
 
 # Graph attributes GE reads at this stage (spec §2.2, §2.4).
 ATTR_SINGLE_OP_SCENE = "_single_op_scene"
@@ -29,7 +31,7 @@ def copy_attrs(attrs: dict[str, AttrValue]) -> dict[str, AttrValue]:
     """A copy of an attribute map whose list values are copied too."""
     out: dict[str, AttrValue] = {}
     for k, v in attrs.items():
-        out[k] = v.copy() if isinstance(v, list) else v  # type: ignore[assignment]
+        out[k] = v.copy() if isinstance(v, list) else copy.deepcopy(v) if isinstance(v, dict) else v  # type: ignore[assignment]
     return out
 
 

@@ -7,11 +7,12 @@ The steps, in order:
    fixed point; a shape still unknown after that is an error naming the tensor (or input) and the flag to use.
 3. Here: initializers (folded values included) become Const nodes, graph inputs Data nodes, outputs one
    NetOutput; each node gets its GE op type from OP_MAP (the names GE's ONNX parser plugins register) and
-   keeps its ONNX identity in `_onnx_op_type`, `_onnx_domain`, `_onnx_opset` and `_onnx_attrs` (the ONNX
-   attributes as JSON text: tensors as {"tensor": {"dtype", "dims", "values"}} up to FOLD_LIMIT elements,
-   graphs left out, non-finite floats as "inf"/"-inf"/"nan"), so the runtime can run any op with ONNX's
-   semantics. If/Loop bodies become subgraphs owned by their node (values captured from the outer scope become
-   explicit inputs of the owner, read inside by Data nodes with `_parent_node_index`). An op with no mapping
+   keeps its ONNX identity in `_onnx_op_type`, `_onnx_domain` and `_onnx_attrs` (the ONNX attributes as
+   JSON-able data: tensors as {"dtype", "dims", "values"} up to FOLD_LIMIT elements, a graph as {"graph":
+   the subgraph's name}, non-finite floats as "inf"/"-inf"/"nan"), and the root graph the model's opsets in
+   `_onnx_opsets`, so the runtime can run any op with ONNX's semantics. If/Loop bodies become subgraphs owned
+   by their node (values captured from the outer scope become explicit inputs of the owner, read inside by
+   Data nodes with `_parent_node_index`). An op with no mapping
    keeps its type, is placed on AI CPU and is listed in a warning: import never fails on an unknown op.
 4. Formats: `keep` leaves the model's formats (NCHW for 4-D tensors, ND otherwise); `ascend` assigns them as GE
    does (see `onnx_formats`). The `onnx` package is an optional extra (`pip install 'rulepass[onnx]'`).
@@ -19,7 +20,6 @@ The steps, in order:
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -355,7 +355,10 @@ class _Importer:
             if o:
                 produced[o] = (node, k)
         for attr_name, body in graphs:
-            self.graph(body, self.unique(f"{op.name}_{attr_name}"), node, scope, None)
+            sub = self.graph(body, self.unique(f"{op.name}_{attr_name}"), node, scope, None)
+            recorded = op.attrs["_onnx_attrs"]
+            assert isinstance(recorded, dict)
+            recorded[attr_name] = {"graph": sub.name}  # the runtime runs a branch or body by this name
 
     def opset(self, domain: str) -> int:
         return self.opsets.get(domain or "", self.opsets.get("ai.onnx", 0) if not domain else 0)
@@ -377,17 +380,13 @@ class _Importer:
         return n.op_type, "DNN_VM_AICPU_ASCEND", "aicpu_ascend_kernel"
 
     def identity(self, n: Any) -> dict[str, Any]:
-        """The node's ONNX op type, domain, opset and attributes (JSON text), for a runtime to run it as ONNX."""
+        """The node's ONNX op type, domain and attributes (JSON-able data; a graph attribute is added as
+        {"graph": subgraph name} once the subgraph exists), for the runtime to run it as ONNX; the opsets are
+        the root graph's `_onnx_opsets`."""
         return {
             "_onnx_op_type": n.op_type,
             "_onnx_domain": n.domain or "",
-            "_onnx_opset": self.opset(n.domain),
-            "_onnx_attrs": json.dumps(
-                {a.name: _json_attr(self.onnx, a) for a in n.attribute if a.type not in _GRAPH_ATTRS},
-                sort_keys=True,
-                separators=(",", ":"),
-                allow_nan=False,
-            ),
+            "_onnx_attrs": {a.name: _json_attr(self.onnx, a) for a in n.attribute if a.type not in _GRAPH_ATTRS},
         }
 
     def split(self, n: Any, attrs: dict[str, Any], inputs: list[str], outputs: list[str]) -> tuple[str, list[str]]:
@@ -462,7 +461,7 @@ def _const_reads(g: Any) -> set[str]:
 
 
 def _json_attr(onnx: Any, a: Any) -> Any:
-    """An ONNX attribute as JSON data: tensors as {"tensor": {...}} (values up to FOLD_LIMIT elements),
+    """An ONNX attribute as JSON data: tensors as {"dtype", "dims", "values"} (values up to FOLD_LIMIT elements),
     non-finite floats as "inf"/"-inf"/"nan", bytes as text."""
     if a.type in (onnx.AttributeProto.TENSOR, onnx.AttributeProto.TENSORS):
         return (
@@ -481,7 +480,7 @@ def _json_tensor(onnx: Any, t: Any) -> dict[str, Any]:
         arr = onnx.numpy_helper.to_array(t).reshape(-1)
         if arr.dtype.kind in "biuf":
             body["values"] = _finite(arr.tolist())
-    return {"tensor": body}
+    return body
 
 
 def _finite(v: Any) -> Any:
@@ -514,10 +513,11 @@ def import_onnx(
     shapes = {k: list(v) for k, v in (input_shapes or {}).items()}
     warnings = set_input_shapes(onnx, model, dict(dims or {}), shapes, where)
     model, folded = static_shapes(onnx, model, where)
-    opsets = {o.domain or "": o.version for o in model.opset_import}
+    opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
     imp = _Importer(onnx, format_mode, opsets, folded, weights)
     imp.warnings.extend(warnings)
     graph = imp.graph(model.graph, _NAME_OK.sub("_", model.graph.name or p.stem) or p.stem, None, None, None)
+    graph.attrs["_onnx_opsets"] = dict(opsets)  # the runtime runs imported ops with these versions' semantics
     _check_static(graph, imp, bool(shapes or dims))
     if format_mode == "ascend":
         assign_ascend_formats(graph, imp.unique)

@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import zlib
@@ -37,12 +38,12 @@ from ...base.yaml_source import load_text
 from .. import formats
 from ..facts import attr_bool, attr_int
 from ..graph_file import graph_from_doc
-from ..ir import ComputeGraph, Node, OutAnchor, TensorDesc
+from ..ir import ATTR_PARENT_NODE_INDEX, ComputeGraph, Node, OutAnchor, TensorDesc
 from ..memory.assign import ArenaReport, MemoryPlan, TensorPlacement, WorkspacePlacement
 from ..memory.verify import verify_plan
 from .kernels import (
     Array,
-    kernel_for,
+    Kernel,
     numpy_dtype,
     origin_shape,
     origin_to_storage,
@@ -50,6 +51,7 @@ from .kernels import (
     run_kernel,
     storage_to_origin,
 )
+from .onnx_ops import is_control_flow, kernel_of
 
 __all__ = ["ExecutedTask", "RunResult", "checksum", "evaluate_graph", "model_rank_size", "run_model"]
 
@@ -76,6 +78,7 @@ COPY_TASKS = frozenset({"MEMCPY_ASYNC", "MEMCPY_ADDR_ASYNC"})
 QUIET_TASKS = frozenset({"NOP", "PROFILER_TRACE", "PROFILER_TRACE_EX", "FUSION_START", "FUSION_END", "LABEL_SET"})
 EVENT_TASKS = frozenset({"EVENT_RECORD", "EVENT_WAIT"})
 SUPPORTED_TASKS = KERNEL_TASKS | COPY_TASKS | QUIET_TASKS | EVENT_TASKS | {"HCCL", "FFTS_PLUS"}
+CONTROL_FLOW_STEP = "CONTROL_FLOW"  # the executor's own step for an If/Loop (not a task of the model)
 POISON = 0xFF  # arenas start as 0xFF bytes: NaN for floats, -1 for signed integers
 
 
@@ -152,8 +155,14 @@ def _random_origin(desc: TensorDesc, rng: np.random.Generator, weight: bool) -> 
 
 
 def _const_value(node: Node, desc: TensorDesc) -> Array | None:
-    """A Const's `value` attribute when it holds exactly the tensor's elements (else None: a placeholder)."""
+    """A Const's value when it holds exactly the tensor's elements (else None: a placeholder): an imported ONNX
+    Constant's own `value*` attribute (any size), else the `value` attribute."""
     v = node.op.attrs.get("value")
+    rec = node.op.attrs.get("_onnx_attrs")
+    if isinstance(rec, dict):
+        for key in ("value", "value_float", "value_floats", "value_int", "value_ints"):
+            got = rec.get(key)
+            v = got.get("values") if isinstance(got, dict) else got if got is not None else v
     shape = origin_shape(desc)
     count = int(np.prod(shape)) if shape else 1
     if isinstance(v, bool) or v is None:
@@ -270,27 +279,158 @@ def _outputs_of(graph: ComputeGraph) -> list[tuple[str, Node, int, OutAnchor]]:
     return out
 
 
-# ---- the direct evaluation ----------------------------------------------------------------------------------
-def evaluate_graph(
-    graph: ComputeGraph,
-    inputs: Mapping[str, Any] | None = None,
-    *,
-    seed: int = 0,
-    ranks: int = 1,
-    rank_inputs: Sequence[Mapping[str, Any]] | None = None,
-) -> RunResult:
-    """Evaluate `graph` directly: tensors in a dict, topological order, the same kernels and values as
-    :func:`run_model`, no memory plan; virtual (`_no_task`) ops are computed as their op."""
-    bound = _rank_values(graph, inputs, rank_inputs, ranks, seed)
-    values: list[dict[tuple[str, int], Array]] = [{} for _ in range(ranks)]
-    result = RunResult({}, [], {}, bound, ranks=ranks, seed=seed, name=graph.name)
-    for node in graph.topological_order():
-        if node.op.subgraph_names:
-            raise error(
-                "runtime-unsupported",
-                f"node '{node.name}' ({node.type}) owns subgraphs, which the direct evaluation does not run",
-                where=node.name,
+# ---- pre-flight: the kernel of every node --------------------------------------------------------------------
+def _control_owner(node: Node) -> Node | None:
+    """The outermost If/Loop whose subgraphs hold `node` (None when no control flow holds it)."""
+    found: Node | None = None
+    g = node.graph
+    while g.parent_node is not None:
+        if is_control_flow(g.parent_node):
+            found = g.parent_node
+        g = g.parent_graph if g.parent_graph is not None else g.root
+    return found
+
+
+def _preflight(graph: ComputeGraph, launched: set[str] | None = None) -> dict[str, Kernel | None]:
+    """The kernel of every node of the graph and its subgraphs that computes (with `launched`: of the nodes with
+    kernel tasks, the If/Loop owners and their subgraphs' nodes; None for an If/Loop, whose subgraphs run), or
+    one error naming the nodes that cannot run (the first in full), before any work."""
+    kernels: dict[str, Kernel | None] = {}
+    problems: list[Diagnostic] = []
+    for node in graph.all_nodes():
+        if node.type in PASSIVE_TYPES or (node.op.subgraph_names and node.type in CALL_TYPES):
+            continue
+        computed = launched is None or node.name in launched or is_control_flow(node) or _control_owner(node)
+        if not computed:
+            continue
+        where = node.name
+        if is_control_flow(node):
+            kernels[node.name] = None
+            why = _control_flow_problem(node)
+        elif node.op.subgraph_names:
+            why = (
+                f"node '{node.name}' ({node.type}) is control flow that was not imported from an ONNX If/Loop, "
+                "which the reference executor does not simulate"
             )
+        else:
+            try:
+                kernels[node.name] = k = kernel_of(node)
+            except RulepassError as exc:
+                problems.append(exc.diagnostics[0])
+                continue
+            inside = k.collective and _control_owner(node) is not None
+            why = f"node '{node.name}' ({node.type}) is a collective inside an If/Loop subgraph" if inside else None
+        if why:
+            problems.append(Diagnostic("runtime-unsupported", why, where=where))
+    if not problems:
+        return kernels
+    first = problems[0]
+    if len(problems) > 1:
+        others = ", ".join(d.where or "?" for d in problems[1:6]) + (", ..." if len(problems) > 6 else "")
+        first = dataclasses.replace(first, message=f"{first.message} (and {len(problems) - 1} more node(s): {others})")
+    raise RulepassError(first)
+
+
+# ---- control flow: If and Loop evaluate their subgraphs ------------------------------------------------------
+def _parent_index(node: Node, k: int = 0, output: bool = False) -> int:
+    v = (node.op.input_descs[k].attrs if output else node.op.attrs).get(ATTR_PARENT_NODE_INDEX)
+    return v if isinstance(v, int) and not isinstance(v, bool) else -1
+
+
+def _branch(node: Node, attr: str) -> ComputeGraph | None:
+    rec = node.op.attrs.get("_onnx_attrs")
+    ref = rec.get(attr) if isinstance(rec, dict) else None
+    name = ref.get("graph") if isinstance(ref, dict) else None
+    return next((g for g in node.subgraphs() if g.name == name), None)
+
+
+def _control_flow_problem(node: Node) -> str | None:
+    want = ("then_branch", "else_branch") if node.op.attrs.get("_onnx_op_type") == "If" else ("body",)
+    missing = [a for a in want if _branch(node, a) is None]
+    if missing:
+        return f"node '{node.name}' ({node.type}) has no subgraph recorded for {', '.join(missing)}"
+    return None
+
+
+def _run_subgraph(
+    sub: ComputeGraph, feed: Mapping[int, Array | None], seed: int, kernels: Mapping[str, Kernel | None]
+) -> dict[int, Array]:
+    """Evaluate a subgraph: each Data node reads feed[its _parent_node_index]; its NetOutput's inputs (origin
+    layout) by their _parent_node_index."""
+    bound: dict[str, Array] = {}
+    for n in sub.topological_order():
+        if n.type in INPUT_TYPES and n.op.output_descs:
+            value = feed.get(_parent_index(n))
+            if value is None:
+                raise error("runtime", f"subgraph '{sub.name}': input '{n.name}' has no value", where=n.name)
+            bound[n.name] = _input_origin(n, value, seed, 0)
+    values = _evaluate_nodes(sub, [bound], seed, kernels, [])[0]
+    out: dict[int, Array] = {}
+    for _, net, k, peer in _outputs_of(sub):
+        desc = net.op.input_descs[k]
+        arr = _reinterpret(values[(peer.node.name, peer.index)], desc, f"subgraph '{sub.name}' output {k}")
+        p = _parent_index(net, k, output=True)
+        out[p if p >= 0 else k] = storage_to_origin(arr, desc, f"subgraph '{sub.name}' output {k}")
+    return out
+
+
+def _scalar(a: Array | None, default: int | bool) -> int | bool | None:
+    return default if a is None or a.size == 0 else a.reshape(-1)[0].item()  # type: ignore[no-any-return]
+
+
+def _control_flow(
+    node: Node, ins: Sequence[Array | None], seed: int, kernels: Mapping[str, Kernel | None]
+) -> list[Array]:
+    """Run an imported If (the branch its condition picks) or Loop (its body, while i < M and the condition
+    holds; loop-carried values fed back, scan outputs stacked): origin inputs in, origin outputs out."""
+    n_out = len(node.op.output_descs)
+    feed = dict(enumerate(ins))
+    if node.op.attrs.get("_onnx_op_type") == "If":
+        branch = _branch(node, "then_branch" if _scalar(ins[0], False) else "else_branch")
+        assert branch is not None  # the pre-flight checked both
+        outs = _run_subgraph(branch, feed, seed, kernels)
+        return [outs[j] for j in range(n_out)]
+    body = _branch(node, "body")
+    assert body is not None
+    formal = [n for n in body.topological_order() if n.type in INPUT_TYPES and "index" in n.op.attrs]
+    n_carried = len(formal) - 2
+    limit, cond = _scalar(ins[0], -1), bool(_scalar(ins[1] if len(ins) > 1 else None, True))
+    carried = [ins[2 + k] for k in range(n_carried)]
+    scans: list[list[Array]] = []
+    i = 0
+    while cond and (limit is None or limit < 0 or i < limit):
+        feed.update({0: np.array(i, dtype=np.int64), 1: np.array(cond)})
+        feed.update({2 + k: v for k, v in enumerate(carried)})
+        outs = _run_subgraph(body, feed, seed, kernels)
+        cond = bool(_scalar(outs.get(0), True))
+        carried = [outs[1 + k] for k in range(n_carried)]
+        scans.append([outs[k] for k in sorted(outs) if k > n_carried])
+        i += 1
+    results: list[Array] = []
+    for j in range(n_out):
+        if j < n_carried:
+            v = carried[j]
+            results.append(v if v is not None else np.zeros(origin_shape(node.op.output_descs[j])))
+        elif scans and j - n_carried < len(scans[0]):
+            results.append(np.stack([s[j - n_carried] for s in scans]))
+        else:  # no iteration ran: an empty scan output
+            desc = node.op.output_descs[j]
+            results.append(np.zeros(origin_shape(desc), dtype=numpy_dtype(desc.dtype)))
+    return results
+
+
+# ---- the direct evaluation ----------------------------------------------------------------------------------
+def _evaluate_nodes(
+    graph: ComputeGraph,
+    bound: Sequence[Mapping[str, Array]],
+    seed: int,
+    kernels: Mapping[str, Kernel | None],
+    launched: list[str],
+) -> list[dict[tuple[str, int], Array]]:
+    """Every rank's tensors (storage layout) of one graph, its nodes run in topological order."""
+    ranks = len(bound)
+    values: list[dict[tuple[str, int], Array]] = [{} for _ in range(ranks)]
+    for node in graph.topological_order():
         t = node.type
         if t in INPUT_TYPES:
             desc = node.op.output_descs[0]
@@ -305,8 +445,6 @@ def evaluate_graph(
             continue
         if t in ("NetOutput", "NoOp"):
             continue
-        kernel = kernel_for(t, node.name)
-        result.initialised.append(node.name)
         per_rank: list[list[Array | None]] = []
         for r in range(ranks):
             ins: list[Array | None] = []
@@ -319,17 +457,73 @@ def evaluate_graph(
                     raise error("runtime", f"node '{node.name}' input {i}: {peer} was never computed", where=node.name)
                 ins.append(_reinterpret(src, node.op.input_descs[i], f"node '{node.name}' input {i}"))
             per_rank.append(ins)
-        outs = run_collective(node.op, per_rank) if kernel.collective else [run_kernel(node.op, i) for i in per_rank]
+        kernel = kernels.get(node.name)
+        if is_control_flow(node):
+            outs = [_run_control_flow(node, ins, seed, kernels) for ins in per_rank]
+        elif kernel is None:
+            raise error(
+                "runtime-unsupported",
+                f"node '{node.name}' ({node.type}) owns subgraphs, which the direct evaluation does not run",
+                where=node.name,
+            )
+        elif kernel.collective:
+            outs = run_collective(node.op, per_rank, kernel)
+        else:
+            outs = [run_kernel(node.op, ins, kernel) for ins in per_rank]
         for r in range(ranks):
             for j, arr in enumerate(outs[r]):
                 values[r][(node.name, j)] = arr
-        result.launched.append(node.name)
+        launched.append(node.name)
+    return values
+
+
+def _run_control_flow(
+    node: Node, ins: Sequence[Array | None], seed: int, kernels: Mapping[str, Kernel | None]
+) -> list[Array]:
+    """An If/Loop on storage-layout inputs: storage -> origin, its subgraphs, origin -> storage."""
+    what = f"node '{node.name}' ({node.type})"
+    origin = [
+        None if a is None else storage_to_origin(a, node.op.input_descs[i], f"{what} input {i}")
+        for i, a in enumerate(ins)
+    ]
+    outs = _control_flow(node, origin, seed, kernels)
+    result: list[Array] = []
+    for j, desc in enumerate(node.op.output_descs):
+        arr = np.asarray(outs[j])
+        if tuple(arr.shape) != origin_shape(desc):
+            raise error(
+                "runtime-kernel",
+                f"{what} output {j}: its subgraph computed shape {list(arr.shape)}, the graph says "
+                f"{list(origin_shape(desc))}",
+                where=node.name,
+            )
+        arr = arr.astype(numpy_dtype(desc.dtype), copy=False)
+        result.append(np.asarray(origin_to_storage(arr, desc, f"{what} output {j}"), order="C"))
+    return result
+
+
+def evaluate_graph(
+    graph: ComputeGraph,
+    inputs: Mapping[str, Any] | None = None,
+    *,
+    seed: int = 0,
+    ranks: int = 1,
+    rank_inputs: Sequence[Mapping[str, Any]] | None = None,
+) -> RunResult:
+    """Evaluate `graph` directly: tensors in a dict, topological order, the same kernels and values as
+    :func:`run_model`, no memory plan; virtual (`_no_task`) ops are computed as their op, If/Loop run their
+    subgraphs."""
+    kernels = _preflight(graph)
+    bound = _rank_values(graph, inputs, rank_inputs, ranks, seed)
+    result = RunResult({}, [], {}, bound, ranks=ranks, seed=seed, name=graph.name)
+    values = _evaluate_nodes(graph, bound, seed, kernels, result.launched)
+    result.initialised = list(result.launched)
     for r in range(ranks):
         mine: dict[str, Array] = {}
         for name, net, k, peer in _outputs_of(graph):
             desc = net.op.input_descs[k]
             arr = _reinterpret(values[r][(peer.node.name, peer.index)], desc, f"output {name}")
-            mine[name] = np.ascontiguousarray(storage_to_origin(arr, desc, f"output {name}"))
+            mine[name] = np.asarray(storage_to_origin(arr, desc, f"output {name}"), order="C")
             result.sources[name] = f"{peer.node.name}:{peer.index}"
         result.per_rank.append(mine)
     result.outputs = result.per_rank[0]
@@ -570,9 +764,11 @@ class _Rank:
 
 
 class _Executor:
-    def __init__(self, m: _Model, ranks: int) -> None:
+    def __init__(self, m: _Model, ranks: int, kernels: dict[str, Kernel | None], seed: int) -> None:
         self.m = m
         self.ranks = ranks
+        self.kernels = kernels
+        self.seed = seed
         self.states: list[_Rank] = []
 
     # memory
@@ -608,9 +804,11 @@ class _Executor:
             for i, key in ins:
                 view = self.view(st, self.m.addresses[key], node.op.input_descs[i], f"'{node.name}' input {i}")
                 inputs[i] = np.array(view)
-            results = run_kernel(node.op, inputs)
+            results = run_kernel(node.op, inputs, self.kernels.get(node.name))
             self.write(st, node, outs, results)
             st.launched.append(node.name)
+        elif kind == CONTROL_FLOW_STEP:
+            self.control_flow(st, node)
         elif kind in COPY_TASKS:
             mc = t["memcpy_async"]
             src, dst = self.m.addresses[mc["src"]], self.m.addresses[mc["dst"]]
@@ -623,6 +821,26 @@ class _Executor:
                 if _task_type(sub) == "HCCL":
                     raise error("runtime-unsupported", f"FFTS+ task of '{node.name}' holds an HCCL sub-task")
                 self.run_task(st, sub)
+
+    def control_flow(self, st: _Rank, node: Node) -> None:
+        """An If/Loop: its inputs read where the plan puts its producers' outputs, its subgraphs evaluated
+        directly, its outputs written at its planned addresses."""
+        inputs: list[Array | None] = []
+        for i, peer in enumerate(node.in_peers):
+            if peer is None:
+                inputs.append(None)
+                continue
+            p = self.tensor(f"{peer.node.name}:{peer.index}", f"'{node.name}' input {i}")
+            inputs.append(np.array(self.view(st, p, node.op.input_descs[i], f"'{node.name}' input {i}")))
+        results = _run_control_flow(node, inputs, self.seed, self.kernels)
+        for j, arr in enumerate(results):
+            p_out = self.m.tensors.get(f"{node.name}:{j}")
+            if p_out is None:
+                if node.out_peers[j]:
+                    raise _bad(f"tensor '{node.name}:{j}' has no place in the model's memory plan")
+                continue
+            self.view(st, p_out, node.op.output_descs[j], f"'{node.name}' output {j}")[...] = arr
+        st.launched.append(node.name)
 
     def write(self, st: _Rank, node: Node, outs: list[tuple[int, str]], results: list[Array]) -> None:
         for j, key in outs:
@@ -639,7 +857,7 @@ class _Executor:
                 view = self.view(st, self.m.addresses[key], node.op.input_descs[i], f"'{node.name}' input {i}")
                 inputs[i] = np.array(view)
             per_rank.append(inputs)
-        results = run_collective(node.op, per_rank)
+        results = run_collective(node.op, per_rank, self.kernels.get(node.name))
         for st, res in zip(self.states, results, strict=True):
             self.write(st, node, outs, res)
             st.launched.append(node.name)
@@ -698,9 +916,40 @@ class _Executor:
                 raise self.deadlock()
 
 
+def _order_key(t: dict[str, Any], position: Mapping[str, int]) -> tuple[int, int]:
+    return position[t["op"]], 0 if _task_type(t) == "EVENT_WAIT" else 2
+
+
+def _schedule(m: _Model) -> dict[int, list[int]]:
+    """Each stream's queue of task indices in model order. An If/Loop has no task: its subgraphs' kernel and copy
+    tasks are left out (the owner evaluates them) and one CONTROL_FLOW step for the owner is put on its stream
+    after its own event waits, before its event records and the tasks of later nodes (GE's node order: an owner,
+    then its subgraphs' nodes)."""
+    position = {n.name: k for k, n in enumerate(m.graph.all_nodes())}
+    queues: dict[int, list[int]] = {}
+    owners: list[Node] = []
+    for i, t in enumerate(m.tasks):
+        node = m.nodes[t["op"]]
+        if _control_owner(node) is not None and _task_type(t) not in EVENT_TASKS:
+            continue
+        queues.setdefault(int(t["stream_id"]), []).append(i)
+    for node in m.graph.all_nodes():
+        if is_control_flow(node) and _control_owner(node) is None:
+            owners.append(node)
+    for node in owners:
+        stream = max(node.op.stream_id, 0)
+        m.tasks.append({"id": -1, "type_name": CONTROL_FLOW_STEP, "stream_id": stream, "op": node.name})
+        q = queues.setdefault(stream, [])
+        mine = (position[node.name], 1)  # after the owner's own event waits, before its records
+        at = next((k for k, i in enumerate(q) if _order_key(m.tasks[i], position) > mine), len(q))
+        q.insert(at, len(m.tasks) - 1)
+    return dict(sorted(queues.items()))
+
+
 def _initialise(m: _Model) -> tuple[list[str], list[str]]:
-    """RT1: look up the kernel of every node that has kernel tasks, skipping `_no_task` nodes; and refuse a node
-    that computes something without a task while its outputs are not its input's memory (nothing would write them).
+    """RT1: the kernel of every node that has kernel tasks (the pre-flight has found every node's), skipping
+    `_no_task` nodes and the nodes inside If/Loop subgraphs (their owner runs them); and refuse a node that
+    computes something without a task while its outputs are not its input's memory (nothing would write them).
     """
     kinds: dict[str, set[str]] = {}
     for t in _all_tasks(m.tasks):
@@ -708,19 +957,16 @@ def _initialise(m: _Model) -> tuple[list[str], list[str]]:
     initialised: list[str] = []
     virtual: list[str] = []
     for node in m.graph.all_nodes():
-        if node.op.subgraph_names and node.type not in CALL_TYPES:
-            raise error(
-                "runtime-unsupported",
-                f"node '{node.name}' ({node.type}) is control flow, which the reference executor does not simulate: "
-                "it would run every subgraph once, in order",
-                where=node.name,
-            )
+        if _control_owner(node) is not None:
+            continue
+        if is_control_flow(node):
+            initialised.append(node.name)
+            continue
         if attr_bool(node, "_no_task"):
             virtual.append(node.name)
             continue
         mine = kinds.get(node.name, set())
         if mine & (KERNEL_TASKS | {"HCCL"}):
-            kernel_for(node.type, node.name)
             initialised.append(node.name)
             continue
         if mine & (COPY_TASKS | {"FFTS_PLUS"}) or node.type in PASSIVE_TYPES or node.op.subgraph_names:
@@ -778,17 +1024,18 @@ def run_model(
                 f"the memory plan of model '{m.name}' is unsafe: " + "; ".join(str(v) for v in violations[:5]),
                 hint="run with verify=False (--no-verify) to execute it anyway",
             )
+    launched = {str(t["op"]) for t in _all_tasks(m.tasks) if _task_type(t) in KERNEL_TASKS | {"HCCL"}}
+    kernels = _preflight(m.graph, launched)
     initialised, virtual = _initialise(m)
     bound = _rank_values(m.graph, inputs, rank_inputs, ranks, seed)
-    ex = _Executor(m, ranks)
+    ex = _Executor(m, ranks, kernels, seed)
+    order = _schedule(m)
     weights = [n for n in m.graph.all_nodes() if n.type in WEIGHT_TYPES and n.op.output_descs]
     weight_values = {n.name: origin_to_storage(_weight_origin(n, seed), n.op.output_descs[0]) for n in weights}
     for r in range(ranks):
         arenas = {key: np.full(size, POISON, dtype=np.uint8) for key, size in sorted(m.arenas.items())}
-        queues: dict[int, deque[int]] = {}
-        for i, t in enumerate(m.tasks):
-            queues.setdefault(int(t["stream_id"]), deque()).append(i)
-        st = _Rank(r, arenas, dict(sorted(queues.items())))
+        queues = {s: deque(q) for s, q in order.items()}
+        st = _Rank(r, arenas, queues)
         ex.states.append(st)
         for n in _graph_inputs(m.graph):
             if not n.graph.is_root:
@@ -809,7 +1056,7 @@ def run_model(
             desc = net.op.input_descs[k]
             anchor = f"{peer.node.name}:{peer.index}"
             view = ex.view(st, ex.tensor(anchor, f"output {name}"), desc, f"output {name}")
-            mine[name] = np.ascontiguousarray(storage_to_origin(np.array(view), desc, f"output {name}"))
+            mine[name] = np.asarray(storage_to_origin(np.array(view), desc, f"output {name}"), order="C")
             result.sources[name] = anchor
         result.per_rank.append(mine)
     result.outputs = result.per_rank[0]

@@ -414,13 +414,14 @@ def _outputs_to_storage(op: OpDesc, outs: Sequence[Array]) -> list[Array]:
                 )
             arr = arr.reshape(want)
         arr = arr.astype(numpy_dtype(desc.dtype), copy=False)
-        result.append(np.ascontiguousarray(origin_to_storage(arr, desc, what)))
+        result.append(np.asarray(origin_to_storage(arr, desc, what), order="C"))  # 0-d stays 0-d
     return result
 
 
-def run_kernel(op: OpDesc, inputs: Sequence[Array | None]) -> list[Array]:
-    """Run `op`'s kernel: inputs and outputs in storage layout (one array per input desc, None if unconnected)."""
-    k = kernel_for(op.type, op.name)
+def run_kernel(op: OpDesc, inputs: Sequence[Array | None], kernel: Kernel | None = None) -> list[Array]:
+    """Run `kernel` (default: `op`'s hand-written kernel by op type) on `op`: inputs and outputs in storage
+    layout (one array per input desc, None if unconnected)."""
+    k = kernel or kernel_for(op.type, op.name)
     if k.fn is None:
         raise error("runtime-kernel", f"node '{op.name}' ({op.type}) is a collective: run it on every rank")
     origin = _inputs_to_origin(op, inputs)
@@ -433,11 +434,13 @@ def run_kernel(op: OpDesc, inputs: Sequence[Array | None]) -> list[Array]:
         raise _kernel_failed(op, exc) from None
 
 
-def run_collective(op: OpDesc, per_rank: Sequence[Sequence[Array | None]]) -> list[list[Array]]:
+def run_collective(
+    op: OpDesc, per_rank: Sequence[Sequence[Array | None]], kernel: Kernel | None = None
+) -> list[list[Array]]:
     """Run a collective op on every rank's inputs (storage layouts) at once; every rank's outputs."""
-    k = kernel_for(op.type, op.name)
+    k = kernel or kernel_for(op.type, op.name)
     if k.collective_fn is None:
-        return [run_kernel(op, inputs) for inputs in per_rank]
+        return [run_kernel(op, inputs, k) for inputs in per_rank]
     origin = [_inputs_to_origin(op, inputs) for inputs in per_rank]
     try:
         with np.errstate(all="ignore"):

@@ -500,3 +500,25 @@ def test_the_registry_covers_the_brief_and_reports_unknown_types() -> None:
     with pytest.raises(RulepassError, match="op type 'Conv2d'") as exc:
         kernels.kernel_for("Conv2d", "n")
     assert exc.value.diagnostics[0].hint == "did you mean 'Conv2D'?"
+
+
+def test_a_task_less_op_without_a_kernel_that_aliases_its_input_still_runs() -> None:
+    """The pre-flight asks a kernel only of what the model computes: a GE_LOCAL Bitcast has no task and no
+    kernel, and its consumers read its input's memory."""
+    g = load_graph_text(
+        """
+name: bc
+nodes:
+  - {name: x, type: Data, attrs: {index: 0}, outputs: ['float[4,8]']}
+  - {name: r0, type: Relu, inputs: [x:0], outputs: ['float[4,8]']}
+  - {name: bc, type: Bitcast, inputs: [r0:0], outputs: ['int32[4,8]']}
+  - {name: out, type: NetOutput, inputs: [bc:0]}
+""",
+        "bc.yaml",
+    )
+    assert not kernels.has_kernel("Bitcast")
+    x = np.arange(-16, 16, dtype=np.float32).reshape(4, 8)
+    out = run_model(compile_graph(g).model, {"x": x}).outputs["output_0"]
+    assert np.array_equal(out, np.maximum(x, 0).view(np.int32))
+    with pytest.raises(RulepassError, match="Bitcast"):
+        evaluate_graph(g, {"x": x})  # the direct evaluation computes every op
