@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 from rulepass.compiler.graph_file import copy_graph
 from rulepass.compiler.ir import ComputeGraph
+from rulepass.compiler.weights import carries_data
 
 from rulepass.api import CompileResult, RuleSet, compile_graph, load_rules, run_model
 from rulepass.base.diagnostics import RulepassError
@@ -222,7 +223,7 @@ def placeholder_note(graph: ComputeGraph) -> str:
     """Why outputs can differ from onnxruntime's although every kernel ran: Const nodes the importer left
     without their values (the runtime fills those with seeded random numbers)."""
     consts = [n for n in graph.all_nodes() if n.type in ("Const", "Constant")]
-    empty = sum(1 for n in consts if "value" not in n.op.attrs)
+    empty = sum(1 for n in consts if not carries_data(n.op))
     return f" ({empty} of {len(consts)} Const nodes carry no value: the runtime seeds them)" if empty else ""
 
 

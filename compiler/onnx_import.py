@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base.diagnostics import error
-from . import formats
+from . import formats, weights
 from .ir import ComputeGraph, Node, OpDesc, TensorDesc
 
 ONNX_DTYPES = {
@@ -191,13 +191,7 @@ class _Importer:
         inits = {i.name for i in g.initializer}
         for k, init in enumerate(g.initializer):
             d = self.desc(init.name)
-            attrs: dict[str, Any] = {}
-            count = formats.shape_size(d.shape) if d.shape else 1
-            if 0 < count <= 64 and d.dtype in ("int64", "int32", "float"):
-                attrs["value"] = [
-                    int(x) if d.dtype != "float" else float(x)
-                    for x in self.onnx.numpy_helper.to_array(init).reshape(-1).tolist()
-                ]
+            attrs: dict[str, Any] = weights.onnx_tensor_attrs(self.onnx, init, f"initializer '{init.name}'")
             n = cg.add_node(OpDesc(self.unique(init.name), "Const", attrs, output_descs=[d]))
             produced[init.name] = (n, 0)
             del k
@@ -314,6 +308,8 @@ class _Importer:
                 onnx.AttributeProto.STRINGS,
             ):
                 attrs[a.name] = _attr(onnx, a)
+        if n.op_type == "Constant":  # its data as every Const carries it (see compiler/weights.py)
+            attrs = weights.onnx_constant_attrs(onnx, n)
         engine = kernel = ""
         if ge_type is None:
             ge_type = n.op_type

@@ -31,7 +31,6 @@ KNOWN_GAPS = {
     "shape_math": "compile: Pad with pads from Shape math keeps an unknown shape",
     "mobilenet_v3_small": "run: no kernel for HardSwish",
     "shufflenet_v2": "compile: Slice with bounds from Shape math (channel chunk) keeps an unknown shape",
-    "resnet_tiny": "oracle: weights of more than 64 values are imported without their values (seeded at run)",
     "unet_tiny": "run: no kernel for ConvTranspose",
     "audio_kws": "run: Conv1d imported as Conv2D on 3-D tensors; the kernel fails (axes don't match array)",
 }
