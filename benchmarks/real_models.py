@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 from rulepass.compiler.graph_file import copy_graph
 from rulepass.compiler.ir import ComputeGraph
+from rulepass.compiler.weights import carries_data
 
 from rulepass.api import CompileResult, RuleSet, compile_graph, load_rules, run_model
 from rulepass.base.diagnostics import RulepassError
@@ -118,17 +119,19 @@ def import_gaps(graph: ComputeGraph) -> tuple[int, list[str]]:
     static shape (compile cannot plan them) and the op types without a runtime kernel (run cannot execute them)."""
     from rulepass.compiler.formats import is_unknown_shape
     from rulepass.compiler.runtime.executor import PASSIVE_TYPES
-    from rulepass.compiler.runtime.kernels import kernel_for
+    from rulepass.compiler.runtime.onnx_ops import is_control_flow, kernel_of
 
     nodes = graph.all_nodes()
     unknown = sum(1 for n in nodes for d in n.op.output_descs if is_unknown_shape(d.shape))
-    missing = []
-    for t in sorted({n.type for n in nodes} - PASSIVE_TYPES):
+    missing: set[str] = set()
+    for n in nodes:
+        if n.type in PASSIVE_TYPES or is_control_flow(n):
+            continue
         try:
-            kernel_for(t)
+            kernel_of(n)  # the runtime's own dispatch: a hand-written kernel or the ONNX op
         except RulepassError:
-            missing.append(t)
-    return unknown, missing
+            missing.add(n.type)
+    return unknown, sorted(missing)
 
 
 def compile_both(graph: ComputeGraph, rules: RuleSet) -> tuple[CompileResult, CompileResult, float]:
@@ -222,7 +225,7 @@ def placeholder_note(graph: ComputeGraph) -> str:
     """Why outputs can differ from onnxruntime's although every kernel ran: Const nodes the importer left
     without their values (the runtime fills those with seeded random numbers)."""
     consts = [n for n in graph.all_nodes() if n.type in ("Const", "Constant")]
-    empty = sum(1 for n in consts if "value" not in n.op.attrs)
+    empty = sum(1 for n in consts if not carries_data(n.op))
     return f" ({empty} of {len(consts)} Const nodes carry no value: the runtime seeds them)" if empty else ""
 
 

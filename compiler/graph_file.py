@@ -513,8 +513,32 @@ def graph_to_data(g: ComputeGraph) -> dict[str, Any]:
     return _graph_to_data(g)
 
 
+# A long string of only these characters (base64 text: a Const's `_raw_data`) is written in one piece: PyYAML's
+# emitter analyses and writes a scalar character by character in Python, seconds for a model's weights.
+_LONG_PLAIN = re.compile(r"[A-Za-z0-9+/=]{256,}")
+
+
 class _Dumper(yaml.SafeDumper):
-    """Quotes every string that a YAML 1.2 reader would take for another type (e.g. '1e3', 'null')."""
+    """Quotes every string that a YAML 1.2 reader would take for another type (e.g. '1e3', 'null').
+
+    A long base64-like string takes a fast path giving the same bytes: it has no character that changes the
+    emitter's analysis past the first ones, nor a space or line break at which a plain scalar could be split."""
+
+    def analyze_scalar(self, scalar: str) -> Any:
+        if not _LONG_PLAIN.fullmatch(scalar):
+            return super().analyze_scalar(scalar)
+        analysis = super().analyze_scalar(scalar[:64])
+        analysis.scalar = scalar
+        return analysis
+
+    def write_plain(self, text: str, split: bool = True) -> None:
+        if not _LONG_PLAIN.fullmatch(text):
+            super().write_plain(text, split)
+            return
+        super().write_plain(text[:1], split)  # the separator, the state, the first character
+        rest = text[1:]
+        self.column += len(rest)
+        self.stream.write(rest.encode(self.encoding) if self.encoding else rest)
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:

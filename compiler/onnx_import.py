@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base.diagnostics import error
-from . import formats
+from . import formats, weights
 from .ir import ComputeGraph, Node, OpDesc, TensorDesc
 from .onnx_fold import FOLD_LIMIT, set_input_shapes, static_shapes, tensor_reads
 from .onnx_formats import assign_ascend_formats
@@ -199,10 +199,7 @@ class _Importer:
             if init.name not in needed:
                 continue  # never read, or only as the sizes of a Split (an attribute of GE's SplitD/SplitVD)
             d = self.desc(init.name)
-            attrs: dict[str, Any] = {}
-            value = self.const_value(init)
-            if value is not None:
-                attrs["value"] = value
+            attrs: dict[str, Any] = self.const_attrs(init)
             n = cg.add_node(OpDesc(self.unique(init.name), "Const", attrs, output_descs=[d]))
             produced[init.name] = (n, 0)
         data_index = 0
@@ -232,21 +229,15 @@ class _Importer:
             self.connect(cg, net, k, o, produced, outer, captured, parent)
         return cg
 
-    def const_value(self, init: Any) -> list[Any] | None:
-        """An initializer's elements for the Const's `value`: every one for a folded value, else up to
-        SMALL_VALUE (all of them with weights='inline')."""
+    def const_attrs(self, init: Any) -> dict[str, Any]:
+        """A Const's data attributes for an initializer (see compiler/weights.py): every initializer's data with
+        weights='inline' (the default); with 'placeholder' only folded values and those of at most SMALL_VALUE
+        elements, the others left for `run` to seed."""
         count = math.prod(init.dims)
         limit = FOLD_LIMIT if init.name in self.folded else SMALL_VALUE
-        if self.weights == "inline":
-            limit = count
-        if not 0 < count <= limit or init.data_type not in ONNX_DTYPES:
-            return None
-        arr = self.onnx.numpy_helper.to_array(init).reshape(-1)
-        if arr.dtype.kind == "f":
-            return [float(x) for x in arr.tolist()]
-        if arr.dtype.kind == "b":
-            return [bool(x) for x in arr.tolist()]
-        return [int(x) for x in arr.tolist()]
+        if self.weights != "inline" and not 0 < count <= limit:
+            return {}
+        return weights.onnx_tensor_attrs(self.onnx, init, f"initializer '{init.name}'")
 
     def source(
         self,
@@ -326,6 +317,8 @@ class _Importer:
                     )
             elif a.type in _PLAIN_ATTRS:
                 attrs[a.name] = _attr(onnx, a)
+        if n.op_type == "Constant":  # one folding left alone (e.g. a sparse value): its data as a Const carries it
+            attrs = weights.onnx_constant_attrs(onnx, n)
         outputs = list(n.output)
         # optional outputs nothing reads and ONNX left without a shape (e.g. Dropout's mask) are dropped
         while len(outputs) > 1 and (not outputs[-1] or (outputs[-1] not in self.read and outputs[-1] not in self.info)):
@@ -497,7 +490,7 @@ def import_onnx(
     format_mode: str = "keep",
     dims: Mapping[str, int] | None = None,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
-    weights: str = "placeholder",
+    weights: str = "inline",
 ) -> ImportResult:
     """Import an ONNX model file as a ComputeGraph (`format_mode` 'keep' or 'ascend'; `dims` for named symbolic
     dims, `input_shapes` for whole input shapes, as ATC's --input_shape; `weights` 'inline' keeps every

@@ -3,8 +3,9 @@
 - **Memory**: one numpy uint8 arena per (region, memory type) of the plan's size, filled with 0xFF (NaN for
   floats) so a read of memory nothing wrote shows; a tensor is the view `arena[offset:offset + raw]` read with
   its dtype and storage shape. Graph inputs (Data nodes, by name or `index`; missing ones seeded random per
-  rank) and weights (Const/Constant/Variable: seeded random from the node name, as the light models' weights
-  are placeholders) are written at their planned addresses before the first task.
+  rank) and weights (Const/Constant/Variable: the data they carry, see compiler/weights.py; seeded random from
+  the node name for one that carries none, as the light models' weights are placeholders) are written at their
+  planned addresses before the first task.
 - **Kernels are initialised** per node before running (RT1): looked up by op type, a missing one is an error
   naming the op type; `_no_task` (virtual) nodes are skipped. They have no tasks, so nothing launches them
   (RT2): their consumers' tasks read the virtual op's output address, which is its input 0's.
@@ -41,6 +42,7 @@ from ..graph_file import graph_from_doc
 from ..ir import ATTR_PARENT_NODE_INDEX, ComputeGraph, Node, OutAnchor, TensorDesc
 from ..memory.assign import ArenaReport, MemoryPlan, TensorPlacement, WorkspacePlacement
 from ..memory.verify import verify_plan
+from ..weights import const_array
 from .kernels import (
     Array,
     Kernel,
@@ -154,29 +156,13 @@ def _random_origin(desc: TensorDesc, rng: np.random.Generator, weight: bool) -> 
     return np.asarray(values).astype(dt)
 
 
-def _const_value(node: Node, desc: TensorDesc) -> Array | None:
-    """A Const's value when it holds exactly the tensor's elements (else None: a placeholder): an imported ONNX
-    Constant's own `value*` attribute (any size), else the `value` attribute."""
-    v = node.op.attrs.get("value")
-    rec = node.op.attrs.get("_onnx_attrs")
-    if isinstance(rec, dict):
-        for key in ("value", "value_float", "value_floats", "value_int", "value_ints"):
-            got = rec.get(key)
-            v = got.get("values") if isinstance(got, dict) else got if got is not None else v
-    shape = origin_shape(desc)
-    count = int(np.prod(shape)) if shape else 1
-    if isinstance(v, bool) or v is None:
-        return None
-    flat = v if isinstance(v, list) else [v]
-    if len(flat) != count or not all(isinstance(x, (int, float)) for x in flat):
-        return None
-    return np.asarray(flat).astype(numpy_dtype(desc.dtype)).reshape(shape)
-
-
 def _weight_origin(node: Node, seed: int) -> Array:
-    desc = node.op.output_descs[0]
-    given = _const_value(node, desc)
-    return given if given is not None else _random_origin(desc, _rng(seed, "weight", node.name), True)
+    """A Const's values in origin layout: the data it carries (`value` or `_raw_data`, see compiler/weights.py);
+    seeded random values only for a Const that carries none (the light models' placeholder weights)."""
+    given = const_array(node.op)
+    return (
+        given if given is not None else _random_origin(node.op.output_descs[0], _rng(seed, "weight", node.name), True)
+    )
 
 
 def _graph_inputs(graph: ComputeGraph) -> list[Node]:

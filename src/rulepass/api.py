@@ -89,7 +89,8 @@ def run_model(
 ) -> RunResult:
     """Execute a compiled model (its JSON object, or a CompileResult) with the numpy reference kernels.
 
-    Inputs by Data node name (missing ones seeded random per rank), weights seeded random; outputs per NetOutput
+    Inputs by Data node name (missing ones seeded random per rank), weights as their Const nodes carry them
+    (seeded random for one that carries none, see compiler/weights.py); outputs per NetOutput
     input, per rank when `ranks` > 1 (collectives run in lock-step). Needs numpy (`pip install 'rulepass[run]'`).
     """
     try:

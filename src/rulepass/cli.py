@@ -758,9 +758,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     imp.add_argument(
         "--weights",
-        choices=["placeholder", "inline"],
-        default="placeholder",
-        help="keep every weight's values in the graph (inline), or only small ones (placeholder: run seeds the rest)",
+        choices=["inline", "placeholder"],
+        default="inline",
+        help="carry every weight's data in the graph (inline), or only small ones (placeholder: run seeds the rest)",
     )
     imp.set_defaults(handler=_cmd_import)
 

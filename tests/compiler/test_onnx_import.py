@@ -566,9 +566,15 @@ def test_weights_inline_keeps_every_value_and_placeholder_only_small_ones(tmp_pa
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [n])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [n])
     path = _save(_opset([helper.make_node("Add", ["x", "w"], ["y"])], [x], [y], [t]), tmp_path)
-    for weights, want in (("placeholder", None), ("inline", [float(k) for k in range(n)])):
+    import numpy as np
+    from rulepass.compiler.weights import const_array
+
+    for weights, want in (("placeholder", None), ("inline", np.arange(n, dtype=np.float32))):
         g = import_onnx(path, weights=weights).graph
-        assert next(m for m in g.all_nodes() if m.type == "Const").op.attrs.get("value") == want
+        got = const_array(next(m for m in g.all_nodes() if m.type == "Const").op)
+        assert (got is None) if want is None else (got is not None and got.tobytes() == want.tobytes())
+    assert import_onnx(path).graph.node("w") is not None  # inline is the default: the data is carried
+    assert const_array(import_onnx(path).graph.node("w").op) is not None  # type: ignore[union-attr]
 
 
 def test_gather_elements_along_a_long_axis_folds(tmp_path: Path) -> None:
