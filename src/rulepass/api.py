@@ -6,6 +6,7 @@ Small and typed; every function raises :class:`RulepassError` (with located diag
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ from .compiler.graph_file import copy_graph, gc_paused, save_graph
 from .compiler.graph_file import load_graph as load_graph_file
 from .compiler.ir import ComputeGraph
 from .compiler.memory.assign import MemoryPlan, assign_memory
+from .compiler.memory.soundness import SKIP_WARNING, SoundnessWarning, prove_sound
 from .compiler.memory.verify import Violation, verify_plan
 from .compiler.model import build_model, dump_model, write_model
 from .compiler.passes import (
@@ -204,19 +206,31 @@ def plan_memory(
     level: str = DEFAULT_LEVEL,
     disabled: Iterable[str] = (),
     verify: bool = True,
+    soundness: bool = True,
 ) -> MemoryResult:
     """Optimize a graph, plan its memory, and compare with the plan when the no-task passes are off.
 
     `graph` is optimized in place; the comparison runs on a fresh copy with every pass tagged `no-task` disabled.
-    Both plans are proved safe by the verifier when `verify`.
+    Both plans are proved safe by the verifier when `verify`. Every zero-copy op is proved sound (its output's
+    bytes are its inputs' bytes) unless `soundness` is false, which warns loudly; an unsound one raises.
     """
     rules = _rules_for(graph, rules)
     baseline_graph = copy_graph(graph)
     optimize(graph, rules, level=level, disabled=disabled)
-    result = _with_baseline(graph, baseline_graph, assign_memory(graph), rules, level, disabled, single_stream=True)
+    plan = assign_memory(graph)
+    _check_soundness(graph, plan, soundness)
+    result = _with_baseline(graph, baseline_graph, plan, rules, level, disabled, single_stream=True)
     if verify:
         result.violations = verify_plan(graph, result.plan) + verify_plan(baseline_graph, result.baseline)
     return result
+
+
+def _check_soundness(graph: ComputeGraph, plan: MemoryPlan, soundness: bool) -> None:
+    """Prove every zero-copy op of `graph` sound under `plan` (raises), or warn that the proof is skipped."""
+    if soundness:
+        prove_sound(graph, plan)
+    else:
+        warnings.warn(SKIP_WARNING, SoundnessWarning, stacklevel=4)
 
 
 @dataclass
@@ -267,15 +281,19 @@ def compile_graph(
     options: dict[str, str] | None = None,
     verify: bool = True,
     progress: Callable[[str], None] | None = None,
+    soundness: bool = True,
 ) -> CompileResult:
     """Passes, streams, memory, tasks and the model, each stage timed; raises on bad input or an unsafe plan.
+
+    Every zero-copy op is proved sound (see `compiler.memory.soundness`) unless `soundness` is false, which
+    warns loudly; an unsound one raises before any model exists.
 
     The cyclic garbage collector is paused meanwhile: a compile creates millions of long-lived objects and
     frees almost none, so full collections would only walk the heap again and again (25-40% of the time on
     100k-node graphs).
     """
     with gc_paused():
-        return _stages(graph, rules, level, disabled, threads, single_stream, options, verify, progress)
+        return _stages(graph, rules, level, disabled, threads, single_stream, options, verify, progress, soundness)
 
 
 def _stages(
@@ -288,6 +306,7 @@ def _stages(
     options: dict[str, str] | None,
     verify: bool,
     progress: Callable[[str], None] | None,
+    soundness: bool = True,
 ) -> CompileResult:
     seconds: dict[str, float] = {}
     say = progress or (lambda _stage: None)
@@ -305,6 +324,7 @@ def _stages(
     opt = timed("passes", lambda: optimize(graph, rules, level=level, disabled=disabled, explain=False))
     streams = timed("streams", lambda: assign_streams(graph, single_stream=single_stream))
     plan = timed("memory", lambda: assign_memory(graph, events=streams.event_pairs()))
+    timed("soundness", lambda: _check_soundness(graph, plan, soundness))
     violations = timed("verify", lambda: verify_plan(graph, plan, events=streams.event_pairs())) if verify else []
     if violations:
         raise error("memory-plan", "the memory plan is unsafe: " + "; ".join(str(v) for v in violations[:5]))

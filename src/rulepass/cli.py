@@ -12,8 +12,9 @@ import contextlib
 import json
 import os
 import sys
+import warnings
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from . import __version__
@@ -321,6 +322,27 @@ def _cmd_test(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_INVALID if failed or diags or not results else EXIT_OK
 
 
+def _soundness(args: argparse.Namespace, err: TextIO) -> bool:
+    """Whether to prove zero-copy ops sound; when not, say loudly what is skipped (the API's own warning of it
+    is silenced by `_no_soundness_warning` around the call)."""
+    if not getattr(args, "no_soundness_check", False):
+        return True
+    from .compiler.memory.soundness import SKIP_WARNING
+
+    err.write(f"rulepass: WARNING: {SKIP_WARNING}\n")
+    return False
+
+
+@contextlib.contextmanager
+def _no_soundness_warning() -> Iterator[None]:
+    """The API's warning that the soundness proof is off, silenced: the command said it on stderr already."""
+    from .compiler.memory.soundness import SoundnessWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SoundnessWarning)
+        yield
+
+
 def _fmt_bytes(n: int) -> str:
     for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if abs(n) >= size:
@@ -332,9 +354,15 @@ def _cmd_memory(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .api import load_rules, plan_memory
 
     graph = _load_graph_arg(args.graph or _default_graph(err), err)
-    result = plan_memory(
-        graph, load_rules(args.rules or None), level=args.level, disabled=args.disable, verify=args.verify
-    )
+    with _no_soundness_warning():
+        result = plan_memory(
+            graph,
+            load_rules(args.rules or None),
+            level=args.level,
+            disabled=args.disable,
+            verify=args.verify,
+            soundness=_soundness(args, err),
+        )
     if args.format == "json":
         doc = {
             "graph": graph.name,
@@ -425,16 +453,18 @@ def _cmd_compile(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             err.write(f"rulepass: {stage}...\n")
 
     options = {"ge.bufferOptimize": args.buffer_optimize} if args.buffer_optimize else {}
-    result = compile_graph(
-        graph,
-        load_rules(args.rules or None),
-        level=args.level,
-        disabled=args.disable,
-        threads=args.threads,
-        single_stream=args.single_stream,
-        options=options,
-        progress=progress,
-    )
+    with _no_soundness_warning():
+        result = compile_graph(
+            graph,
+            load_rules(args.rules or None),
+            level=args.level,
+            disabled=args.disable,
+            threads=args.threads,
+            single_stream=args.single_stream,
+            options=options,
+            progress=progress,
+            soundness=_soundness(args, err),
+        )
     if args.output:
         result.write_model(args.output)
     mem = result.memory
@@ -544,7 +574,11 @@ def _run_model_doc(args: argparse.Namespace, err: TextIO) -> dict[str, Any]:
                 raise RulepassError(diags)
             return data
         graph = graph_from_doc(doc, Path(path).stem)
-    return compile_graph(graph, load_rules(args.rules or None), level=args.level, disabled=args.disable).model
+    rules = load_rules(args.rules or None)
+    with _no_soundness_warning():
+        return compile_graph(
+            graph, rules, level=args.level, disabled=args.disable, soundness=_soundness(args, err)
+        ).model
 
 
 def _read_npz(path: str, ranks: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -707,6 +741,13 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--disable", action="append", default=[], metavar="PASS", help="disable a pass (repeatable)")
         p.add_argument("--format", choices=["text", "json"], default="text")
 
+    def soundness_option(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--no-soundness-check",
+            action="store_true",
+            help="experiments only: do NOT prove that every zero-copy op reads and writes the bytes its copy would",
+        )
+
     opt = sub.add_parser("optimize", help="run the rule passes over a graph and show every decision")
     opt.add_argument("graph", metavar="GRAPH", nargs="?", help="graph file (default: the bundled example)")
     opt.add_argument("-o", "--output", metavar="OUT", help="write the marked graph here")
@@ -739,6 +780,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     comp.add_argument("--timings", action="store_true", help="show time per stage")
     comp.add_argument("--quiet", action="store_true", help="no progress messages")
+    soundness_option(comp)
     pass_options(comp)
     comp.set_defaults(handler=_cmd_compile)
 
@@ -762,6 +804,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=True,
         help="prove the plans safe with the independent verifier (default: on)",
     )
+    soundness_option(mem)
     pass_options(mem)
     mem.set_defaults(handler=_cmd_memory)
 
@@ -779,6 +822,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=True,
         help="prove the memory plan safe before running (default: on)",
     )
+    soundness_option(run)
     pass_options(run)
     run.set_defaults(handler=_cmd_run)
 
