@@ -278,9 +278,11 @@ def evaluate_graph(
     seed: int = 0,
     ranks: int = 1,
     rank_inputs: Sequence[Mapping[str, Any]] | None = None,
+    reads: dict[str, Array] | None = None,
 ) -> RunResult:
     """Evaluate `graph` directly: tensors in a dict, topological order, the same kernels and values as
-    :func:`run_model`, no memory plan; virtual (`_no_task`) ops are computed as their op."""
+    :func:`run_model`, no memory plan; virtual (`_no_task`) ops are computed as their op. `reads`, when given,
+    receives rank 0's kernel inputs as read, by "node:input index" (as :func:`run_model` fills it)."""
     bound = _rank_values(graph, inputs, rank_inputs, ranks, seed)
     values: list[dict[tuple[str, int], Array]] = [{} for _ in range(ranks)]
     result = RunResult({}, [], {}, bound, ranks=ranks, seed=seed, name=graph.name)
@@ -318,6 +320,8 @@ def evaluate_graph(
                 if src is None:
                     raise error("runtime", f"node '{node.name}' input {i}: {peer} was never computed", where=node.name)
                 ins.append(_reinterpret(src, node.op.input_descs[i], f"node '{node.name}' input {i}"))
+                if reads is not None and r == 0:
+                    reads[f"{node.name}:{i}"] = ins[-1]
             per_rank.append(ins)
         outs = run_collective(node.op, per_rank) if kernel.collective else [run_kernel(node.op, i) for i in per_rank]
         for r in range(ranks):
@@ -570,10 +574,11 @@ class _Rank:
 
 
 class _Executor:
-    def __init__(self, m: _Model, ranks: int) -> None:
+    def __init__(self, m: _Model, ranks: int, reads: dict[str, Array] | None = None) -> None:
         self.m = m
         self.ranks = ranks
         self.states: list[_Rank] = []
+        self.reads = reads  # rank 0's kernel inputs as read, by "node:input" (for differential checks)
 
     # memory
     def view(self, st: _Rank, p: _Place, desc: TensorDesc, what: str) -> Array:
@@ -608,6 +613,8 @@ class _Executor:
             for i, key in ins:
                 view = self.view(st, self.m.addresses[key], node.op.input_descs[i], f"'{node.name}' input {i}")
                 inputs[i] = np.array(view)
+                if self.reads is not None and st.rank == 0:
+                    self.reads[f"{node.name}:{i}"] = inputs[i]
             results = run_kernel(node.op, inputs)
             self.write(st, node, outs, results)
             st.launched.append(node.name)
@@ -638,6 +645,8 @@ class _Executor:
             for i, key in ins:
                 view = self.view(st, self.m.addresses[key], node.op.input_descs[i], f"'{node.name}' input {i}")
                 inputs[i] = np.array(view)
+                if self.reads is not None and st.rank == 0:
+                    self.reads[f"{node.name}:{i}"] = inputs[i]
             per_rank.append(inputs)
         results = run_collective(node.op, per_rank)
         for st, res in zip(self.states, results, strict=True):
@@ -755,8 +764,11 @@ def run_model(
     seed: int = 0,
     rank_inputs: Sequence[Mapping[str, Any]] | None = None,
     verify: bool = True,
+    reads: dict[str, Array] | None = None,
 ) -> RunResult:
     """Execute a compiled model (the model file's JSON object) on `ranks` simulated ranks.
+
+    `reads`, when given, receives rank 0's kernel inputs as they were read, by "node:input index".
 
     `inputs` (by Data node name or index, origin or storage shape) apply to every rank, `rank_inputs[r]` to
     rank r; missing inputs are seeded random per rank, weights seeded random per node. With `verify` the
@@ -780,7 +792,7 @@ def run_model(
             )
     initialised, virtual = _initialise(m)
     bound = _rank_values(m.graph, inputs, rank_inputs, ranks, seed)
-    ex = _Executor(m, ranks)
+    ex = _Executor(m, ranks, reads)
     weights = [n for n in m.graph.all_nodes() if n.type in WEIGHT_TYPES and n.op.output_descs]
     weight_values = {n.name: origin_to_storage(_weight_origin(n, seed), n.op.output_descs[0]) for n in weights}
     for r in range(ranks):

@@ -465,6 +465,14 @@ def _cmd_compile(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             progress=progress,
             soundness=_soundness(args, err),
         )
+    check: Any = None
+    if args.check:
+        from .compiler.runtime.differential import check_model
+        from .compiler.runtime.executor import model_rank_size
+
+        check = check_model(result.model, ranks=model_rank_size(result.model))
+        if check.difference is not None:  # no model is written
+            return _check_status(check, err)
     if args.output:
         result.write_model(args.output)
     mem = result.memory
@@ -503,6 +511,8 @@ def _cmd_compile(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         }
         if args.timings:
             doc["seconds"] = {k: round(v, 6) for k, v in result.seconds.items()}
+        if check is not None:
+            doc["check"] = _check_json(check)
         out.write(json.dumps(doc, indent=1) + "\n")
         return EXIT_OK
     out.write(f"compiled graph '{graph.name}' ({len(graph.all_nodes())} nodes)\n")
@@ -540,6 +550,8 @@ def _cmd_compile(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     )
     if args.timings:
         out.write("time: " + ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in result.seconds.items()) + "\n")
+    if check is not None:
+        out.write(_check_line(check) + "\n")
     if args.output:
         out.write(f"wrote {args.output}\n")
     return EXIT_OK
@@ -633,7 +645,14 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     model = _run_model_doc(args, err)
     ranks = args.ranks or model_rank_size(model)
     inputs, rank_inputs = _read_npz(args.inputs, ranks) if args.inputs else ({}, None)
-    result = run_model(model, inputs, ranks=ranks, seed=args.seed, rank_inputs=rank_inputs, verify=args.verify)
+    check: Any = None
+    if args.check:
+        from .compiler.runtime.differential import check_model
+
+        check = check_model(model, inputs, ranks=ranks, seed=args.seed, rank_inputs=rank_inputs, verify=args.verify)
+        result = check.run
+    else:
+        result = run_model(model, inputs, ranks=ranks, seed=args.seed, rank_inputs=rank_inputs, verify=args.verify)
     rows: list[dict[str, Any]] = [
         {
             "rank": r,
@@ -666,8 +685,10 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "outputs": rows,
             "written": args.output,
         }
+        if check is not None:
+            doc["check"] = _check_json(check)
         out.write(json.dumps(doc, indent=1) + "\n")
-        return EXIT_OK
+        return _check_status(check, err)
     out.write(
         f"ran model '{result.name}' on {ranks} rank(s), seed {args.seed}: {len(result.trace)} task(s) per rank, "
         f"{len(result.initialised)} kernel(s) initialised, {len(result.virtual)} virtual op(s) neither initialised "
@@ -679,7 +700,34 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(f"  {where}{row['name']} ({row['source']}): {row['dtype']}[{shape}] sha256:{row['sha256']}\n")
     if args.output:
         out.write(f"wrote {args.output}\n")
-    return EXIT_OK
+    if check is not None:
+        out.write(_check_line(check) + "\n")
+    return _check_status(check, err)
+
+
+def _check_json(check: Any) -> dict[str, Any]:
+    """A differential check's report as JSON."""
+    d = check.difference
+    return {
+        "compared": check.compared,
+        "equal": d is None,
+        "first_difference": None if d is None else {"tensor": d.tensor, "reader": d.reader, "detail": d.detail},
+    }
+
+
+def _check_line(check: Any) -> str:
+    """A differential check's report on one line."""
+    if check.difference is None:
+        return f"check: equal to the direct evaluation of the graph, bit for bit ({check.compared} tensor(s) compared)"
+    return f"check: DIFFERS from the direct evaluation of the graph: {check.difference}"
+
+
+def _check_status(check: Any, err: TextIO) -> int:
+    """The exit status after a (possible) differential check; a difference is also said on stderr."""
+    if check is None or check.difference is None:
+        return EXIT_OK
+    err.write(f"rulepass: the compiled model differs from the graph evaluated directly: {check.difference}\n")
+    return EXIT_INVALID
 
 
 def _positive_int(text: str) -> int:
@@ -741,6 +789,15 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--disable", action="append", default=[], metavar="PASS", help="disable a pass (repeatable)")
         p.add_argument("--format", choices=["text", "json"], default="text")
 
+    def check_option(p: argparse.ArgumentParser, command: str) -> None:
+        seeded = "seeded (--seed) inputs" if command == "run" else "inputs seeded 0"
+        p.add_argument(
+            "--check",
+            action="store_true",
+            help=f"run the model on {seeded} and compare it bit for bit with the graph evaluated directly (no "
+            "planned memory, no virtual ops); name the first tensor that differs and exit 1 (needs rulepass[run])",
+        )
+
     def soundness_option(p: argparse.ArgumentParser) -> None:
         p.add_argument(
             "--no-soundness-check",
@@ -780,6 +837,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     comp.add_argument("--timings", action="store_true", help="show time per stage")
     comp.add_argument("--quiet", action="store_true", help="no progress messages")
+    check_option(comp, "compile")
     soundness_option(comp)
     pass_options(comp)
     comp.set_defaults(handler=_cmd_compile)
@@ -822,6 +880,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=True,
         help="prove the memory plan safe before running (default: on)",
     )
+    check_option(run, "run")
     soundness_option(run)
     pass_options(run)
     run.set_defaults(handler=_cmd_run)

@@ -245,26 +245,7 @@ def test_a_storage_shape_the_format_does_not_make_is_not_a_layout() -> None:
 
 
 # ---- in the compile: an unsound decision stops it, and no model is written --------------------------------------
-C24 = """
-name: c24
-nodes:
-  - {name: x, type: Data, attrs: {index: 0}, outputs: [{dtype: float16, shape: [1,24,4,4], format: NCHW}]}
-  - {name: t, type: TransData, attrs: {src_format: NCHW, dst_format: NC1HWC0}, inputs: [x:0],
-     outputs: [{dtype: float16, format: NC1HWC0, origin_format: NCHW, origin_shape: [1,24,4,4]}]}
-  - {name: a, type: ReLU, inputs: [t:0],
-     outputs: [{dtype: float16, format: NC1HWC0, origin_format: NCHW, origin_shape: [1,24,4,4]}]}
-  - {name: b, type: Sigmoid, inputs: [t:0],
-     outputs: [{dtype: float16, format: NC1HWC0, origin_format: NCHW, origin_shape: [1,24,4,4]}]}
-  - name: cat
-    type: ConcatD
-    attrs: {concat_dim: 1, N: 2, _no_task: true, _no_padding_continuous_input: true, _output_reuse_input: true,
-            _reuse_input_on_dim_index: 0}
-    inputs: [a:0, b:0]
-    outputs: [{dtype: float16, format: NC1HWC0, origin_format: NCHW, origin_shape: [1,48,4,4]}]
-  - {name: back, type: TransData, attrs: {src_format: NC1HWC0, dst_format: NCHW}, inputs: [cat:0],
-     outputs: [{dtype: float16, shape: [1,48,4,4], format: NCHW}]}
-  - {name: out, type: NetOutput, inputs: [back:0]}
-"""
+C24 = (Path(__file__).parents[1] / "data" / "unsound_c24_concat.yaml").read_text(encoding="utf-8")
 
 
 def test_compile_refuses_an_unsound_zero_copy_and_writes_no_model(tmp_path: Path) -> None:
