@@ -319,9 +319,10 @@ def evaluate_graph(
                 src = values[r].get((peer.node.name, peer.index))
                 if src is None:
                     raise error("runtime", f"node '{node.name}' input {i}: {peer} was never computed", where=node.name)
-                ins.append(_reinterpret(src, node.op.input_descs[i], f"node '{node.name}' input {i}"))
+                value = _reinterpret(src, node.op.input_descs[i], f"node '{node.name}' input {i}")
+                ins.append(value)
                 if reads is not None and r == 0:
-                    reads[f"{node.name}:{i}"] = ins[-1]
+                    reads[f"{node.name}:{i}"] = value
             per_rank.append(ins)
         outs = run_collective(node.op, per_rank) if kernel.collective else [run_kernel(node.op, i) for i in per_rank]
         for r in range(ranks):
@@ -612,9 +613,9 @@ class _Executor:
             inputs: list[Array | None] = [None] * len(node.op.input_descs)
             for i, key in ins:
                 view = self.view(st, self.m.addresses[key], node.op.input_descs[i], f"'{node.name}' input {i}")
-                inputs[i] = np.array(view)
+                value = inputs[i] = np.array(view)
                 if self.reads is not None and st.rank == 0:
-                    self.reads[f"{node.name}:{i}"] = inputs[i]
+                    self.reads[f"{node.name}:{i}"] = value
             results = run_kernel(node.op, inputs)
             self.write(st, node, outs, results)
             st.launched.append(node.name)
@@ -644,9 +645,9 @@ class _Executor:
             inputs: list[Array | None] = [None] * len(node.op.input_descs)
             for i, key in ins:
                 view = self.view(st, self.m.addresses[key], node.op.input_descs[i], f"'{node.name}' input {i}")
-                inputs[i] = np.array(view)
+                value = inputs[i] = np.array(view)
                 if self.reads is not None and st.rank == 0:
-                    self.reads[f"{node.name}:{i}"] = inputs[i]
+                    self.reads[f"{node.name}:{i}"] = value
             per_rank.append(inputs)
         results = run_collective(node.op, per_rank)
         for st, res in zip(self.states, results, strict=True):
