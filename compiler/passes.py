@@ -335,6 +335,7 @@ class PassManager:
 
 
 NO_TASK_TAG = "no-task"  # rules that make ops virtual; MemLayoutConflictPass runs after them
+UNDO_KIND = "undo"  # the check_kind of a decision that undoes an earlier pass's decision on the same node
 ZERO_COPY_ATTRS = (
     "_no_task",
     "_no_padding_continuous_input",
@@ -373,8 +374,10 @@ def resolve_layout_conflicts(graph: ComputeGraph, ctx: PassContext, out: PassOut
         undo = max(virtual, key=lambda n: order[n.name])
         for attr in ZERO_COPY_ATTRS:
             undo.op.attrs.pop(attr, None)
-        reason = Reason("", None, f"zero-copy undone: {c}")
-        out.decisions.append(Decision(out.name, undo.graph.name, undo.name, undo.type, True, reason=reason))
+        reason = Reason("", None, str(c))
+        out.decisions.append(
+            Decision(out.name, undo.graph.name, undo.name, undo.type, True, check_kind=UNDO_KIND, reason=reason)
+        )
         conflicts = find_layout_conflicts(graph)
     raise error("memory-layout", "layout conflicts did not settle", where=graph.name)
 

@@ -25,6 +25,7 @@ from .compiler.model import build_model, dump_model, write_model
 from .compiler.passes import (
     DEFAULT_LEVEL,
     NO_TASK_TAG,
+    UNDO_KIND,
     PassManager,
     PassReport,
     build_pass_manager,
@@ -50,6 +51,7 @@ __all__ = [
     "OptimizeResult",
     "RuleSet",
     "RulepassError",
+    "Undo",
     "compile_graph",
     "explain",
     "load_graph",
@@ -58,6 +60,7 @@ __all__ = [
     "plan_memory",
     "run_model",
     "save_graph",
+    "undone_decisions",
 ]
 
 
@@ -95,6 +98,39 @@ class OptimizeResult:
     def fired(self) -> list[Decision]:
         """The decisions that fired."""
         return [d for d in self.decisions if d.fired]
+
+    def undone(self) -> dict[int, Undo]:
+        """The fired decisions a later pass undid, by their position in `decisions`."""
+        return undone_decisions(self.decisions)
+
+
+@dataclass(frozen=True)
+class Undo:
+    """A later pass undid a decision: which pass, and why."""
+
+    by: str
+    reason: str
+
+    def to_json(self) -> dict[str, str]:
+        """As JSON."""
+        return {"by": self.by, "reason": self.reason}
+
+
+def undone_decisions(decisions: Sequence[Decision]) -> dict[int, Undo]:
+    """The fired decisions a later decision undid (e.g. MemLayoutConflictPass reverting a zero-copy op), by their
+    position in `decisions` (run order). An undo reverts the latest decision that fired on its node (the one that
+    made it zero-copy: earlier ones, e.g. engine placement, stand)."""
+    out: dict[int, Undo] = {}
+    latest: dict[tuple[str, str], int] = {}
+    for i, d in enumerate(decisions):
+        key = (d.graph, d.node)
+        if d.check_kind == UNDO_KIND:
+            j = latest.pop(key, None)
+            if j is not None:
+                out[j] = Undo(d.rule, d.reason.message if d.reason is not None else "")
+        elif d.fired and not d.dry_run:
+            latest[key] = i
+    return out
 
 
 def optimize(

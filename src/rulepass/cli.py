@@ -171,8 +171,31 @@ def _cmd_catalogue(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
-def _decision_row(d: Any) -> str:
-    return f"{d.rule:<22} {d.graph:<18} {d.node:<22} {d.op_type:<12} {d.summary()}"
+def _decision_summary(d: Any, undo: Any) -> str:
+    """A decision's final state in one line: undone and undoing decisions say so, by which pass and why."""
+    if d.check_kind == "undo":
+        return f"undid the earlier zero-copy decision: {d.reason.message if d.reason else ''}"
+    if undo is not None:
+        return f"fired, then UNDONE by {undo.by}: {undo.reason}"
+    return str(d.summary())
+
+
+def _decision_row(d: Any, undo: Any = None) -> str:
+    return f"{d.rule:<22} {d.graph:<18} {d.node:<22} {d.op_type:<12} {_decision_summary(d, undo)}"
+
+
+def _decision_json(d: Any, undo: Any) -> dict[str, Any]:
+    """A decision as JSON, with `undone` (the pass that undid it and why, or null)."""
+    doc: dict[str, Any] = d.to_json()
+    doc["undone"] = undo.to_json() if undo is not None else None
+    return doc
+
+
+def _undone_note(name: str, decisions: Sequence[Any], undone: dict[int, Any]) -> str:
+    """', N undone later by PASS' for one pass's decisions ('' when none was undone)."""
+    by = sorted({u.by for i, u in undone.items() if decisions[i].rule == name})
+    count = sum(1 for i in undone if decisions[i].rule == name)
+    return f", {count} undone later by {', '.join(by)}" if count else ""
 
 
 def _default_graph(err: TextIO) -> str:
@@ -192,6 +215,7 @@ def _cmd_optimize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     graph = _load_graph_arg(args.graph or _default_graph(err), err)
     rules = load_rules(args.rules or None)
     result = optimize(graph, rules, level=args.level, disabled=args.disable, dry_run=args.dry_run)
+    undone = result.undone()
     if args.output:
         save_graph(graph, args.output)
     if args.format == "json":
@@ -209,16 +233,16 @@ def _cmd_optimize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 }
                 for r in result.reports
             ],
-            "decisions": [d.to_json() for d in result.decisions],
+            "decisions": [_decision_json(d, undone.get(i)) for i, d in enumerate(result.decisions)],
         }
         out.write(json.dumps(doc, indent=1) + "\n")
         return EXIT_OK
     quiet = {r.name for r in rules.rules if "quiet" in r.rule.tags}
-    shown = [d for d in result.decisions if d.rule not in quiet]
+    shown = [(i, d) for i, d in enumerate(result.decisions) if d.rule not in quiet]
     if shown:
         out.write(f"{'pass':<22} {'graph':<18} {'node':<22} {'type':<12} decision\n")
-        for d in shown:
-            out.write(_decision_row(d) + "\n")
+        for i, d in shown:
+            out.write(_decision_row(d, undone.get(i)) + "\n")
     for r in result.reports:
         if r.kind == "placeholder":
             continue
@@ -231,6 +255,7 @@ def _cmd_optimize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             out.write(
                 f"{r.name}: {s.candidates} candidate(s), {s.fired} fired, {s.candidates - s.fired} missed"
                 + (f" ({misses})" if misses else "")
+                + _undone_note(r.name, result.decisions, undone)
                 + t
                 + "\n"
             )
@@ -240,7 +265,7 @@ def _cmd_optimize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _cmd_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .api import explain, load_rules
+    from .api import explain, load_rules, undone_decisions
 
     graph = _load_graph_arg(args.graph, err)
     rules = load_rules(args.rules or None)
@@ -248,10 +273,11 @@ def _cmd_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.rule is None:  # housekeeping rules (tagged quiet, e.g. engine placement) only when asked for by name
         quiet = {r.name for r in rules.rules if "quiet" in r.rule.tags}
         decisions = [d for d in decisions if d.rule not in quiet]
+    undone = undone_decisions(decisions)
     if args.format == "json":
         docs = []
-        for d in decisions:
-            doc = d.to_json()
+        for i, d in enumerate(decisions):
+            doc = _decision_json(d, undone.get(i))
             doc["trace"] = [
                 {
                     "check": "/".join(t.path),
@@ -272,15 +298,19 @@ def _cmd_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             + "\n"
         )
         return EXIT_OK
-    for d in decisions:
+    for i, d in enumerate(decisions):
         verdict = "FIRED" if d.fired else f"MISSED at {'/'.join(d.check_path) or d.check}"
+        if d.check_kind == "undo":
+            verdict = f"UNDID the earlier zero-copy decision: {d.reason.message if d.reason else ''}"
+        elif i in undone:
+            verdict = f"FIRED, then UNDONE by {undone[i].by}: {undone[i].reason}"
         out.write(f"{d.rule} on {d.node} ({d.op_type}) in graph '{d.graph}': {verdict}\n")
         for t in d.trace:
             mark = "pass" if t.passed else "FAIL"
             at = f"  [{'; '.join(t.elements)}]" if t.elements else ""
             note = f"  ({t.note})" if t.note else ""
             out.write(f"  {mark}  {'/'.join(t.path)}{at}{note}\n")
-        if not d.fired:
+        if not d.fired and d.check_kind != "undo":
             if d.check_kind == "skip_graph":
                 out.write(f"  FAIL  graph exclusion {d.check}\n")
             if d.reason is not None:
@@ -396,6 +426,10 @@ def _cmd_memory(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             f"saved\n  feature-map memory: {_fmt_bytes(result.plan.total('feature_map'))} with them, "
             f"{_fmt_bytes(before)} without ({_fmt_bytes(result.bytes_saved)} saved)\n"
         )
+        sound = (
+            "NOT checked" if args.no_soundness_check else f"{len(result.no_task_nodes)} zero-copy op(s) proved sound"
+        )
+        out.write(f"  soundness: {sound}\n")
         if args.verify:
             out.write(f"  verifier: {'plan is safe' if not result.violations else 'UNSAFE'}\n")
             for v in result.violations:
@@ -476,6 +510,8 @@ def _cmd_compile(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.output:
         result.write_model(args.output)
     mem = result.memory
+    ds = result.optimize.decisions
+    undone = result.optimize.undone()
     if args.format == "json":
         doc = {
             "graph": graph.name,
@@ -488,6 +524,10 @@ def _cmd_compile(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 }
                 for r in result.optimize.reports
                 if r.kind != "placeholder"
+            ],
+            "undone": [
+                {"pass": ds[i].rule, "graph": ds[i].graph, "node": ds[i].node, **u.to_json()}
+                for i, u in sorted(undone.items())
             ],
             "memory": {
                 "feature_map": mem.plan.total("feature_map"),
@@ -527,15 +567,23 @@ def _cmd_compile(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             misses = ", ".join(f"{k} {v}" for k, v in sorted(s.misses.items(), key=lambda kv: (-kv[1], kv[0])))
             out.write(
                 f"  {r.name}: {s.candidates} candidate(s), {s.fired} fired"
+                + _undone_note(r.name, ds, undone)
                 + (f", missed: {misses}" if misses and "placement" not in r.name.lower() else "")
                 + "\n"
             )
+    for i, u in sorted(undone.items()):
+        out.write(f"  undone: {ds[i].rule} on {ds[i].node} ({ds[i].op_type}), by {u.by}: {u.reason}\n")
     out.write(
         f"memory: feature maps {_fmt_bytes(mem.plan.total('feature_map'))} "
         f"(without the no-task passes {_fmt_bytes(mem.baseline.total('feature_map'))}); "
         f"{len(mem.no_task_nodes)} virtual op(s): {len(mem.no_task_nodes)} kernel task(s) and "
         f"{_fmt_bytes(mem.copy_bytes_saved)} of copies saved; "
-        f"plan verified safe\n"
+        f"plan verified safe; "
+        + (
+            f"{len(mem.no_task_nodes)} zero-copy op(s) proved sound\n"
+            if not args.no_soundness_check
+            else "zero-copy soundness NOT checked\n"
+        )
     )
     for a in mem.plan.arenas:
         out.write(
