@@ -16,7 +16,8 @@ from first principles, sharing nothing with the rules, the engine or the facts t
 - **Proof.** Part `p` of a whole `w` (a concat input of its output, a split output of its input) sits right
   iff `base(w) + offset_w(e) == base(p) + offset_p(e')` for every element. Both sides are sums of one term
   per axis over a product of index ranges, so the equation holds everywhere iff the difference of each
-  axis's terms is constant and the constants add up: an exact check in O(sum of dims), not O(elements).
+  axis's terms is constant and the constants add up: an exact check in O(sum of dims), not O(elements), and
+  O(1) per axis where both sides share one formula from a block boundary (the usual, sound case).
   Then the parts must tile the whole's bytes exactly (no byte of the output that no input holds, no two
   inputs on one byte), so every reader of the output, whatever desc it reads it through, sees the bytes the
   copy would have written (padding included, as the producers wrote it).
@@ -74,7 +75,7 @@ class Layout:
     origin: tuple[int, ...]
     letters: tuple[str, ...]  # a name per origin axis (N, C, ... or "dim k")
     blocks: tuple[tuple[int, str] | None, ...]  # per origin axis: (block size, block name) where storage splits it
-    terms: tuple[tuple[int, ...], ...]
+    terms: tuple[Term, ...]
     raw_bits: int
 
     @property
@@ -145,16 +146,28 @@ def _primary(fmt: str) -> str | None:
         return None
 
 
-def _axis_term(dim: int, parts: Sequence[tuple[int, int, int]]) -> tuple[int, ...]:
-    """Bits of each coordinate x < dim: the sum over `parts` of ((x // div) % mod) * stride (mod 0: no modulo)."""
-    out = []
-    for x in range(dim):
+@dataclass(frozen=True)
+class Term:
+    """The bits one origin axis adds to an element's offset: the sum over `parts` of ((x // div) % mod) * stride
+    (mod 0: no modulo), for coordinates x < dim. Computed per coordinate, never stored element by element."""
+
+    dim: int
+    parts: tuple[tuple[int, int, int], ...]
+
+    def __getitem__(self, x: int) -> int:
         total = 0
-        for div, mod, stride in parts:
+        for div, mod, stride in self.parts:
             q = x // div
             total += (q % mod if mod else q) * stride
-        out.append(total)
-    return tuple(out)
+        return total
+
+    def shifts_by(self, start: int) -> bool:
+        """Whether term(start + x) == term(start) + term(x) for every x (start lands on a block boundary)."""
+        return all(start % div == 0 and (mod == 0 or (start // div) % mod == 0) for div, mod, _ in self.parts)
+
+
+def _axis_term(dim: int, parts: Sequence[tuple[int, int, int]]) -> Term:
+    return Term(dim, tuple(parts))
 
 
 def layout_of(desc: TensorDesc) -> Layout | str:
@@ -186,7 +199,7 @@ def layout_of(desc: TensorDesc) -> Layout | str:
     return Layout(desc.format, origin, letters, blocks, terms, raw)
 
 
-_Built = tuple[tuple[tuple[int, ...], ...], tuple[str, ...], tuple[tuple[int, str] | None, ...]] | str
+_Built = tuple[tuple[Term, ...], tuple[str, ...], tuple[tuple[int, str] | None, ...]] | str
 
 
 def _mismatch(desc: TensorDesc, shape: Sequence[int], want: Sequence[int]) -> str:
@@ -400,14 +413,16 @@ def _part_failure(
     wl, pl = whole.layout, part.layout
     const = (whole.base - part.base) * 8
     for i, dim in enumerate(wl.origin):
-        if i == axis:
-            if stacked:
-                const += wl.terms[i][start]
-                continue
-            diffs = [wl.terms[i][start + x] - pl.terms[i][x] for x in range(pl.origin[i])]
-        else:
-            j = i - 1 if stacked and i > axis else i
-            diffs = [wl.terms[i][x] - pl.terms[j][x] for x in range(dim)]
+        wt = wl.terms[i]
+        if i == axis and stacked:
+            const += wt[start]
+            continue
+        pt = pl.terms[i if i == axis or not stacked or i < axis else i - 1]
+        shift = start if i == axis else 0
+        if wt.parts == pt.parts and wt.shifts_by(shift):
+            const += wt[shift]  # the same formula from a block boundary: the difference is constant (O(1))
+            continue
+        diffs = [wt[shift + x] - pt[x] for x in range(pl.origin[i] if i == axis else dim)]
         off = next((x for x, d in enumerate(diffs) if d != diffs[0]), None)
         if off is not None:
             return _axis_failure(whole, part, prev, i, axis, off, "index" if stacked else "slice", kind)
