@@ -365,11 +365,11 @@ def markdown(outcomes: list[Outcome]) -> str:
             f"| {o.mutant.id} | {o.verdict} | {len(g.get('caught', []))} | {len(g.get('refused', []))} | "
             f"{len(g.get('not runnable', []))} | {len(g.get('unsound-and-missed', []))} |"
         )
-    totals: dict[str, int] = {}
+    totals = dict.fromkeys(("caught", "harmless", "invalid", "unsound-and-missed"), 0)
     for o in outcomes:
         totals[o.verdict] = totals.get(o.verdict, 0) + 1
     lines.append("")
-    lines.append(", ".join(f"{k}: {v}" for k, v in sorted(totals.items())) + f" (of {len(outcomes)} mutants)")
+    lines.append(", ".join(f"{k}: {v}" for k, v in totals.items()) + f" (of {len(outcomes)} mutants)")
     return "\n".join(lines)
 
 
