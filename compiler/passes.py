@@ -354,6 +354,7 @@ class PassManager:
 
 
 NO_TASK_TAG = "no-task"  # rules that make ops virtual; MemLayoutConflictPass runs after them
+UNDO_KIND = "undo"  # the check_kind of a decision that undoes an earlier pass's decision on the same node
 
 
 def _resolve_layout_conflicts(graph: ComputeGraph, ctx: PassContext, out: PassOutput) -> None:
@@ -362,8 +363,10 @@ def _resolve_layout_conflicts(graph: ComputeGraph, ctx: PassContext, out: PassOu
     if not graph.is_root or ctx.dry_run:
         return
     for undo, conflict in resolve_layout_conflicts(graph):
-        reason = Reason("", None, f"zero-copy undone: {conflict}")
-        out.decisions.append(Decision(out.name, undo.graph.name, undo.name, undo.type, True, reason=reason))
+        reason = Reason("", None, str(conflict))
+        out.decisions.append(
+            Decision(out.name, undo.graph.name, undo.name, undo.type, True, check_kind=UNDO_KIND, reason=reason)
+        )
 
 
 def load_ge_rules(paths: Sequence[str | Path] | None = None) -> RuleSet:

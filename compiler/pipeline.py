@@ -10,7 +10,8 @@ the passes, streams and memory on a copy: opt-in (`baseline=True`), never done s
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+import warnings
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -22,7 +23,7 @@ from . import formats
 from .facts import attr_bool
 from .graph_file import copy_graph, gc_paused
 from .ir import ComputeGraph
-from .passes import DEFAULT_LEVEL, NO_TASK_TAG, PassManager, PassReport, build_pass_manager, default_rules
+from .passes import DEFAULT_LEVEL, NO_TASK_TAG, UNDO_KIND, PassManager, PassReport, build_pass_manager, default_rules
 
 if TYPE_CHECKING:  # the later stages are imported by the functions that run them (optimize needs none)
     from .memory.assign import MemoryPlan
@@ -38,10 +39,12 @@ __all__ = [
     "CompileResult",
     "MemoryResult",
     "OptimizeResult",
+    "Undo",
     "compile_graph",
     "explain",
     "optimize",
     "plan_memory",
+    "undone_decisions",
 ]
 
 
@@ -60,6 +63,39 @@ class OptimizeResult:
     def fired(self) -> list[Decision]:
         """The decisions that fired."""
         return [d for d in self.decisions if d.fired]
+
+    def undone(self) -> dict[int, Undo]:
+        """The fired decisions a later pass undid, by their position in `decisions`."""
+        return undone_decisions(self.decisions)
+
+
+@dataclass(frozen=True)
+class Undo:
+    """A later pass undid a decision: which pass, and why."""
+
+    by: str
+    reason: str
+
+    def to_json(self) -> dict[str, str]:
+        """As JSON."""
+        return {"by": self.by, "reason": self.reason}
+
+
+def undone_decisions(decisions: Sequence[Decision]) -> dict[int, Undo]:
+    """The fired decisions a later decision undid (e.g. MemLayoutConflictPass reverting a zero-copy op), by their
+    position in `decisions` (run order). An undo reverts the latest decision that fired on its node (the one that
+    made it zero-copy: earlier ones, e.g. engine placement, stand)."""
+    out: dict[int, Undo] = {}
+    latest: dict[tuple[str, str], int] = {}
+    for i, d in enumerate(decisions):
+        key = (d.graph, d.node)
+        if d.check_kind == UNDO_KIND:
+            j = latest.pop(key, None)
+            if j is not None:
+                out[j] = Undo(d.rule, d.reason.message if d.reason is not None else "")
+        elif d.fired and not d.dry_run:
+            latest[key] = i
+    return out
 
 
 def optimize(
@@ -189,11 +225,13 @@ def plan_memory(
     level: str = DEFAULT_LEVEL,
     disabled: Iterable[str] = (),
     verify: bool = True,
+    soundness: bool = True,
 ) -> MemoryResult:
     """Optimize a graph, plan its memory, and compare with the plan when the no-task passes are off.
 
     `graph` is optimized in place; the comparison runs on a fresh copy with every pass tagged `no-task` disabled.
-    Both plans are proved safe by the verifier when `verify`.
+    Both plans are proved safe by the verifier when `verify`. Every zero-copy op is proved sound (its output's
+    bytes are its inputs' bytes) unless `soundness` is false, which warns loudly; an unsound one raises.
     """
     from .memory.assign import assign_memory
     from .memory.verify import verify_plan
@@ -201,10 +239,22 @@ def plan_memory(
     rules = _rules_for(graph, rules)
     baseline_graph = copy_graph(graph)
     optimize(graph, rules, level=level, disabled=disabled)
-    result = _with_baseline(graph, baseline_graph, assign_memory(graph), rules, level, disabled, single_stream=True)
+    plan = assign_memory(graph)
+    _check_soundness(graph, plan, soundness)
+    result = _with_baseline(graph, baseline_graph, plan, rules, level, disabled, single_stream=True)
     if verify and result.baseline is not None:
         result.violations = verify_plan(graph, result.plan) + verify_plan(baseline_graph, result.baseline)
     return result
+
+
+def _check_soundness(graph: ComputeGraph, plan: MemoryPlan, soundness: bool) -> None:
+    """Prove every zero-copy op of `graph` sound under `plan` (raises), or warn that the proof is skipped."""
+    from .memory.soundness import SKIP_WARNING, SoundnessWarning, prove_sound
+
+    if soundness:
+        prove_sound(graph, plan)
+    else:
+        warnings.warn(SKIP_WARNING, SoundnessWarning, stacklevel=4)
 
 
 @dataclass
@@ -220,6 +270,7 @@ class CompileResult:
     tasks: TaskResult
     model: dict[str, Any]
     seconds: dict[str, float]
+    soundness: bool = True  # whether every zero-copy op was proved sound (False: the user skipped the proof)
 
     def model_text(self) -> str:
         """The model file's text (deterministic JSON)."""
@@ -248,7 +299,9 @@ class CompileResult:
         return dict(sorted(out.items()))
 
     def report(self) -> dict[str, Any]:
-        """The compile's report as JSON-able data: passes, memory and savings, tasks, streams, stage seconds."""
+        """The compile's report as JSON-able data: passes, decisions undone later, memory and savings, soundness,
+        tasks, streams, stage seconds."""
+        ds = self.optimize.decisions
         return {
             "graph": self.graph.name,
             "nodes": len(self.graph.all_nodes()),
@@ -263,7 +316,12 @@ class CompileResult:
                 for r in self.optimize.reports
                 if r.kind != "placeholder"
             ],
+            "undone": [
+                {"pass": ds[i].rule, "graph": ds[i].graph, "node": ds[i].node, "op_type": ds[i].op_type, **u.to_json()}
+                for i, u in sorted(self.optimize.undone().items())
+            ],
             "memory": self.memory.report(),
+            "soundness": self.soundness,
             "tasks": {
                 "total": len(self.tasks.tasks),
                 "by_type": self.tasks_by_type(),
@@ -287,6 +345,7 @@ def compile_graph(
     verify: bool = True,
     progress: Callable[[str], None] | None = None,
     baseline: bool = False,
+    soundness: bool = True,
 ) -> CompileResult:
     """Passes, streams, memory, tasks and the model, each stage timed; raises on bad input or an unsafe plan.
 
@@ -294,12 +353,17 @@ def compile_graph(
     feature-map arena the same graph would need without the no-task passes costs a second run of the passes,
     streams and memory on a copy, so it is planned only when `baseline` is true (`memory.baseline`).
 
+    Every zero-copy op is proved sound (see `compiler.memory.soundness`) unless `soundness` is false, which
+    warns loudly; an unsound one raises before any model exists.
+
     The cyclic garbage collector is paused meanwhile: a compile creates millions of long-lived objects and
     frees almost none, so full collections would only walk the heap again and again (25-40% of the time on
     100k-node graphs).
     """
     with gc_paused():
-        return _stages(graph, rules, level, disabled, threads, single_stream, options, verify, progress, baseline)
+        return _stages(
+            graph, rules, level, disabled, threads, single_stream, options, verify, progress, baseline, soundness
+        )
 
 
 def _stages(
@@ -313,6 +377,7 @@ def _stages(
     verify: bool,
     progress: Callable[[str], None] | None,
     baseline: bool,
+    soundness: bool,
 ) -> CompileResult:
     from .memory.assign import assign_memory
     from .memory.verify import verify_plan
@@ -336,6 +401,7 @@ def _stages(
     opt = timed("passes", lambda: optimize(graph, rules, level=level, disabled=disabled, explain=False))
     streams = timed("streams", lambda: assign_streams(graph, single_stream=single_stream))
     plan = timed("memory", lambda: assign_memory(graph, events=streams.event_pairs()))
+    timed("soundness", lambda: _check_soundness(graph, plan, soundness))
     violations = timed("verify", lambda: verify_plan(graph, plan, events=streams.event_pairs())) if verify else []
     if violations:
         raise error("memory-plan", "the memory plan is unsafe: " + "; ".join(str(v) for v in violations[:5]))
@@ -349,7 +415,7 @@ def _stages(
         )
     tasks = timed("tasks", lambda: generate_tasks(graph, plan, streams, threads=threads, options=options))
     model = timed("model", lambda: build_model(graph, plan, streams, tasks))
-    return CompileResult(graph, opt, memory, streams, tasks, model, seconds)
+    return CompileResult(graph, opt, memory, streams, tasks, model, seconds, soundness)
 
 
 def _with_baseline(

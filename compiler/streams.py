@@ -3,9 +3,11 @@
 Deterministic, in GE's spirit: engines that own streams (AIcoreEngine, VectorEngine, DNN_HCCL, DSAEngine) each
 get a stream of their own, numbered in order of first appearance along the execution order; every other node
 follows its first producer's stream (stream 0 without one); subgraph nodes follow their owner. A stream id
-already set in the graph file is kept. A data edge that crosses streams gets an event: EVENT_RECORD after the
-producer on its stream, EVENT_WAIT before the consumer on its stream (one event per producer and consuming
-stream); values that exist before the model runs (graph inputs, weights, variables) need none. With
+already set in the graph file is kept. Every edge that crosses streams, data or control, gets an event:
+EVENT_RECORD after the producer on its stream, EVENT_WAIT before the consumer on its stream (one event per
+producer and consuming stream, waited for by the first successor there: stream order covers the later ones);
+values that exist before the model runs (graph inputs, weights, variables) need none. Streams and these events
+are all the runtime orders by, so the memory planner and the verifier read happens-before from them alone. With
 `single_stream` everything runs on stream 0 and no event is needed.
 """
 
@@ -52,6 +54,13 @@ class StreamPlan:
         return [(e.producer, e.consumer) for e in self.events]
 
 
+def _successors(n: Node) -> list[Node]:
+    """The nodes an edge orders after `n`: its data consumers and its control successors."""
+    out = [a.node for peers in n.out_peers for a in peers]
+    out.extend(n.control_out)
+    return out
+
+
 def assign_streams(graph: ComputeGraph, *, single_stream: bool = False) -> StreamPlan:
     """Give every node of `graph` (and its subgraphs) a stream and create the cross-stream events."""
     nodes = graph.all_nodes()
@@ -94,12 +103,10 @@ def assign_streams(graph: ComputeGraph, *, single_stream: bool = False) -> Strea
         if n.op.type in READY_BEFORE_RUN and n.graph.is_root:
             continue
         first_on: dict[int, Node] = {}  # per consuming stream, the consumer that runs first
-        for peers in n.out_peers:
-            for a in peers:
-                c = a.node
-                s = c.op.stream_id
-                if s != n.op.stream_id and (s not in first_on or step[id(c)] < step[id(first_on[s])]):
-                    first_on[s] = c
+        for c in _successors(n):
+            s = c.op.stream_id
+            if s != n.op.stream_id and id(c) in step and (s not in first_on or step[id(c)] < step[id(first_on[s])]):
+                first_on[s] = c
         for s in sorted(first_on):
             plan.events.append(Event(len(plan.events), n, first_on[s]))
     return plan

@@ -14,8 +14,9 @@ GE's rules (spec §5), organised around placement units:
 - **Lifetimes** come from the execution order per stream: a unit lives from the first step one of its
   members is produced to the last step one is used, so cascades obey the seed's §4.4.1 rule by construction
   (a tensor whose block will later hold a cascaded group's data lives from the group's first producer on).
-  Across streams a use ends only where every later step is ordered after it (data, control, stream order,
-  events), so memory is reused across streams only where an event orders the two uses.
+  Across streams a use ends only where every later step is ordered after it by what the runtime enforces
+  (stream order and events, not graph edges), so memory is reused across streams only where an event orders
+  the two uses.
 - **Regions**: graph inputs, constants/weights and variables get their own arenas with no reuse (GE's "no
   pre/post reuse" types); feature maps (and workspaces) are placed per memory type by the planner.
 """
@@ -108,7 +109,8 @@ def _frontiers(
     n = len(nodes)
     if len(streams) <= 1:
         return [i + 1 for i in range(n)]
-    # Happens-before successors: data, control, subgraph ownership, next on the same stream, events.
+    # Happens-before successors: what the runtime enforces, and only that: the next node on the same stream, and
+    # events. A graph edge across streams without an event orders nothing at run time, so it is not read here.
     succ: list[list[int]] = [[] for _ in range(n)]
     last_on: dict[int, int] = {}
     for i, node in enumerate(nodes):
@@ -117,11 +119,6 @@ def _frontiers(
             if s in last_on:
                 succ[last_on[s]].append(i)
             last_on[s] = i
-        for peers in node.out_peers:
-            succ[i].extend(step[id(a.node)] for a in peers if id(a.node) in step)
-        succ[i].extend(step[id(c)] for c in node.control_out if id(c) in step)
-        for sub in node.subgraphs():
-            succ[i].extend(step[id(m)] for m in sub.nodes_in_insertion_order())
     for a, b in events:
         succ[step[id(a)]].append(step[id(b)])
     order_on: dict[int, list[int]] = {s: [] for s in streams}

@@ -8,7 +8,7 @@ Given a graph and a plan it checks, from the graph's attributes alone:
    inputs sit in 512-aligned strides;
 3. no two tensors that may be live at the same time on the same memory type overlap, unless a contract ties
    them together; across streams, a block is reused only if every use of the old tenant happens before the new
-   tenant is written (data, control, stream order, events).
+   tenant is written, by stream order and events alone (what the runtime enforces; graph edges are not).
 Every violation names both tensors and the steps where they clash.
 """
 
@@ -176,9 +176,11 @@ def _contracts(graph: ComputeGraph, nodes: list[Node], plan: MemoryPlan, out: li
 def _happens_before(nodes: list[Node], events: Sequence[tuple[Node, Node]]) -> Callable[[int, int], bool] | None:
     """`before(u, p)`: whether step u happens before step p (None for a single stream: then step order does).
 
-    Per node, the earliest position reachable on each stream (streams run their nodes in order, so reaching a
-    node reaches every later one on its stream): O(nodes x streams), not a bitset per node. Graph inputs,
-    weights and variables run nothing and sit on no stream.
+    Read from what the runtime enforces and nothing else: stream order and events. A data or control edge across
+    streams with no event orders nothing at run time, so a plan relying on it is reported. Per node, the
+    earliest position reachable on each stream (streams run their nodes in order, so reaching a node reaches
+    every later one on its stream): O(nodes x streams), not a bitset per node. Graph inputs, weights and
+    variables run nothing and sit on no stream.
     """
     index = {id(n): i for i, n in enumerate(nodes)}
     runs = [not (n.op.type in READY_BEFORE_RUN and n.graph.is_root) for n in nodes]
@@ -204,11 +206,6 @@ def _happens_before(nodes: list[Node], events: Sequence[tuple[Node, Node]]) -> C
             last[s] = i
             position[i] = count[s]
             count[s] += 1
-        for peers in n.out_peers:
-            succ[i].update(index[id(a.node)] for a in peers if id(a.node) in index)
-        succ[i].update(index[id(c)] for c in n.control_out if id(c) in index)
-        for sub in n.subgraphs():
-            succ[i].update(index[id(m)] for m in sub.nodes_in_insertion_order() if id(m) in index)
     for a, b in events:
         succ[index[id(a)]].add(index[id(b)])
     never = len(nodes)

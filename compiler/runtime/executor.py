@@ -412,8 +412,10 @@ def _evaluate_nodes(
     seed: int,
     kernels: Mapping[str, Kernel | None],
     launched: list[str],
+    reads: dict[str, Array] | None = None,
 ) -> list[dict[tuple[str, int], Array]]:
-    """Every rank's tensors (storage layout) of one graph, its nodes run in topological order."""
+    """Every rank's tensors (storage layout) of one graph, its nodes run in topological order; `reads`, when
+    given, receives rank 0's kernel inputs as read, by "node:input index"."""
     ranks = len(bound)
     values: list[dict[tuple[str, int], Array]] = [{} for _ in range(ranks)]
     for node in graph.topological_order():
@@ -441,7 +443,10 @@ def _evaluate_nodes(
                 src = values[r].get((peer.node.name, peer.index))
                 if src is None:
                     raise error("runtime", f"node '{node.name}' input {i}: {peer} was never computed", where=node.name)
-                ins.append(_reinterpret(src, node.op.input_descs[i], f"node '{node.name}' input {i}"))
+                value = _reinterpret(src, node.op.input_descs[i], f"node '{node.name}' input {i}")
+                ins.append(value)
+                if reads is not None and r == 0:
+                    reads[f"{node.name}:{i}"] = value
             per_rank.append(ins)
         kernel = kernels.get(node.name)
         if is_control_flow(node):
@@ -495,14 +500,16 @@ def evaluate_graph(
     seed: int = 0,
     ranks: int = 1,
     rank_inputs: Sequence[Mapping[str, Any]] | None = None,
+    reads: dict[str, Array] | None = None,
 ) -> RunResult:
     """Evaluate `graph` directly: tensors in a dict, topological order, the same kernels and values as
     :func:`run_model`, no memory plan; virtual (`_no_task`) ops are computed as their op, If/Loop run their
-    subgraphs."""
+    subgraphs. `reads`, when given, receives rank 0's kernel inputs as read, by "node:input index" (as
+    :func:`run_model` fills it)."""
     kernels = _preflight(graph)
     bound = _rank_values(graph, inputs, rank_inputs, ranks, seed)
     result = RunResult({}, [], {}, bound, ranks=ranks, seed=seed, name=graph.name)
-    values = _evaluate_nodes(graph, bound, seed, kernels, result.launched)
+    values = _evaluate_nodes(graph, bound, seed, kernels, result.launched, reads)
     result.initialised = list(result.launched)
     for r in range(ranks):
         mine: dict[str, Array] = {}
@@ -750,12 +757,15 @@ class _Rank:
 
 
 class _Executor:
-    def __init__(self, m: _Model, ranks: int, kernels: dict[str, Kernel | None], seed: int) -> None:
+    def __init__(
+        self, m: _Model, ranks: int, kernels: dict[str, Kernel | None], seed: int, reads: dict[str, Array] | None
+    ) -> None:
         self.m = m
         self.ranks = ranks
         self.kernels = kernels
         self.seed = seed
         self.states: list[_Rank] = []
+        self.reads = reads  # rank 0's kernel inputs as read, by "node:input" (for differential checks)
 
     # memory
     def view(self, st: _Rank, p: _Place, desc: TensorDesc, what: str) -> Array:
@@ -789,7 +799,9 @@ class _Executor:
             inputs: list[Array | None] = [None] * len(node.op.input_descs)
             for i, key in ins:
                 view = self.view(st, self.m.addresses[key], node.op.input_descs[i], f"'{node.name}' input {i}")
-                inputs[i] = np.array(view)
+                value = inputs[i] = np.array(view)
+                if self.reads is not None and st.rank == 0:
+                    self.reads[f"{node.name}:{i}"] = value
             results = run_kernel(node.op, inputs, self.kernels.get(node.name))
             self.write(st, node, outs, results)
             st.launched.append(node.name)
@@ -841,7 +853,9 @@ class _Executor:
             inputs: list[Array | None] = [None] * len(node.op.input_descs)
             for i, key in ins:
                 view = self.view(st, self.m.addresses[key], node.op.input_descs[i], f"'{node.name}' input {i}")
-                inputs[i] = np.array(view)
+                value = inputs[i] = np.array(view)
+                if self.reads is not None and st.rank == 0:
+                    self.reads[f"{node.name}:{i}"] = value
             per_rank.append(inputs)
         results = run_collective(node.op, per_rank, self.kernels.get(node.name))
         for st, res in zip(self.states, results, strict=True):
@@ -987,8 +1001,11 @@ def run_model(
     seed: int = 0,
     rank_inputs: Sequence[Mapping[str, Any]] | None = None,
     verify: bool = True,
+    reads: dict[str, Array] | None = None,
 ) -> RunResult:
     """Execute a compiled model (the model file's JSON object) on `ranks` simulated ranks.
+
+    `reads`, when given, receives rank 0's kernel inputs as they were read, by "node:input index".
 
     `inputs` (by Data node name or index, origin or storage shape) apply to every rank, `rank_inputs[r]` to
     rank r; missing inputs are seeded random per rank, weights seeded random per node. With `verify` the
@@ -1014,7 +1031,7 @@ def run_model(
     kernels = _preflight(m.graph, launched)
     initialised, virtual = _initialise(m)
     bound = _rank_values(m.graph, inputs, rank_inputs, ranks, seed)
-    ex = _Executor(m, ranks, kernels, seed)
+    ex = _Executor(m, ranks, kernels, seed, reads)
     order = _schedule(m)
     weights = [n for n in m.graph.all_nodes() if n.type in WEIGHT_TYPES and n.op.output_descs]
     weight_values = {n.name: origin_to_storage(_weight_origin(n, seed), n.op.output_descs[0]) for n in weights}

@@ -18,10 +18,12 @@ from .compiler.pipeline import (
     CompileResult,
     MemoryResult,
     OptimizeResult,
+    Undo,
     compile_graph,
     explain,
     optimize,
     plan_memory,
+    undone_decisions,
 )
 from .dsl.load import RuleSet
 from .engine.decisions import Decision
@@ -39,6 +41,7 @@ __all__ = [
     "OptimizeResult",
     "RuleSet",
     "RulepassError",
+    "Undo",
     "compile_graph",
     "explain",
     "load_graph",
@@ -47,6 +50,7 @@ __all__ = [
     "plan_memory",
     "run_model",
     "save_graph",
+    "undone_decisions",
 ]
 
 

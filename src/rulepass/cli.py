@@ -12,8 +12,9 @@ import contextlib
 import json
 import os
 import sys
+import warnings
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from . import __version__
@@ -180,8 +181,31 @@ def _cmd_catalogue(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK
 
 
-def _decision_row(d: Any) -> str:
-    return f"{d.rule:<22} {d.graph:<18} {d.node:<22} {d.op_type:<12} {d.summary()}"
+def _decision_summary(d: Any, undo: Any) -> str:
+    """A decision's final state in one line: undone and undoing decisions say so, by which pass and why."""
+    if d.check_kind == "undo":
+        return f"undid the earlier zero-copy decision: {d.reason.message if d.reason else ''}"
+    if undo is not None:
+        return f"fired, then UNDONE by {undo.by}: {undo.reason}"
+    return str(d.summary())
+
+
+def _decision_row(d: Any, undo: Any = None) -> str:
+    return f"{d.rule:<22} {d.graph:<18} {d.node:<22} {d.op_type:<12} {_decision_summary(d, undo)}"
+
+
+def _decision_json(d: Any, undo: Any) -> dict[str, Any]:
+    """A decision as JSON, with `undone` (the pass that undid it and why, or null)."""
+    doc: dict[str, Any] = d.to_json()
+    doc["undone"] = undo.to_json() if undo is not None else None
+    return doc
+
+
+def _undone_note(name: str, decisions: Sequence[Any], undone: dict[int, Any]) -> str:
+    """', N undone later by PASS' for one pass's decisions ('' when none was undone)."""
+    by = sorted({u.by for i, u in undone.items() if decisions[i].rule == name})
+    count = sum(1 for i in undone if decisions[i].rule == name)
+    return f", {count} undone later by {', '.join(by)}" if count else ""
 
 
 def _default_graph(err: TextIO) -> str:
@@ -201,6 +225,7 @@ def _cmd_optimize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     graph = _load_graph_arg(args.graph or _default_graph(err), err)
     rules = load_rules(args.rules or None)
     result = optimize(graph, rules, level=args.level, disabled=args.disable, dry_run=args.dry_run)
+    undone = result.undone()
     if args.output:
         save_graph(graph, args.output)
     if args.format == "json":
@@ -218,16 +243,16 @@ def _cmd_optimize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 }
                 for r in result.reports
             ],
-            "decisions": [d.to_json() for d in result.decisions],
+            "decisions": [_decision_json(d, undone.get(i)) for i, d in enumerate(result.decisions)],
         }
         out.write(json.dumps(doc, indent=1) + "\n")
         return EXIT_OK
     quiet = {r.name for r in rules.rules if "quiet" in r.rule.tags}
-    shown = [d for d in result.decisions if d.rule not in quiet]
+    shown = [(i, d) for i, d in enumerate(result.decisions) if d.rule not in quiet]
     if shown:
         out.write(f"{'pass':<22} {'graph':<18} {'node':<22} {'type':<12} decision\n")
-        for d in shown:
-            out.write(_decision_row(d) + "\n")
+        for i, d in shown:
+            out.write(_decision_row(d, undone.get(i)) + "\n")
     for r in result.reports:
         if r.kind == "placeholder":
             continue
@@ -240,6 +265,7 @@ def _cmd_optimize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             out.write(
                 f"{r.name}: {s.candidates} candidate(s), {s.fired} fired, {s.candidates - s.fired} missed"
                 + (f" ({misses})" if misses else "")
+                + _undone_note(r.name, result.decisions, undone)
                 + t
                 + "\n"
             )
@@ -249,7 +275,7 @@ def _cmd_optimize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _cmd_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .api import explain, load_rules
+    from .api import explain, load_rules, undone_decisions
 
     graph = _load_graph_arg(args.graph, err)
     rules = load_rules(args.rules or None)
@@ -257,10 +283,11 @@ def _cmd_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.rule is None:  # housekeeping rules (tagged quiet, e.g. engine placement) only when asked for by name
         quiet = {r.name for r in rules.rules if "quiet" in r.rule.tags}
         decisions = [d for d in decisions if d.rule not in quiet]
+    undone = undone_decisions(decisions)
     if args.format == "json":
         docs = []
-        for d in decisions:
-            doc = d.to_json()
+        for i, d in enumerate(decisions):
+            doc = _decision_json(d, undone.get(i))
             doc["trace"] = [
                 {
                     "check": "/".join(t.path),
@@ -281,15 +308,19 @@ def _cmd_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             + "\n"
         )
         return EXIT_OK
-    for d in decisions:
+    for i, d in enumerate(decisions):
         verdict = "FIRED" if d.fired else f"MISSED at {'/'.join(d.check_path) or d.check}"
+        if d.check_kind == "undo":
+            verdict = f"UNDID the earlier zero-copy decision: {d.reason.message if d.reason else ''}"
+        elif i in undone:
+            verdict = f"FIRED, then UNDONE by {undone[i].by}: {undone[i].reason}"
         out.write(f"{d.rule} on {d.node} ({d.op_type}) in graph '{d.graph}': {verdict}\n")
         for t in d.trace:
             mark = "pass" if t.passed else "FAIL"
             at = f"  [{'; '.join(t.elements)}]" if t.elements else ""
             note = f"  ({t.note})" if t.note else ""
             out.write(f"  {mark}  {'/'.join(t.path)}{at}{note}\n")
-        if not d.fired:
+        if not d.fired and d.check_kind != "undo":
             if d.check_kind == "skip_graph":
                 out.write(f"  FAIL  graph exclusion {d.check}\n")
             if d.reason is not None:
@@ -331,6 +362,27 @@ def _cmd_test(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_INVALID if failed or diags or not results else EXIT_OK
 
 
+def _soundness(args: argparse.Namespace, err: TextIO) -> bool:
+    """Whether to prove zero-copy ops sound; when not, say loudly what is skipped (the API's own warning of it
+    is silenced by `_no_soundness_warning` around the call)."""
+    if not getattr(args, "no_soundness_check", False):
+        return True
+    from .compiler.memory.soundness import SKIP_WARNING
+
+    err.write(f"rulepass: WARNING: {SKIP_WARNING}\n")
+    return False
+
+
+@contextlib.contextmanager
+def _no_soundness_warning() -> Iterator[None]:
+    """The API's warning that the soundness proof is off, silenced: the command said it on stderr already."""
+    from .compiler.memory.soundness import SoundnessWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SoundnessWarning)
+        yield
+
+
 def _fmt_bytes(n: int) -> str:
     for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if abs(n) >= size:
@@ -342,9 +394,15 @@ def _cmd_memory(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .api import load_rules, plan_memory
 
     graph = _load_graph_arg(args.graph or _default_graph(err), err)
-    result = plan_memory(
-        graph, load_rules(args.rules or None), level=args.level, disabled=args.disable, verify=args.verify
-    )
+    with _no_soundness_warning():
+        result = plan_memory(
+            graph,
+            load_rules(args.rules or None),
+            level=args.level,
+            disabled=args.disable,
+            verify=args.verify,
+            soundness=_soundness(args, err),
+        )
     saved = result.report()
     if args.format == "json":
         doc = {
@@ -373,6 +431,10 @@ def _cmd_memory(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 f"{a.ratio:>7.4f} {a.units:>7} {a.reused_bytes:>14}  {a.strategy}\n"
             )
         out.write(_savings_text(saved, "  "))
+        sound = (
+            "NOT checked" if args.no_soundness_check else f"{len(result.no_task_nodes)} zero-copy op(s) proved sound"
+        )
+        out.write(f"  soundness: {sound}\n")
         if args.verify:
             out.write(f"  verifier: {'plan is safe' if not result.violations else 'UNSAFE'}\n")
             for v in result.violations:
@@ -446,17 +508,27 @@ def _cmd_compile(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             err.write(f"rulepass: {stage}...\n")
 
     options = {"ge.bufferOptimize": args.buffer_optimize} if args.buffer_optimize else {}
-    result = compile_graph(
-        graph,
-        load_rules(args.rules or None),
-        level=args.level,
-        disabled=args.disable,
-        threads=args.threads,
-        single_stream=args.single_stream,
-        options=options,
-        progress=progress,
-        baseline=args.baseline,
-    )
+    with _no_soundness_warning():
+        result = compile_graph(
+            graph,
+            load_rules(args.rules or None),
+            level=args.level,
+            disabled=args.disable,
+            threads=args.threads,
+            single_stream=args.single_stream,
+            options=options,
+            progress=progress,
+            baseline=args.baseline,
+            soundness=_soundness(args, err),
+        )
+    check: Any = None
+    if args.check:
+        from .compiler.runtime.differential import check_model
+        from .compiler.runtime.executor import model_rank_size
+
+        check = check_model(result.model, ranks=model_rank_size(result.model))
+        if check.difference is not None:  # no model is written
+            return _check_status(check, err)
     if args.output:
         result.write_model(args.output)
     report = result.report()
@@ -464,18 +536,22 @@ def _cmd_compile(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if not args.timings:
             del report["seconds"]
         report["model"] = args.output
+        if check is not None:
+            report["check"] = _check_json(check)
         out.write(json.dumps(report, indent=1) + "\n")
         return EXIT_OK
     out.write(_compile_text(report))
     if args.timings:
         out.write("time: " + ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in report["seconds"].items()) + "\n")
+    if check is not None:
+        out.write(_check_line(check) + "\n")
     if args.output:
         out.write(f"wrote {args.output}\n")
     return EXIT_OK
 
 
 def _compile_text(report: dict[str, Any]) -> str:
-    """A compile report for reading: passes, memory and savings, arenas, tasks."""
+    """A compile report for reading: passes (and what was undone later), memory and savings, arenas, tasks."""
     lines = [f"compiled graph '{report['graph']}' ({report['nodes']} nodes)", "passes:"]
     for r in report["passes"]:
         s = r["stats"]
@@ -483,13 +559,16 @@ def _compile_text(report: dict[str, Any]) -> str:
             lines.append(f"  {r['pass']}: skipped ({r['skipped_reason']})")
         elif s is not None:
             misses = ", ".join(f"{k} {v}" for k, v in sorted(s["misses"].items(), key=lambda kv: (-kv[1], kv[0])))
-            shown = misses and not r["quiet"]
-            lines.append(
-                f"  {r['pass']}: {s['candidates']} candidate(s), {s['fired']} fired"
-                + (f", missed: {misses}" if shown else "")
-            )
+            undone = [u for u in report["undone"] if u["pass"] == r["pass"]]
+            later = f", {len(undone)} undone later by {', '.join(sorted({u['by'] for u in undone}))}" if undone else ""
+            missed = f", missed: {misses}" if misses and not r["quiet"] else ""
+            lines.append(f"  {r['pass']}: {s['candidates']} candidate(s), {s['fired']} fired{later}{missed}")
+    lines += [
+        f"  undone: {u['pass']} on {u['node']} ({u['op_type']}), by {u['by']}: {u['reason']}" for u in report["undone"]
+    ]
     mem = report["memory"]
-    lines.append("memory: plan verified safe")
+    sound = "NOT checked" if not report["soundness"] else f"{len(mem['no_task_nodes'])} zero-copy op(s) proved sound"
+    lines.append(f"memory: plan verified safe; soundness: {sound}")
     text = "\n".join(lines) + "\n" + _savings_text(mem, "  ")
     for a in mem["arenas"]:
         ratio = a["size"] / a["lower_bound"] if a["lower_bound"] else 1.0
@@ -500,10 +579,8 @@ def _compile_text(report: dict[str, Any]) -> str:
     t = report["tasks"]
     by_type = ", ".join(f"{k} {v}" for k, v in t["by_type"].items())
     by_stream = ", ".join(f"stream {k}: {v}" for k, v in t["by_stream"].items())
-    return (
-        text
-        + f"tasks: {t['total']} ({by_type}); {by_stream}; {report['streams']} stream(s), {report['events']} event(s)\n"
-    )
+    streams = f"{report['streams']} stream(s), {report['events']} event(s)"
+    return text + f"tasks: {t['total']} ({by_type}); {by_stream}; {streams}\n"
 
 
 def _run_model_doc(args: argparse.Namespace, err: TextIO) -> dict[str, Any]:
@@ -535,7 +612,11 @@ def _run_model_doc(args: argparse.Namespace, err: TextIO) -> dict[str, Any]:
                 raise RulepassError(diags)
             return data
         graph = graph_from_doc(doc, Path(path).stem)
-    return compile_graph(graph, load_rules(args.rules or None), level=args.level, disabled=args.disable).model
+    rules = load_rules(args.rules or None)
+    with _no_soundness_warning():
+        return compile_graph(
+            graph, rules, level=args.level, disabled=args.disable, soundness=_soundness(args, err)
+        ).model
 
 
 def _read_npz(path: str, ranks: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -590,7 +671,14 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     model = _run_model_doc(args, err)
     ranks = args.ranks or model_rank_size(model)
     inputs, rank_inputs = _read_npz(args.inputs, ranks) if args.inputs else ({}, None)
-    result = run_model(model, inputs, ranks=ranks, seed=args.seed, rank_inputs=rank_inputs, verify=args.verify)
+    check: Any = None
+    if args.check:
+        from .compiler.runtime.differential import check_model
+
+        check = check_model(model, inputs, ranks=ranks, seed=args.seed, rank_inputs=rank_inputs, verify=args.verify)
+        result = check.run
+    else:
+        result = run_model(model, inputs, ranks=ranks, seed=args.seed, rank_inputs=rank_inputs, verify=args.verify)
     rows: list[dict[str, Any]] = [
         {
             "rank": r,
@@ -623,8 +711,10 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "outputs": rows,
             "written": args.output,
         }
+        if check is not None:
+            doc["check"] = _check_json(check)
         out.write(json.dumps(doc, indent=1) + "\n")
-        return EXIT_OK
+        return _check_status(check, err)
     out.write(
         f"ran model '{result.name}' on {ranks} rank(s), seed {args.seed}: {len(result.trace)} task(s) per rank, "
         f"{len(result.initialised)} kernel(s) initialised, {len(result.virtual)} virtual op(s) neither initialised "
@@ -636,7 +726,34 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(f"  {where}{row['name']} ({row['source']}): {row['dtype']}[{shape}] sha256:{row['sha256']}\n")
     if args.output:
         out.write(f"wrote {args.output}\n")
-    return EXIT_OK
+    if check is not None:
+        out.write(_check_line(check) + "\n")
+    return _check_status(check, err)
+
+
+def _check_json(check: Any) -> dict[str, Any]:
+    """A differential check's report as JSON."""
+    d = check.difference
+    return {
+        "compared": check.compared,
+        "equal": d is None,
+        "first_difference": None if d is None else {"tensor": d.tensor, "reader": d.reader, "detail": d.detail},
+    }
+
+
+def _check_line(check: Any) -> str:
+    """A differential check's report on one line."""
+    if check.difference is None:
+        return f"check: equal to the direct evaluation of the graph, bit for bit ({check.compared} tensor(s) compared)"
+    return f"check: DIFFERS from the direct evaluation of the graph: {check.difference}"
+
+
+def _check_status(check: Any, err: TextIO) -> int:
+    """The exit status after a (possible) differential check; a difference is also said on stderr."""
+    if check is None or check.difference is None:
+        return EXIT_OK
+    err.write(f"rulepass: the compiled model differs from the graph evaluated directly: {check.difference}\n")
+    return EXIT_INVALID
 
 
 def _positive_int(text: str) -> int:
@@ -701,6 +818,22 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--disable", action="append", default=[], metavar="PASS", help="disable a pass (repeatable)")
         p.add_argument("--format", choices=["text", "json"], default="text")
 
+    def check_option(p: argparse.ArgumentParser, command: str) -> None:
+        seeded = "seeded (--seed) inputs" if command == "run" else "inputs seeded 0"
+        p.add_argument(
+            "--check",
+            action="store_true",
+            help=f"run the model on {seeded} and compare it bit for bit with the graph evaluated directly (no "
+            "planned memory, no virtual ops); name the first tensor that differs and exit 1 (needs rulepass[run])",
+        )
+
+    def soundness_option(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--no-soundness-check",
+            action="store_true",
+            help="experiments only: do NOT prove that every zero-copy op reads and writes the bytes its copy would",
+        )
+
     opt = sub.add_parser("optimize", help="run the rule passes over a graph and show every decision")
     opt.add_argument("graph", metavar="GRAPH", nargs="?", help="graph file (default: the bundled example)")
     opt.add_argument("-o", "--output", metavar="OUT", help="write the marked graph here")
@@ -738,6 +871,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="also plan the graph without the no-task passes, to report the feature-map memory they save",
     )
     comp.add_argument("--quiet", action="store_true", help="no progress messages")
+    check_option(comp, "compile")
+    soundness_option(comp)
     pass_options(comp)
     comp.set_defaults(handler=_cmd_compile)
 
@@ -772,6 +907,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=True,
         help="prove the plans safe with the independent verifier (default: on)",
     )
+    soundness_option(mem)
     pass_options(mem)
     mem.set_defaults(handler=_cmd_memory)
 
@@ -789,6 +925,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=True,
         help="prove the memory plan safe before running (default: on)",
     )
+    check_option(run, "run")
+    soundness_option(run)
     pass_options(run)
     run.set_defaults(handler=_cmd_run)
 
