@@ -24,6 +24,7 @@ import yaml
 from ..base.diagnostics import Diagnostic, RulepassError, Span, did_you_mean, error
 from ..base.files import atomic_output, read_text
 from ..base.schema import schema_diagnostics
+from ..base.limits import LimitError
 from ..base.yaml_source import YamlDoc, load_text, plain_scalar
 from . import formats
 from .ir import ATTR_PARENT_NODE_INDEX, AttrValue, ComputeGraph, GraphError, Node, OpDesc, TensorDesc, copy_attrs
@@ -483,7 +484,10 @@ class _Dumper(yaml.SafeDumper):
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "'" if plain_scalar(value) != value or not value else None
+    try:
+        style = "'" if plain_scalar(value) != value or not value else None
+    except LimitError:  # a long run of digits: it would read back as an (over-long) integer
+        style = "'"
     if "\x85" in value:  # PyYAML writes NEL raw in quoted scalars and reads it back folded to a space
         style = '"'
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
