@@ -23,8 +23,8 @@ import yaml
 
 from ..base.diagnostics import Diagnostic, RulepassError, Span, did_you_mean, error
 from ..base.files import atomic_output, read_text
-from ..base.schema import schema_diagnostics
 from ..base.limits import LimitError
+from ..base.schema import schema_diagnostics
 from ..base.yaml_source import YamlDoc, load_text, plain_scalar
 from . import formats
 from .ir import ATTR_PARENT_NODE_INDEX, AttrValue, ComputeGraph, GraphError, Node, OpDesc, TensorDesc, copy_attrs

@@ -15,8 +15,8 @@ from typing import Any
 
 from ..base.diagnostics import Diagnostic, Span, did_you_mean
 from . import ast
-from .parse import MAX_DEPTH
 from .catalogue import ANY, BOOL, FLOAT, INT, NOTHING, NULL, STR, Catalogue, FieldSpec, HelperSpec, Type, list_of
+from .parse import MAX_DEPTH
 from .rules import Binding, Check, Expr, Rule
 
 _NUMERIC = ("int", "float")

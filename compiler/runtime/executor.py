@@ -32,6 +32,7 @@ import numpy as np
 from jsonschema import Draft202012Validator
 
 from ...base.diagnostics import Diagnostic, RulepassError, did_you_mean, error
+from ...base.limits import check_memory
 from ...base.schema import load_schema
 from ...base.yaml_source import load_text
 from .. import formats
@@ -546,6 +547,19 @@ def _plan_of(m: _Model) -> MemoryPlan:
     return plan
 
 
+def _memory_needed(m: _Model, ranks: int) -> int:
+    """Bytes a run allocates, at least: every arena and graph input per rank, and every weight once."""
+
+    def raw(desc: TensorDesc) -> int:
+        return max(formats.tensor_raw_size(desc.shape, desc.dtype), 0)
+
+    inputs = sum(raw(n.op.output_descs[0]) for n in _graph_inputs(m.graph) if n.graph.is_root and n.op.output_descs)
+    weights = sum(
+        raw(n.op.output_descs[0]) for n in m.graph.all_nodes() if n.type in WEIGHT_TYPES and n.op.output_descs
+    )
+    return ranks * (sum(m.arenas.values()) + inputs) + weights
+
+
 def model_rank_size(model: Mapping[str, Any]) -> int:
     """The largest `rank_size` of the model's HCCL tasks (1 without collectives): the ranks it is built for."""
     best = 1
@@ -755,12 +769,15 @@ def run_model(
     seed: int = 0,
     rank_inputs: Sequence[Mapping[str, Any]] | None = None,
     verify: bool = True,
+    max_memory: int | None = None,
 ) -> RunResult:
     """Execute a compiled model (the model file's JSON object) on `ranks` simulated ranks.
 
     `inputs` (by Data node name or index, origin or storage shape) apply to every rank, `rank_inputs[r]` to
     rank r; missing inputs are seeded random per rank, weights seeded random per node. With `verify` the
-    memory plan is proved safe by the independent verifier first, and an unsafe plan is an error.
+    memory plan is proved safe by the independent verifier first, and an unsafe plan is an error. A model whose
+    arenas, inputs and weights need more than `max_memory` bytes (default: `default_memory_budget()`) is
+    refused before anything is allocated.
     """
     m = _load_model(model)
     need = model_rank_size(model)
@@ -770,6 +787,7 @@ def run_model(
             f"model '{m.name}' has collectives over {need} ranks; it cannot run on {ranks}",
             hint=f"run it with ranks={need} (--ranks {need})",
         )
+    check_memory(_memory_needed(m, ranks), max_memory, f"running model '{m.name}' on {ranks} rank(s)")
     if verify:
         violations = verify_plan(m.graph, _plan_of(m), events=m.events)
         if violations:

@@ -547,8 +547,48 @@ def _run_model_doc(args: argparse.Namespace, err: TextIO) -> dict[str, Any]:
     return compile_graph(graph, load_rules(args.rules or None), level=args.level, disabled=args.disable).model
 
 
-def _read_npz(path: str, ranks: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Arrays of an .npz file: `NAME` for every rank, `rank<R>.NAME` for rank R only."""
+def _npz_members(path: str, budget: int) -> list[tuple[str, int]]:
+    """(name, bytes) of every array of an .npz file, from the .npy headers alone, within `budget` bytes in all:
+    nothing is decompressed and no pickle is ever loaded."""
+    import zipfile
+
+    import numpy as np
+    from numpy.lib import format as npy
+
+    from .base.diagnostics import error
+    from .base.files import check_readable
+    from .base.limits import check_memory
+
+    check_readable(path, what="inputs file")
+    members: list[tuple[str, int]] = []
+    try:
+        with zipfile.ZipFile(path) as zf:
+            for info in zf.infolist():
+                if not info.filename.endswith(".npy"):
+                    raise ValueError(f"member '{info.filename}' is not a .npy array")
+                with zf.open(info) as f:
+                    version = npy.read_magic(f)
+                    if version not in ((1, 0), (2, 0)):
+                        raise ValueError(f"array '{info.filename[:-4]}' is in .npy format {version}, not 1.0 or 2.0")
+                    read = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
+                    shape, _fortran, dtype = read(f, max_header_size=10000)
+                if dtype.hasobject:
+                    raise ValueError(f"array '{info.filename[:-4]}' holds Python objects, which are never loaded")
+                members.append((info.filename[:-4], int(np.prod(shape, dtype=object)) * dtype.itemsize))
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError, SyntaxError) as exc:
+        raise error(
+            "io",
+            f"inputs file '{path}' is not an .npz archive of arrays: {exc}",
+            hint="write inputs with numpy.savez (arrays only, no pickled objects)",
+            where=path,
+        ) from None
+    check_memory(sum(n for _, n in members), budget, f"inputs file '{path}'")
+    return members
+
+
+def _read_npz(path: str, ranks: int, budget: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Arrays of an .npz file: `NAME` for every rank, `rank<R>.NAME` for rank R only; their sizes are checked
+    against `budget` from the headers before any is read."""
     import re
     import zipfile
 
@@ -556,19 +596,16 @@ def _read_npz(path: str, ranks: int) -> tuple[dict[str, Any], list[dict[str, Any
 
     from .base.diagnostics import error
 
+    names = [name for name, _ in _npz_members(path, budget)]
     bad = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile)
-    try:
-        loaded = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise error("io", f"inputs file '{path}' does not exist", where=path) from None
-    except bad as exc:
-        raise error("io", f"inputs file '{path}' is not a readable .npz archive: {exc}", where=path) from None
-    if not isinstance(loaded, np.lib.npyio.NpzFile):
-        raise error("io", f"inputs file '{path}' holds one array (.npy); write inputs with numpy.savez", where=path)
     common: dict[str, Any] = {}
     per_rank: list[dict[str, Any]] = [{} for _ in range(ranks)]
+    try:
+        loaded = np.load(path, allow_pickle=False)
+    except bad as exc:
+        raise error("io", f"inputs file '{path}' is not a readable .npz archive: {exc}", where=path) from None
     with loaded:
-        for key in loaded.files:
+        for key in names:
             try:
                 arr = loaded[key]
             except bad as exc:
@@ -589,6 +626,7 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .api import run_model
     from .base.diagnostics import error
     from .base.files import atomic_output
+    from .base.limits import default_memory_budget
 
     try:
         import numpy as np
@@ -598,8 +636,11 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise error("usage", f"running models needs numpy: pip install 'rulepass[run]' ({exc})") from None
     model = _run_model_doc(args, err)
     ranks = args.ranks or model_rank_size(model)
-    inputs, rank_inputs = _read_npz(args.inputs, ranks) if args.inputs else ({}, None)
-    result = run_model(model, inputs, ranks=ranks, seed=args.seed, rank_inputs=rank_inputs, verify=args.verify)
+    budget = args.max_memory if args.max_memory is not None else default_memory_budget()
+    inputs, rank_inputs = _read_npz(args.inputs, ranks, budget) if args.inputs else ({}, None)
+    result = run_model(
+        model, inputs, ranks=ranks, seed=args.seed, rank_inputs=rank_inputs, verify=args.verify, max_memory=budget
+    )
     rows: list[dict[str, Any]] = [
         {
             "rank": r,
@@ -656,6 +697,24 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
     return value
+
+
+def _thread_count(text: str) -> int:
+    from .base.limits import MAX_THREADS
+
+    value = _positive_int(text)
+    if value > MAX_THREADS:
+        raise argparse.ArgumentTypeError(f"{value} threads is over the limit of {MAX_THREADS}")
+    return value
+
+
+def _byte_size(text: str) -> int:
+    from .base.limits import LimitError, parse_byte_size
+
+    try:
+        return parse_byte_size(text)
+    except LimitError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _nonnegative_int(text: str) -> int:
@@ -727,7 +786,7 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("-o", "--output", metavar="MODEL", help="write the model (JSON) here")
     comp.add_argument(
         "--threads",
-        type=_positive_int,
+        type=_thread_count,
         metavar="N",
         help="task generation threads (default: MAX_COMPILE_CORE_NUMBER, else 1)",
     )
@@ -773,6 +832,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-o", "--output", metavar="OUTPUTS.npz", help="write the outputs here")
     run.add_argument("--ranks", type=_positive_int, metavar="R", help="simulated ranks (default: the model's ranks)")
     run.add_argument("--seed", type=_nonnegative_int, default=0, metavar="N", help="seed of missing inputs and weights")
+    run.add_argument(
+        "--max-memory",
+        type=_byte_size,
+        metavar="SIZE",
+        help="refuse models and inputs needing more (e.g. 512M, 8G; default: half the available memory)",
+    )
     run.add_argument(
         "--verify",
         action=argparse.BooleanOptionalAction,

@@ -15,7 +15,7 @@ import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from .diagnostics import Span, error
 
@@ -68,7 +68,9 @@ def check_readable(path: str | Path, *, what: str = "file", max_bytes: int = MAX
     except PermissionError:
         raise error("io", f"{what} '{name}' cannot be read (permission denied)", where=name) from None
     except (OSError, ValueError) as exc:
-        raise error("io", f"{what} '{name}' cannot be read: {getattr(exc, 'strerror', None) or exc}", where=name) from None
+        raise error(
+            "io", f"{what} '{name}' cannot be read: {getattr(exc, 'strerror', None) or exc}", where=name
+        ) from None
     if not stat.S_ISREG(st.st_mode):
         raise error("io", f"{what} '{name}' is {_kind(st.st_mode)}: only regular files are read", where=name)
     if st.st_size > max_bytes:
@@ -133,27 +135,38 @@ def check_writable(path: str | Path, *, what: str = "file") -> None:
 
 
 class _Unclosed(io.RawIOBase):
-    """Standard output as a file object that `with` blocks and writers may close without closing it."""
-
-    def __init__(self, stream: IO[bytes]) -> None:
-        self._stream = stream
+    """Standard output's bytes as a file that `with` blocks and writers may close without closing it."""
 
     def writable(self) -> bool:
         return True
 
     def write(self, b: Any) -> int:
-        self._stream.write(bytes(b))
+        sys.stdout.buffer.write(bytes(b))
         return len(b)
 
     def flush(self) -> None:
-        self._stream.flush()
+        sys.stdout.buffer.flush()
+
+
+class _UnclosedText(io.TextIOBase):
+    """Standard output's text (UTF-8) as a file that may be closed without closing it."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, s: str) -> int:
+        sys.stdout.buffer.write(s.encode("utf-8"))
+        return len(s)
+
+    def flush(self) -> None:
+        sys.stdout.buffer.flush()
 
 
 @contextlib.contextmanager
 def _stdout(binary: bool) -> Iterator[IO[Any]]:
-    raw = _Unclosed(sys.stdout.buffer)
-    f: IO[Any] = raw if binary else io.TextIOWrapper(raw, encoding="utf-8", write_through=True)  # type: ignore[assignment]
-    yield f
+    sys.stdout.flush()  # what was printed before comes first
+    f = _Unclosed() if binary else _UnclosedText()
+    yield cast(IO[Any], f)
     f.flush()
 
 
