@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import os
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from . import __version__
 from .base.diagnostics import Diagnostic, RulepassError
+from .base.diagnostics import printable as _p
 from .base.files import check_writable
 
 if TYPE_CHECKING:
@@ -55,7 +57,7 @@ def _cmd_graph_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 reports.append({"file": path, "valid": False, "diagnostics": [d.to_json() for d in exc.diagnostics]})
             else:
                 _print_diagnostics(exc.diagnostics, err)
-                err.write(f"{path}: invalid ({len(exc.diagnostics)} error(s))\n")
+                err.write(f"{_p(path)}: invalid ({len(exc.diagnostics)} error(s))\n")
             continue
         graphs = [g, *g.all_subgraphs()]
         nodes = [n for sub in graphs for n in sub.nodes_in_insertion_order()]
@@ -75,9 +77,9 @@ def _cmd_graph_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if args.format == "json":
             reports.append(summary)
         else:
-            hist = ", ".join(f"{t} x{c}" for t, c in summary["op_types"].items())
+            hist = ", ".join(f"{_p(t)} x{c}" for t, c in summary["op_types"].items())
             out.write(
-                f"{path}: ok: graph '{g.name}', {len(nodes)} nodes, {data_edges} data edges, "
+                f"{_p(path)}: ok: graph '{_p(g.name)}', {len(nodes)} nodes, {data_edges} data edges, "
                 f"{control_edges} control edges, {len(graphs) - 1} subgraphs\n    op types: {hist}\n"
             )
     if args.format == "json":
@@ -95,7 +97,7 @@ def _load_graph_arg(path: str, err: TextIO) -> Any:
     """A graph file, or an ONNX model imported on the fly (its warnings go to stderr)."""
     from .api import load_graph
 
-    return load_graph(path, warn=lambda w: err.write(f"rulepass: warning: {w}\n"))
+    return load_graph(path, warn=lambda w: err.write(f"rulepass: warning: {_p(w)}\n"))
 
 
 def _cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -118,8 +120,8 @@ def _cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     g = result.graph
     n = len(g.all_nodes())
     out.write(
-        f"imported {args.model}: graph '{g.name}', {n} nodes, {len(g.all_subgraphs())} subgraph(s), "
-        f"formats {args.formats}; wrote {args.output}\n"
+        f"imported {_p(args.model)}: graph '{_p(g.name)}', {n} nodes, {len(g.all_subgraphs())} subgraph(s), "
+        f"formats {args.formats}; wrote {_p(args.output)}\n"
     )
     return EXIT_OK
 
@@ -171,7 +173,7 @@ def _cmd_catalogue(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _decision_row(d: Any) -> str:
-    return f"{d.rule:<22} {d.graph:<18} {d.node:<22} {d.op_type:<12} {d.summary()}"
+    return f"{d.rule:<22} {_p(d.graph):<18} {_p(d.node):<22} {_p(d.op_type):<12} {_p(d.summary())}"
 
 
 def _default_graph(err: TextIO) -> str:
@@ -234,7 +236,7 @@ def _cmd_optimize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 + "\n"
             )
     if args.output:
-        out.write(f"wrote {args.output}\n")
+        out.write(f"wrote {_p(args.output)}\n")
     return EXIT_OK
 
 
@@ -266,18 +268,18 @@ def _cmd_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return EXIT_OK
     if not decisions:
         out.write(
-            f"node '{args.node}' is not a candidate of any rule that ran"
-            + (f" (rule {args.rule})" if args.rule else "")
+            f"node '{_p(args.node)}' is not a candidate of any rule that ran"
+            + (f" (rule {_p(args.rule)})" if args.rule else "")
             + "\n"
         )
         return EXIT_OK
     for d in decisions:
         verdict = "FIRED" if d.fired else f"MISSED at {'/'.join(d.check_path) or d.check}"
-        out.write(f"{d.rule} on {d.node} ({d.op_type}) in graph '{d.graph}': {verdict}\n")
+        out.write(f"{d.rule} on {_p(d.node)} ({_p(d.op_type)}) in graph '{_p(d.graph)}': {_p(verdict)}\n")
         for t in d.trace:
             mark = "pass" if t.passed else "FAIL"
-            at = f"  [{'; '.join(t.elements)}]" if t.elements else ""
-            note = f"  ({t.note})" if t.note else ""
+            at = f"  [{_p('; '.join(t.elements))}]" if t.elements else ""
+            note = f"  ({_p(t.note)})" if t.note else ""
             out.write(f"  {mark}  {'/'.join(t.path)}{at}{note}\n")
         if not d.fired:
             if d.check_kind == "skip_graph":
@@ -285,7 +287,7 @@ def _cmd_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             if d.reason is not None:
                 _write_reason(out, d.reason, 2)
             if d.error and d.reason is None:
-                out.write(f"    {d.error}\n")
+                out.write(f"    {_p(d.error)}\n")
             if d.check_span is not None:
                 out.write(f"  decided by check '{d.check}' defined at {d.check_span}\n")
     return EXIT_OK
@@ -295,7 +297,7 @@ def _write_reason(out: TextIO, r: Reason, depth: int) -> None:
     """A reason as `explain` prints it: its message, then the part it narrows to one level deeper, or each
     alternative to blame, down to the innermost, whose values and place in the rule file close it."""
     pad = "  " * depth
-    out.write((f"{pad}at {r.element}\n" if r.element else "") + f"{pad}{r.message}\n")
+    out.write((f"{pad}at {_p(r.element)}\n" if r.element else "") + f"{pad}{_p(r.message)}\n")
     if r.sub is not None:
         _write_reason(out, r.sub, depth + 1)
     elif r.alternatives:  # the operands' values are in each alternative's own lines
@@ -303,7 +305,7 @@ def _write_reason(out: TextIO, r: Reason, depth: int) -> None:
             _write_reason(out, a, depth + 1)
     else:
         for k, v in r.values:
-            out.write(f"{pad}  {k} = {v}\n")
+            out.write(f"{pad}  {k} = {_p(str(v))}\n")
         if r.span is not None:
             out.write(f"{pad}  at {r.span}\n")
 
@@ -351,7 +353,7 @@ def _cmd_memory(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         }
         out.write(json.dumps(doc, indent=1) + "\n")
     else:
-        out.write(f"memory plan for graph '{graph.name}'\n")
+        out.write(f"memory plan for graph '{_p(graph.name)}'\n")
         out.write(
             f"  {'region':<12} {'type':>5} {'arena':>28} {'lower bound':>14} {'ratio':>7} {'blocks':>7} "
             f"{'reused':>14}  planner\n"
@@ -363,7 +365,7 @@ def _cmd_memory(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             )
         before = result.baseline.total("feature_map")
         out.write(
-            f"  no-task ops: {len(result.no_task_nodes)} ({', '.join(result.no_task_nodes) or 'none'}): "
+            f"  no-task ops: {len(result.no_task_nodes)} ({_p(', '.join(result.no_task_nodes)) or 'none'}): "
             f"{len(result.no_task_nodes)} kernel launch(es) and {_fmt_bytes(result.copy_bytes_saved)} of copies "
             f"saved\n  feature-map memory: {_fmt_bytes(result.plan.total('feature_map'))} with them, "
             f"{_fmt_bytes(before)} without ({_fmt_bytes(result.bytes_saved)} saved)\n"
@@ -475,7 +477,7 @@ def _cmd_compile(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             doc["seconds"] = {k: round(v, 6) for k, v in result.seconds.items()}
         out.write(json.dumps(doc, indent=1) + "\n")
         return EXIT_OK
-    out.write(f"compiled graph '{graph.name}' ({len(graph.all_nodes())} nodes)\n")
+    out.write(f"compiled graph '{_p(graph.name)}' ({len(graph.all_nodes())} nodes)\n")
     out.write("passes:\n")
     for r in result.optimize.reports:
         if r.kind == "placeholder":
@@ -511,7 +513,7 @@ def _cmd_compile(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.timings:
         out.write("time: " + ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in result.seconds.items()) + "\n")
     if args.output:
-        out.write(f"wrote {args.output}\n")
+        out.write(f"wrote {_p(args.output)}\n")
     return EXIT_OK
 
 
@@ -676,16 +678,16 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(json.dumps(doc, indent=1) + "\n")
         return EXIT_OK
     out.write(
-        f"ran model '{result.name}' on {ranks} rank(s), seed {args.seed}: {len(result.trace)} task(s) per rank, "
+        f"ran model '{_p(result.name)}' on {ranks} rank(s), seed {args.seed}: {len(result.trace)} task(s) per rank, "
         f"{len(result.initialised)} kernel(s) initialised, {len(result.virtual)} virtual op(s) neither initialised "
-        f"nor launched{': ' + ', '.join(result.virtual) if result.virtual else ''}\n"
+        f"nor launched{': ' + _p(', '.join(result.virtual)) if result.virtual else ''}\n"
     )
     for row in rows:
         where = f"rank {row['rank']} " if ranks > 1 else ""
         shape = ",".join(str(d) for d in row["shape"])
-        out.write(f"  {where}{row['name']} ({row['source']}): {row['dtype']}[{shape}] sha256:{row['sha256']}\n")
+        out.write(f"  {where}{_p(row['name'])} ({_p(row['source'])}): {row['dtype']}[{shape}] sha256:{row['sha256']}\n")
     if args.output:
-        out.write(f"wrote {args.output}\n")
+        out.write(f"wrote {_p(args.output)}\n")
     return EXIT_OK
 
 
@@ -861,10 +863,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Printable(io.TextIOBase):
+    """A text stream that escapes control characters but newline and tab (see `printable`): whatever user text
+    reaches the terminal, it cannot send escape sequences. Names are escaped, newlines too, where they are shown."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, s: str) -> int:
+        self._stream.write(_p(s, keep_newlines=True))
+        return len(s)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Run the command line; returns the exit code."""
-    out = out or sys.stdout
-    err = err or sys.stderr
+    out = cast(TextIO, _Printable(out or sys.stdout))
+    err = cast(TextIO, _Printable(err or sys.stderr))
     parser = build_parser()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):  # --help, --version, usage
