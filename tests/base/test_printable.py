@@ -6,6 +6,7 @@ import io
 from pathlib import Path
 
 import pytest
+
 from rulepass.base.diagnostics import printable
 from rulepass.cli import main
 
