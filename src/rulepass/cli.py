@@ -552,6 +552,7 @@ def _run_model_doc(args: argparse.Namespace, err: TextIO) -> dict[str, Any]:
 def _npz_members(path: str, budget: int) -> list[tuple[str, int]]:
     """(name, bytes) of every array of an .npz file, from the .npy headers alone, within `budget` bytes in all:
     nothing is decompressed and no pickle is ever loaded."""
+    import warnings
     import zipfile
 
     import numpy as np
@@ -564,7 +565,8 @@ def _npz_members(path: str, budget: int) -> list[tuple[str, int]]:
     check_readable(path, what="inputs file")
     members: list[tuple[str, int]] = []
     try:
-        with zipfile.ZipFile(path) as zf:
+        with zipfile.ZipFile(path) as zf, warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # numpy's note on headers written by Python 2
             for info in zf.infolist():
                 if not info.filename.endswith(".npy"):
                     raise ValueError(f"member '{info.filename}' is not a .npy array")
@@ -573,11 +575,14 @@ def _npz_members(path: str, budget: int) -> list[tuple[str, int]]:
                     if version not in ((1, 0), (2, 0)):
                         raise ValueError(f"array '{info.filename[:-4]}' is in .npy format {version}, not 1.0 or 2.0")
                     read = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
-                    shape, _fortran, dtype = read(f, max_header_size=10000)
+                    try:
+                        shape, _fortran, dtype = read(f, max_header_size=10000)
+                    except Exception as exc:  # numpy parses the header's Python literal: any error it raises
+                        raise ValueError(f"array '{info.filename[:-4]}' has a malformed .npy header ({exc})") from None
                 if dtype.hasobject:
                     raise ValueError(f"array '{info.filename[:-4]}' holds Python objects, which are never loaded")
                 members.append((info.filename[:-4], int(np.prod(shape, dtype=object)) * dtype.itemsize))
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError, SyntaxError) as exc:
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
         raise error(
             "io",
             f"inputs file '{path}' is not an .npz archive of arrays: {exc}",
@@ -592,21 +597,24 @@ def _read_npz(path: str, ranks: int, budget: int) -> tuple[dict[str, Any], list[
     """Arrays of an .npz file: `NAME` for every rank, `rank<R>.NAME` for rank R only; their sizes are checked
     against `budget` from the headers before any is read."""
     import re
+    import warnings
     import zipfile
+    import zlib
 
     import numpy as np
 
     from .base.diagnostics import error
 
     names = [name for name, _ in _npz_members(path, budget)]
-    bad = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile)
+    bad = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error)
     common: dict[str, Any] = {}
     per_rank: list[dict[str, Any]] = [{} for _ in range(ranks)]
     try:
         loaded = np.load(path, allow_pickle=False)
     except bad as exc:
         raise error("io", f"inputs file '{path}' is not a readable .npz archive: {exc}", where=path) from None
-    with loaded:
+    with loaded, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         for key in names:
             try:
                 arr = loaded[key]
