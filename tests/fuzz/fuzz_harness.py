@@ -326,7 +326,7 @@ def expression_strategy() -> st.SearchStrategy[str]:
                 inner,
                 st.sampled_from(["+", "-", "*", "/", "%", "==", "<", "and", "or", "in"]),
                 inner,
-            ),  # fmt: skip
+            ),
             st.builds(lambda a: f"not {a}", inner),
             st.builds(lambda a: f"len({a})", inner),
             st.builds(lambda a: f"{a}[0]", inner),
