@@ -37,7 +37,11 @@ _FALLBACK_MEMORY = 4 << 30  # where the available memory cannot be read
 
 def available_memory() -> int:
     """The memory available to a new allocation, in bytes: MemAvailable of /proc/meminfo (Linux), else the free
-    physical pages, else 4 GiB."""
+    physical pages, else 4 GiB; never more than the process's address-space limit (ulimit -v) allows."""
+    return min(_free_memory(), _address_space_left())
+
+
+def _free_memory() -> int:
     try:
         with open("/proc/meminfo", encoding="ascii") as f:
             for line in f:
@@ -49,6 +53,21 @@ def available_memory() -> int:
         return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
     except (OSError, ValueError, AttributeError):
         return _FALLBACK_MEMORY
+
+
+def _address_space_left() -> int:
+    """RLIMIT_AS less the address space in use (unbounded: a very large number)."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft == resource.RLIM_INFINITY:
+            return 1 << 62
+        with open("/proc/self/statm", encoding="ascii") as f:
+            used = int(f.read().split()[0]) * int(os.sysconf("SC_PAGE_SIZE"))
+        return max(soft - used, 0)
+    except (ImportError, OSError, ValueError, IndexError):
+        return 1 << 62
 
 
 def default_memory_budget() -> int:
