@@ -63,3 +63,11 @@ def test_generated_buffer_csvs(tmp_path_factory: pytest.TempPathFactory, data: b
 def test_chains_of_lets_stop_at_the_limit(tmp_path: Path) -> None:
     r = run_entry("rules", rule_text("v149 > 0", lets=150), tmp_path)
     assert r.outcome == "error" and "counting the lets it reads; the limit is 64" in r.headline
+
+
+def test_an_oversized_rule_file_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "huge.yaml"
+    with open(path, "wb") as f:
+        f.truncate(16 * 1024 * 1024 + 1)  # sparse: nothing to read, the size alone refuses it
+    r = run_argv(["validate", str(path)])
+    assert r.code == 1 and "over the 16777216-byte limit" in r.headline

@@ -14,6 +14,10 @@ MAX_INT_DIGITS = 1000
 """Digits of an integer literal in a graph file, rule file or expression (Python's own limit is 4300)."""
 
 
+MAX_RULE_FILE_BYTES = 16 * 1024 * 1024
+"""Size of a rule or fixture file (the bundled rules are a few KiB each; graph files may be far larger: 512 MiB)."""
+
+
 class LimitError(ValueError):
     """An input over one of these limits; the caller adds where it is."""
 
