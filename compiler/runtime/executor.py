@@ -534,6 +534,10 @@ def _plan_of(m: _Model) -> MemoryPlan:
     for k, p in m.tensors.items():
         v = m.plan["tensors"][k]
         first, last = v.get("first", 0), v.get("last", 0)
+        if not (_nonneg_int(first) and _nonneg_int(last)):
+            raise _bad(
+                f"tensor '{k}' of the memory plan: 'first' and 'last' must be step numbers, got {first!r}, {last!r}"
+            )
         plan.tensors[k] = TensorPlacement(
             k, p.region, p.mem_type, p.offset, p.size, m.raw[k], str(v.get("unit", k)), int(first), int(last)
         )
