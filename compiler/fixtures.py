@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..base.diagnostics import Diagnostic, RulepassError
+from ..base.diagnostics import Diagnostic, RulepassError, error
 from ..base.schema import schema_diagnostics
 from ..base.yaml_source import load_file
 from ..dsl.load import RuleSet
@@ -86,6 +86,21 @@ def _expected(raw: Any) -> tuple[str, str | None]:
     return str(raw["check"]), raw.get("element")
 
 
+def _confined_rule_file(default: Path, fixture: Path, given: str, doc: Any) -> Path:
+    """A fixture's `rule_file`, which must name a file in the rule folder the fixture belongs to (resolved, so
+    neither `..` nor a symlink leads out of it): a fixture cannot make `rulepass test` read files elsewhere."""
+    folder = default.parent.resolve()
+    chosen = (fixture.parent / given).resolve()
+    if chosen.parent != folder:
+        raise error(
+            "fixture",
+            f"rule_file '{given}' is outside the fixture's rule folder '{folder}'",
+            doc.span(("rule_file",)),
+            hint="a fixture tests a rule file of its own folder, e.g. rule_file: ../../other.yaml",
+        )
+    return chosen
+
+
 def run_fixture(rule_file: Path, fixture: Path, rule_sets: dict[Path, RuleSet] | None = None) -> list[CaseResult]:
     """Run one fixture file against its rule file; one result per expectation (errors are results too)."""
     name = str(fixture)
@@ -96,7 +111,7 @@ def run_fixture(rule_file: Path, fixture: Path, rule_sets: dict[Path, RuleSet] |
             raise RulepassError(diags)
         data = doc.data
         if "rule_file" in data:
-            rule_file = (fixture.parent / data["rule_file"]).resolve()
+            rule_file = _confined_rule_file(rule_file, fixture, data["rule_file"], doc)
         # The fixture runs the whole rule folder, as production does (placement, other passes, their order),
         # but only the decisions of the rules defined in the file under test are judged.
         folder = rule_file.parent

@@ -24,6 +24,7 @@ import yaml
 
 from ..base.diagnostics import Diagnostic, RulepassError, Span, did_you_mean, error
 from ..base.files import atomic_output, read_text
+from ..base.limits import LimitError
 from ..base.schema import schema_diagnostics
 from ..base.yaml_source import YamlDoc, load_text, plain_scalar
 from . import formats
@@ -322,15 +323,30 @@ class _Builder:
                 )
 
 
-def _with_context(doc: YamlDoc, diag: Diagnostic) -> Diagnostic:
+_Paths = dict[tuple[int, int, int, int], tuple[Any, ...]]
+
+
+def _paths_by_range(doc: YamlDoc) -> tuple[_Paths, _Paths]:
+    """The deepest path of each key range and of each value range: built once for all diagnostics, so that
+    reporting N errors is linear in N and the document's size, not their product."""
+    keys: _Paths = {}
+    values: _Paths = {}
+    for index, ranges in ((keys, doc.key_ranges), (values, doc.ranges)):
+        for p, r in ranges.items():
+            if r not in index or len(p) > len(index[r]):
+                index[r] = p
+    return keys, values
+
+
+def _with_context(doc: YamlDoc, diag: Diagnostic, paths: tuple[_Paths, _Paths]) -> Diagnostic:
     """A schema diagnostic prefixed with the node or subgraph and the field it is about."""
     span = diag.span
     if span is None:
         return diag
     at = (span.line, span.col, span.end_line, span.end_col)
     # The schema check reports at a value's span or, for an unknown key, at the key's: find that path again.
-    keys = [p for p, r in doc.key_ranges.items() if r == at]
-    path = max(keys, key=len)[:-1] if keys else max((p for p, r in doc.ranges.items() if r == at), key=len, default=())
+    key_path = paths[0].get(at)
+    path = key_path[:-1] if key_path is not None else paths[1].get(at, ())
     owner = -1
     for i in range(1, len(path)):
         if path[i - 1] in ("nodes", "subgraphs") and isinstance(path[i], int):
@@ -373,7 +389,8 @@ def graph_from_doc(doc: YamlDoc, default_name: str) -> ComputeGraph:
         )
     diags = schema_diagnostics(doc, SCHEMA_PACKAGE, SCHEMA_NAME, what="the graph file")
     if diags:
-        raise RulepassError([_with_context(doc, d) for d in diags])
+        paths = _paths_by_range(doc)
+        raise RulepassError([_with_context(doc, d, paths) for d in diags])
     b = _Builder(doc)
     graph = b.graph(doc.data, [], doc.data.get("name", default_name), None, {})
     if b.diags:
@@ -542,7 +559,10 @@ class _Dumper(yaml.SafeDumper):
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "'" if plain_scalar(value) != value or not value else None
+    try:
+        style = "'" if plain_scalar(value) != value or not value else None
+    except LimitError:  # a long run of digits: it would read back as an (over-long) integer
+        style = "'"
     if "\x85" in value:  # PyYAML writes NEL raw in quoted scalars and reads it back folded to a space
         style = '"'
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base.diagnostics import error
+from ..base.limits import MAX_THREADS, int_literal
 from . import builders  # noqa: F401  (the built-in builders register themselves in the registry)
 from .facts import attr_bool, attr_str
 from .ir import ComputeGraph, Node
@@ -54,13 +55,27 @@ def no_need_gen_task(node: Node) -> bool:
 
 
 def thread_count(value: str | None = None) -> int:
-    """Workers from MAX_COMPILE_CORE_NUMBER (decimal; missing, empty or <= 0 -> 1)."""
+    """Workers from MAX_COMPILE_CORE_NUMBER (decimal; missing, empty or <= 0 -> 1, as GE). Text that is not a
+    decimal integer, or more than MAX_THREADS, is an error rather than silently one thread."""
     raw = os.environ.get("MAX_COMPILE_CORE_NUMBER", "") if value is None else value
-    try:
-        n = int(raw.strip(), 10)
-    except ValueError:
+    if not raw.strip():
         return 1
-    return n if n > 0 else 1
+    try:
+        n = int_literal(raw.strip(), 10)
+    except ValueError:
+        raise error(
+            "usage",
+            f"MAX_COMPILE_CORE_NUMBER is {raw!r}: expected a decimal number of threads",
+            hint="unset it or set it to e.g. 4",
+        ) from None
+    return check_threads(n, "MAX_COMPILE_CORE_NUMBER") if n > 0 else 1
+
+
+def check_threads(n: int, source: str) -> int:
+    """`n` task generation threads, or the usage error when over MAX_THREADS."""
+    if n > MAX_THREADS:
+        raise error("usage", f"{source} asks for {n} threads; the limit is {MAX_THREADS}")
+    return n
 
 
 def _is_ffts(node: Node) -> bool:
@@ -206,7 +221,7 @@ def generate_tasks(
     nodes = candidate_nodes(graph)
     mark_first_and_last(nodes)
     ctx = BuildContext(plan, opts)
-    workers = threads if threads is not None else thread_count()
+    workers = check_threads(threads, "threads") if threads is not None else thread_count()
     per_node: dict[str, list[TaskDef]] = {}
     if workers <= 1 or len(nodes) < 2:
         results = [_build_one(n, ctx) for n in nodes]

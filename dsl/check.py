@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..base.diagnostics import Diagnostic, Span, did_you_mean
+from ..base.limits import MAX_EXPR_DEPTH
 from . import ast
 from .catalogue import ANY, BOOL, FLOAT, INT, NOTHING, NULL, STR, Catalogue, FieldSpec, HelperSpec, Type, list_of
 from .rules import Binding, Check, Expr, Rule
@@ -109,6 +110,7 @@ class _Checker:
         self.filtering: set[int] = set()  # groups whose `where` is being checked (no `earlier` of them there)
         self.uses_earlier: set[int] = set()  # lets whose value needs `earlier(...)` (directly or through a let)
         self.earlier_seen = 0  # `earlier(...)` calls and reads of such lets met so far
+        self.let_depth: dict[int, int] = {}  # let -> how deep its expression is nested, the lets it reads inlined
 
     # ---- reporting -----------------------------------------------------------------------------------------
     def err(self, code: str, msg: str, node: ast.Node, hint: str | None = None) -> Type:
@@ -129,9 +131,26 @@ class _Checker:
     def check_expr(self, e: Expr, scope: _Scope, want: Type | None = None, what: str = "expression") -> Type:
         self.expr = e
         t = self.visit(e.node, scope)
+        depth = self.inlined_depth(e.node)
+        if depth > MAX_EXPR_DEPTH:  # code generation inlines the lets read: no rule may reach Python's recursion limit
+            self.err(
+                "expr-depth",
+                f"{what} is nested {depth} levels deep counting the lets it reads; the limit is {MAX_EXPR_DEPTH}",
+                e.node,
+                hint="shorten the chain of lets that build on each other",
+            )
+            self.poisoned.add(id(e.node))
         if want is not None and t.name != "any" and not self.cat.assignable(t, want):
             self.err("type-mismatch", f"{what} must be {want}, but `{self.text(e.node)}` is {t}", e.node)
         return t
+
+    def inlined_depth(self, n: ast.Node) -> int:
+        """How deep `n` is nested once every let it reads stands in place of its name (bounded by MAX_EXPR_DEPTH per
+        expression, so this recursion is too)."""
+        if isinstance(n, ast.Name):
+            b = self.res.let_refs.get(id(n))
+            return self.let_depth.get(id(b), 1) if b is not None else 1
+        return 1 + max((self.inlined_depth(c) for c in ast.children(n)), default=0)
 
     def bind(self, scope: _Scope, name: str, t: Type, span: Span | None, kind: str, node_for_err: Span | None) -> None:
         prev = scope.lookup(name)
@@ -150,6 +169,8 @@ class _Checker:
             self.pending = names[k + 1 :]
             seen = self.earlier_seen
             t = self.check_expr(b.expr, scope)
+            depth = self.inlined_depth(b.expr.node)
+            self.let_depth[id(b)] = depth if depth <= MAX_EXPR_DEPTH else 1  # reported once, not at every later let
             if self.earlier_seen != seen:
                 self.uses_earlier.add(id(b))
             self.pending = []

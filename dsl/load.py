@@ -18,6 +18,7 @@ from typing import Any, cast
 
 from ..base.diagnostics import Diagnostic, RulepassError
 from ..base.files import read_bytes
+from ..base.limits import MAX_RULE_FILE_BYTES
 from .cache import Store, code_digest, digest
 from .catalogue import Catalogue
 from .check import Resolution, check_rule, check_rule_set
@@ -151,7 +152,7 @@ def validate_rules(
 def _read(path: Path) -> bytes | RulepassError:
     """The bytes of a rule file, or the error reading it."""
     try:
-        return read_bytes(path, what="rule file")
+        return read_bytes(path, what="rule file", max_bytes=MAX_RULE_FILE_BYTES)
     except RulepassError as exc:
         return exc
 

@@ -16,10 +16,11 @@ from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from ..base.diagnostics import Diagnostic, RulepassError
+from ..base.limits import MAX_EXPR_DEPTH, LimitError, int_literal
 from . import ast
 
 MAX_EXPR_CHARS = 20_000
-MAX_DEPTH = 64
+MAX_DEPTH = MAX_EXPR_DEPTH
 
 _TOKEN_WORDS = {
     "NAME": "a name",
@@ -48,6 +49,12 @@ class _DepthError(Exception):
     def __init__(self, start: int, end: int) -> None:
         super().__init__()
         self.start, self.end = start, end
+
+
+class _LimitError(_DepthError):
+    def __init__(self, start: int, end: int, message: str) -> None:
+        super().__init__(start, end)
+        self.message = message
 
 
 def _unescape(raw: str) -> str:
@@ -105,7 +112,11 @@ class _Build(Transformer[Token, Any]):
 
     def int_lit(self, items: list[Any]) -> Any:
         t = str(items[0])
-        return self._mk(ast.Lit, items, int(t, 16) if t.startswith("0x") else int(t))
+        try:
+            value = int_literal(t[2:], 16) if t.startswith("0x") else int_literal(t)
+        except LimitError as exc:
+            raise _LimitError(*_pos(items[0]), str(exc)) from None
+        return self._mk(ast.Lit, items, value)
 
     def float_lit(self, items: list[Any]) -> Any:
         return self._mk(ast.Lit, items, float(str(items[0])))
@@ -274,6 +285,8 @@ def _parse(text: str, src: ast.ExprSource, start: str, what: str) -> ast.Node:
         raise RulepassError(Diagnostic("expr-syntax", f"{what} is empty", src.span(0, 1)))
     try:
         return _parse_cached(text, start)
+    except _LimitError as exc:
+        raise RulepassError(Diagnostic("limit", exc.message, src.span(exc.start, exc.end))) from None
     except _DepthError as exc:
         raise RulepassError(
             Diagnostic(

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..base.diagnostics import Diagnostic, RulepassError, Span, did_you_mean
 from ..base.files import read_text
+from ..base.limits import MAX_RULE_FILE_BYTES
 from ..base.schema import schema_diagnostics
 from ..base.yaml_source import YamlDoc, load_text
 from . import ast
@@ -362,7 +363,7 @@ def _changed(new: tuple[Check, ...], old: tuple[Check, ...]) -> bool:
 def read_rule_file(path: str | Path) -> tuple[RuleFile | None, list[Diagnostic]]:
     """Load, schema-check and parse one rule file, collecting every problem found."""
     try:
-        doc = load_text(read_text(path, what="rule file"), str(path))
+        doc = load_text(read_text(path, what="rule file", max_bytes=MAX_RULE_FILE_BYTES), str(path))
     except RulepassError as exc:
         return None, list(exc.diagnostics)
     return read_rule_doc(doc)

@@ -43,6 +43,9 @@ from itertools import repeat
 from operator import add, mul
 from pathlib import Path
 
+from ...base.files import read_text
+from ...base.limits import LimitError, int_literal
+
 __all__ = [
     "DENSE_PAIRS_PER_BUFFER",
     "EXACT_HEURISTICS",
@@ -126,10 +129,7 @@ _HEADER = ("id", "lower", "upper", "size")
 def read_csv(path: str | Path) -> list[Buffer]:
     """Read ``id,lower,upper,size`` rows (half-open [lower, upper)) into buffers live over [lower, upper-1]."""
     name = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    text = read_text(path, what="buffer CSV")
     lines = text.splitlines()
     buffers: list[Buffer] = []
     seen: dict[str, int] = {}
@@ -155,10 +155,13 @@ def read_csv(path: str | Path) -> list[Buffer]:
         values: list[int] = []
         for column, text_value in zip(_HEADER[1:], fields[1:], strict=True):
             try:
-                values.append(int(text_value))
+                values.append(int_literal(text_value))
+            except LimitError as exc:
+                raise ValueError(f"{name}: line {lineno}, column '{column}': {exc}") from None
             except ValueError:
+                shown = text_value if len(text_value) <= 40 else text_value[:40] + "..."
                 raise ValueError(
-                    f"{name}: line {lineno}, column '{column}': expected an integer, got {text_value!r}"
+                    f"{name}: line {lineno}, column '{column}': expected an integer, got {shown!r}"
                 ) from None
         lower, upper, size = values
         if size < 0:

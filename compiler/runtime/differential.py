@@ -73,11 +73,21 @@ def check_model(
     seed: int = 0,
     rank_inputs: Sequence[Mapping[str, Any]] | None = None,
     verify: bool = True,
+    max_memory: int | None = None,
 ) -> CheckReport:
     """Run `model` and evaluate its graph directly on the same seeded inputs; compare every kernel input (rank 0)
-    and every output (all ranks) bit for bit, in topological order."""
+    and every output (all ranks) bit for bit, in topological order. `max_memory` bounds the run (see run_model)."""
     ran_reads: dict[str, Array] = {}
-    ran = run_model(model, inputs, ranks=ranks, seed=seed, rank_inputs=rank_inputs, verify=verify, reads=ran_reads)
+    ran = run_model(
+        model,
+        inputs,
+        ranks=ranks,
+        seed=seed,
+        rank_inputs=rank_inputs,
+        verify=verify,
+        reads=ran_reads,
+        max_memory=max_memory,
+    )
     name = str(model["model_def"]["name"])
     graph = graph_from_doc(load_text(json.dumps(model["graph"]), "<model graph>"), name)
     direct_reads: dict[str, Array] = {}

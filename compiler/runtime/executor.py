@@ -34,6 +34,7 @@ import numpy as np
 from jsonschema import Draft202012Validator
 
 from ...base.diagnostics import Diagnostic, RulepassError, did_you_mean, error
+from ...base.limits import check_memory
 from ...base.schema import load_schema
 from ...base.yaml_source import load_text
 from .. import formats
@@ -720,6 +721,10 @@ def _plan_of(m: _Model) -> MemoryPlan:
     for k, p in m.tensors.items():
         v = m.plan["tensors"][k]
         first, last = v.get("first", 0), v.get("last", 0)
+        if not (_nonneg_int(first) and _nonneg_int(last)):
+            raise _bad(
+                f"tensor '{k}' of the memory plan: 'first' and 'last' must be step numbers, got {first!r}, {last!r}"
+            )
         plan.tensors[k] = TensorPlacement(
             k, p.region, p.mem_type, p.offset, p.size, m.raw[k], str(v.get("unit", k)), int(first), int(last)
         )
@@ -731,6 +736,19 @@ def _plan_of(m: _Model) -> MemoryPlan:
     for (region, mem_type), size in m.arenas.items():
         plan.arenas.append(ArenaReport(region, mem_type, size, size, 0, size, ""))
     return plan
+
+
+def _memory_needed(m: _Model, ranks: int) -> int:
+    """Bytes a run allocates, at least: every arena and graph input per rank, and every weight once."""
+
+    def raw(desc: TensorDesc) -> int:
+        return max(formats.tensor_raw_size(desc.shape, desc.dtype), 0)
+
+    inputs = sum(raw(n.op.output_descs[0]) for n in _graph_inputs(m.graph) if n.graph.is_root and n.op.output_descs)
+    weights = sum(
+        raw(n.op.output_descs[0]) for n in m.graph.all_nodes() if n.type in WEIGHT_TYPES and n.op.output_descs
+    )
+    return ranks * (sum(m.arenas.values()) + inputs) + weights
 
 
 def model_rank_size(model: Mapping[str, Any]) -> int:
@@ -1002,6 +1020,7 @@ def run_model(
     rank_inputs: Sequence[Mapping[str, Any]] | None = None,
     verify: bool = True,
     reads: dict[str, Array] | None = None,
+    max_memory: int | None = None,
 ) -> RunResult:
     """Execute a compiled model (the model file's JSON object) on `ranks` simulated ranks.
 
@@ -1009,7 +1028,9 @@ def run_model(
 
     `inputs` (by Data node name or index, origin or storage shape) apply to every rank, `rank_inputs[r]` to
     rank r; missing inputs are seeded random per rank, weights seeded random per node. With `verify` the
-    memory plan is proved safe by the independent verifier first, and an unsafe plan is an error.
+    memory plan is proved safe by the independent verifier first, and an unsafe plan is an error. A model whose
+    arenas, inputs and weights need more than `max_memory` bytes (default: `default_memory_budget()`) is
+    refused before anything is allocated.
     """
     m = _load_model(model)
     need = model_rank_size(model)
@@ -1019,6 +1040,7 @@ def run_model(
             f"model '{m.name}' has collectives over {need} ranks; it cannot run on {ranks}",
             hint=f"run it with ranks={need} (--ranks {need})",
         )
+    check_memory(_memory_needed(m, ranks), max_memory, f"running model '{m.name}' on {ranks} rank(s)")
     if verify:
         violations = verify_plan(m.graph, _plan_of(m), events=m.events)
         if violations:

@@ -90,16 +90,18 @@ def run_model(
     seed: int = 0,
     rank_inputs: Sequence[dict[str, Any]] | None = None,
     verify: bool = True,
+    max_memory: int | None = None,
 ) -> RunResult:
     """Execute a compiled model (its JSON object, or a CompileResult) with the numpy reference kernels.
 
     Inputs by Data node name (missing ones seeded random per rank), weights as their Const nodes carry them
-    (seeded random for one that carries none, see compiler/weights.py); outputs per NetOutput
-    input, per rank when `ranks` > 1 (collectives run in lock-step). Needs numpy (`pip install 'rulepass[run]'`).
+    (seeded random for one that carries none, see compiler/weights.py); outputs per NetOutput input, per rank when
+    `ranks` > 1 (collectives run in lock-step). A model needing more than `max_memory` bytes (default: half the
+    available memory) is refused before allocating. Needs numpy (`pip install 'rulepass[run]'`).
     """
     try:
         from .compiler.runtime.executor import run_model as _run
     except ImportError as exc:
         raise error("usage", f"running models needs numpy: pip install 'rulepass[run]' ({exc})") from None
     doc = model.model if isinstance(model, CompileResult) else model
-    return _run(doc, inputs, ranks=ranks, seed=seed, rank_inputs=rank_inputs, verify=verify)
+    return _run(doc, inputs, ranks=ranks, seed=seed, rank_inputs=rank_inputs, verify=verify, max_memory=max_memory)

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import os
 import sys
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from . import __version__
 
@@ -35,6 +36,14 @@ class _Parser(argparse.ArgumentParser):
         self.print_usage(sys.stderr)
         sys.stderr.write(f"{self.prog}: error: {message}\n")
         raise SystemExit(EXIT_USAGE)
+
+
+def _p(text: str, *, keep_newlines: bool = False) -> str:
+    """`rulepass.base.diagnostics.printable`: user text with control characters escaped, so a name can neither
+    forge a line nor send escape sequences (imported when a command prints one)."""
+    from .base.diagnostics import printable
+
+    return printable(text, keep_newlines=keep_newlines)
 
 
 def check_writable(path: str, *, what: str) -> None:
@@ -63,7 +72,7 @@ def _cmd_graph_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 reports.append({"file": path, "valid": False, "diagnostics": [d.to_json() for d in exc.diagnostics]})
             else:
                 _print_diagnostics(exc.diagnostics, err)
-                err.write(f"{path}: invalid ({len(exc.diagnostics)} error(s))\n")
+                err.write(f"{_p(path)}: invalid ({len(exc.diagnostics)} error(s))\n")
             continue
         graphs = [g, *g.all_subgraphs()]
         nodes = [n for sub in graphs for n in sub.nodes_in_insertion_order()]
@@ -83,9 +92,9 @@ def _cmd_graph_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if args.format == "json":
             reports.append(summary)
         else:
-            hist = ", ".join(f"{t} x{c}" for t, c in summary["op_types"].items())
+            hist = ", ".join(f"{_p(t)} x{c}" for t, c in summary["op_types"].items())
             out.write(
-                f"{path}: ok: graph '{g.name}', {len(nodes)} nodes, {data_edges} data edges, "
+                f"{_p(path)}: ok: graph '{_p(g.name)}', {len(nodes)} nodes, {data_edges} data edges, "
                 f"{control_edges} control edges, {len(graphs) - 1} subgraphs\n    op types: {hist}\n"
             )
     if args.format == "json":
@@ -103,7 +112,7 @@ def _load_graph_arg(path: str, err: TextIO) -> Any:
     """A graph file, or an ONNX model imported on the fly (its warnings go to stderr)."""
     from .api import load_graph
 
-    return load_graph(path, warn=lambda w: err.write(f"rulepass: warning: {w}\n"))
+    return load_graph(path, warn=lambda w: err.write(f"rulepass: warning: {_p(w)}\n"))
 
 
 def _cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -129,8 +138,8 @@ def _cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     g = result.graph
     n = len(g.all_nodes())
     out.write(
-        f"imported {args.model}: graph '{g.name}', {n} nodes, {len(g.all_subgraphs())} subgraph(s), "
-        f"formats {args.formats}; wrote {args.output}\n"
+        f"imported {_p(args.model)}: graph '{_p(g.name)}', {n} nodes, {len(g.all_subgraphs())} subgraph(s), "
+        f"formats {args.formats}; wrote {_p(args.output)}\n"
     )
     return EXIT_OK
 
@@ -191,7 +200,7 @@ def _decision_summary(d: Any, undo: Any) -> str:
 
 
 def _decision_row(d: Any, undo: Any = None) -> str:
-    return f"{d.rule:<22} {d.graph:<18} {d.node:<22} {d.op_type:<12} {_decision_summary(d, undo)}"
+    return f"{d.rule:<22} {_p(d.graph):<18} {_p(d.node):<22} {_p(d.op_type):<12} {_p(_decision_summary(d, undo))}"
 
 
 def _decision_json(d: Any, undo: Any) -> dict[str, Any]:
@@ -270,7 +279,7 @@ def _cmd_optimize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 + "\n"
             )
     if args.output:
-        out.write(f"wrote {args.output}\n")
+        out.write(f"wrote {_p(args.output)}\n")
     return EXIT_OK
 
 
@@ -303,8 +312,8 @@ def _cmd_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return EXIT_OK
     if not decisions:
         out.write(
-            f"node '{args.node}' is not a candidate of any rule that ran"
-            + (f" (rule {args.rule})" if args.rule else "")
+            f"node '{_p(args.node)}' is not a candidate of any rule that ran"
+            + (f" (rule {_p(args.rule)})" if args.rule else "")
             + "\n"
         )
         return EXIT_OK
@@ -314,11 +323,11 @@ def _cmd_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             verdict = f"UNDID the earlier zero-copy decision: {d.reason.message if d.reason else ''}"
         elif i in undone:
             verdict = f"FIRED, then UNDONE by {undone[i].by}: {undone[i].reason}"
-        out.write(f"{d.rule} on {d.node} ({d.op_type}) in graph '{d.graph}': {verdict}\n")
+        out.write(f"{d.rule} on {_p(d.node)} ({_p(d.op_type)}) in graph '{_p(d.graph)}': {_p(verdict)}\n")
         for t in d.trace:
             mark = "pass" if t.passed else "FAIL"
-            at = f"  [{'; '.join(t.elements)}]" if t.elements else ""
-            note = f"  ({t.note})" if t.note else ""
+            at = f"  [{_p('; '.join(t.elements))}]" if t.elements else ""
+            note = f"  ({_p(t.note)})" if t.note else ""
             out.write(f"  {mark}  {'/'.join(t.path)}{at}{note}\n")
         if not d.fired and d.check_kind != "undo":
             if d.check_kind == "skip_graph":
@@ -326,7 +335,7 @@ def _cmd_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             if d.reason is not None:
                 _write_reason(out, d.reason, 2)
             if d.error and d.reason is None:
-                out.write(f"    {d.error}\n")
+                out.write(f"    {_p(d.error)}\n")
             if d.check_span is not None:
                 out.write(f"  decided by check '{d.check}' defined at {d.check_span}\n")
     return EXIT_OK
@@ -336,7 +345,7 @@ def _write_reason(out: TextIO, r: Reason, depth: int) -> None:
     """A reason as `explain` prints it: its message, then the part it narrows to one level deeper, or each
     alternative to blame, down to the innermost, whose values and place in the rule file close it."""
     pad = "  " * depth
-    out.write((f"{pad}at {r.element}\n" if r.element else "") + f"{pad}{r.message}\n")
+    out.write((f"{pad}at {_p(r.element)}\n" if r.element else "") + f"{pad}{_p(r.message)}\n")
     if r.sub is not None:
         _write_reason(out, r.sub, depth + 1)
     elif r.alternatives:  # the operands' values are in each alternative's own lines
@@ -344,7 +353,7 @@ def _write_reason(out: TextIO, r: Reason, depth: int) -> None:
             _write_reason(out, a, depth + 1)
     else:
         for k, v in r.values:
-            out.write(f"{pad}  {k} = {v}\n")
+            out.write(f"{pad}  {k} = {_p(str(v))}\n")
         if r.span is not None:
             out.write(f"{pad}  at {r.span}\n")
 
@@ -420,7 +429,7 @@ def _cmd_memory(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         }
         out.write(json.dumps(doc, indent=1) + "\n")
     else:
-        out.write(f"memory plan for graph '{graph.name}'\n")
+        out.write(f"memory plan for graph '{_p(graph.name)}'\n")
         out.write(
             f"  {'region':<12} {'type':>5} {'arena':>28} {'lower bound':>14} {'ratio':>7} {'blocks':>7} "
             f"{'reused':>14}  planner\n"
@@ -446,7 +455,7 @@ def _savings_text(mem: dict[str, Any], indent: str) -> str:
     """The no-task savings of a memory report, as lines; the arena without them only when it was planned."""
     nodes = mem["no_task_nodes"]
     text = (
-        f"{indent}no-task ops: {len(nodes)} ({', '.join(nodes) or 'none'}): {len(nodes)} kernel task(s) and "
+        f"{indent}no-task ops: {len(nodes)} ({_p(', '.join(nodes)) or 'none'}): {len(nodes)} kernel task(s) and "
         f"{_fmt_bytes(mem['copy_bytes_saved'])} of copies saved\n"
         f"{indent}feature-map memory: {_fmt_bytes(mem['feature_map'])}"
     )
@@ -546,13 +555,13 @@ def _cmd_compile(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if check is not None:
         out.write(_check_line(check) + "\n")
     if args.output:
-        out.write(f"wrote {args.output}\n")
+        out.write(f"wrote {_p(args.output)}\n")
     return EXIT_OK
 
 
 def _compile_text(report: dict[str, Any]) -> str:
     """A compile report for reading: passes (and what was undone later), memory and savings, arenas, tasks."""
-    lines = [f"compiled graph '{report['graph']}' ({report['nodes']} nodes)", "passes:"]
+    lines = [f"compiled graph '{_p(report['graph'])}' ({report['nodes']} nodes)", "passes:"]
     for r in report["passes"]:
         s = r["stats"]
         if not r["ran"]:
@@ -564,7 +573,8 @@ def _compile_text(report: dict[str, Any]) -> str:
             missed = f", missed: {misses}" if misses and not r["quiet"] else ""
             lines.append(f"  {r['pass']}: {s['candidates']} candidate(s), {s['fired']} fired{later}{missed}")
     lines += [
-        f"  undone: {u['pass']} on {u['node']} ({u['op_type']}), by {u['by']}: {u['reason']}" for u in report["undone"]
+        f"  undone: {u['pass']} on {_p(u['node'])} ({_p(u['op_type'])}), by {u['by']}: {_p(u['reason'])}"
+        for u in report["undone"]
     ]
     mem = report["memory"]
     sound = "NOT checked" if not report["soundness"] else f"{len(mem['no_task_nodes'])} zero-copy op(s) proved sound"
@@ -619,28 +629,73 @@ def _run_model_doc(args: argparse.Namespace, err: TextIO) -> dict[str, Any]:
         ).model
 
 
-def _read_npz(path: str, ranks: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Arrays of an .npz file: `NAME` for every rank, `rank<R>.NAME` for rank R only."""
-    import re
+def _npz_members(path: str, budget: int) -> list[tuple[str, int]]:
+    """(name, bytes) of every array of an .npz file, from the .npy headers alone, within `budget` bytes in all:
+    nothing is decompressed and no pickle is ever loaded."""
+    import warnings
     import zipfile
+
+    import numpy as np
+    from numpy.lib import format as npy
+
+    from .base.diagnostics import error
+    from .base.files import check_readable
+    from .base.limits import check_memory
+
+    check_readable(path, what="inputs file")
+    members: list[tuple[str, int]] = []
+    try:
+        with zipfile.ZipFile(path) as zf, warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # numpy's note on headers written by Python 2
+            for info in zf.infolist():
+                if not info.filename.endswith(".npy"):
+                    raise ValueError(f"member '{info.filename}' is not a .npy array")
+                with zf.open(info) as f:
+                    version = npy.read_magic(f)
+                    if version not in ((1, 0), (2, 0)):
+                        raise ValueError(f"array '{info.filename[:-4]}' is in .npy format {version}, not 1.0 or 2.0")
+                    read = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
+                    try:
+                        shape, _fortran, dtype = read(f, max_header_size=10000)
+                    except Exception as exc:  # numpy parses the header's Python literal: any error it raises
+                        raise ValueError(f"array '{info.filename[:-4]}' has a malformed .npy header ({exc})") from None
+                if dtype.hasobject:
+                    raise ValueError(f"array '{info.filename[:-4]}' holds Python objects, which are never loaded")
+                members.append((info.filename[:-4], int(np.prod(shape, dtype=object)) * dtype.itemsize))
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
+        raise error(
+            "io",
+            f"inputs file '{path}' is not an .npz archive of arrays: {exc}",
+            hint="write inputs with numpy.savez (arrays only, no pickled objects)",
+            where=path,
+        ) from None
+    check_memory(sum(n for _, n in members), budget, f"inputs file '{path}'")
+    return members
+
+
+def _read_npz(path: str, ranks: int, budget: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Arrays of an .npz file: `NAME` for every rank, `rank<R>.NAME` for rank R only; their sizes are checked
+    against `budget` from the headers before any is read."""
+    import re
+    import warnings
+    import zipfile
+    import zlib
 
     import numpy as np
 
     from .base.diagnostics import error
 
-    bad = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile)
-    try:
-        loaded = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise error("io", f"inputs file '{path}' does not exist", where=path) from None
-    except bad as exc:
-        raise error("io", f"inputs file '{path}' is not a readable .npz archive: {exc}", where=path) from None
-    if not isinstance(loaded, np.lib.npyio.NpzFile):
-        raise error("io", f"inputs file '{path}' holds one array (.npy); write inputs with numpy.savez", where=path)
+    names = [name for name, _ in _npz_members(path, budget)]
+    bad = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error)
     common: dict[str, Any] = {}
     per_rank: list[dict[str, Any]] = [{} for _ in range(ranks)]
-    with loaded:
-        for key in loaded.files:
+    try:
+        loaded = np.load(path, allow_pickle=False)
+    except bad as exc:
+        raise error("io", f"inputs file '{path}' is not a readable .npz archive: {exc}", where=path) from None
+    with loaded, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for key in names:
             try:
                 arr = loaded[key]
             except bad as exc:
@@ -661,6 +716,7 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .api import run_model
     from .base.diagnostics import error
     from .base.files import atomic_output
+    from .base.limits import default_memory_budget
 
     try:
         import numpy as np
@@ -670,15 +726,17 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise error("usage", f"running models needs numpy: pip install 'rulepass[run]' ({exc})") from None
     model = _run_model_doc(args, err)
     ranks = args.ranks or model_rank_size(model)
-    inputs, rank_inputs = _read_npz(args.inputs, ranks) if args.inputs else ({}, None)
+    budget = args.max_memory if args.max_memory is not None else default_memory_budget()
+    inputs, rank_inputs = _read_npz(args.inputs, ranks, budget) if args.inputs else ({}, None)
+    run_args: dict[str, Any] = {"ranks": ranks, "seed": args.seed, "rank_inputs": rank_inputs, "verify": args.verify}
     check: Any = None
     if args.check:
         from .compiler.runtime.differential import check_model
 
-        check = check_model(model, inputs, ranks=ranks, seed=args.seed, rank_inputs=rank_inputs, verify=args.verify)
+        check = check_model(model, inputs, **run_args, max_memory=budget)
         result = check.run
     else:
-        result = run_model(model, inputs, ranks=ranks, seed=args.seed, rank_inputs=rank_inputs, verify=args.verify)
+        result = run_model(model, inputs, **run_args, max_memory=budget)
     rows: list[dict[str, Any]] = [
         {
             "rank": r,
@@ -716,16 +774,16 @@ def _cmd_run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(json.dumps(doc, indent=1) + "\n")
         return _check_status(check, err)
     out.write(
-        f"ran model '{result.name}' on {ranks} rank(s), seed {args.seed}: {len(result.trace)} task(s) per rank, "
+        f"ran model '{_p(result.name)}' on {ranks} rank(s), seed {args.seed}: {len(result.trace)} task(s) per rank, "
         f"{len(result.initialised)} kernel(s) initialised, {len(result.virtual)} virtual op(s) neither initialised "
-        f"nor launched{': ' + ', '.join(result.virtual) if result.virtual else ''}\n"
+        f"nor launched{': ' + _p(', '.join(result.virtual)) if result.virtual else ''}\n"
     )
     for row in rows:
         where = f"rank {row['rank']} " if ranks > 1 else ""
         shape = ",".join(str(d) for d in row["shape"])
-        out.write(f"  {where}{row['name']} ({row['source']}): {row['dtype']}[{shape}] sha256:{row['sha256']}\n")
+        out.write(f"  {where}{_p(row['name'])} ({_p(row['source'])}): {row['dtype']}[{shape}] sha256:{row['sha256']}\n")
     if args.output:
-        out.write(f"wrote {args.output}\n")
+        out.write(f"wrote {_p(args.output)}\n")
     if check is not None:
         out.write(_check_line(check) + "\n")
     return _check_status(check, err)
@@ -764,6 +822,24 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
     return value
+
+
+def _thread_count(text: str) -> int:
+    from .base.limits import MAX_THREADS
+
+    value = _positive_int(text)
+    if value > MAX_THREADS:
+        raise argparse.ArgumentTypeError(f"{value} threads is over the limit of {MAX_THREADS}")
+    return value
+
+
+def _byte_size(text: str) -> int:
+    from .base.limits import LimitError, parse_byte_size
+
+    try:
+        return parse_byte_size(text)
+    except LimitError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _nonnegative_int(text: str) -> int:
@@ -854,7 +930,7 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("-o", "--output", metavar="MODEL", help="write the model (JSON) here")
     comp.add_argument(
         "--threads",
-        type=_positive_int,
+        type=_thread_count,
         metavar="N",
         help="task generation threads (default: MAX_COMPILE_CORE_NUMBER, else 1)",
     )
@@ -920,6 +996,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--ranks", type=_positive_int, metavar="R", help="simulated ranks (default: the model's ranks)")
     run.add_argument("--seed", type=_nonnegative_int, default=0, metavar="N", help="seed of missing inputs and weights")
     run.add_argument(
+        "--max-memory",
+        type=_byte_size,
+        metavar="SIZE",
+        help="refuse models and inputs needing more (e.g. 512M, 8G; default: half the available memory)",
+    )
+    run.add_argument(
         "--verify",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -944,10 +1026,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Printable(io.TextIOBase):
+    """A text stream that escapes control characters but newline and tab (see `printable`): whatever user text
+    reaches the terminal, it cannot send escape sequences. Names are escaped, newlines too, where they are shown."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, s: str) -> int:
+        self._stream.write(_p(s, keep_newlines=True))
+        return len(s)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Run the command line; returns the exit code."""
-    out = out or sys.stdout
-    err = err or sys.stderr
+    out = cast(TextIO, _Printable(out or sys.stdout))
+    err = cast(TextIO, _Printable(err or sys.stderr))
     parser = build_parser()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):  # --help, --version, usage

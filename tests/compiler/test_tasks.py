@@ -114,8 +114,19 @@ def test_model_is_byte_identical_with_1_and_8_threads_on_thousands_of_nodes() ->
 
 
 def test_thread_count_reads_max_compile_core_number() -> None:
-    assert thread_count("") == 1 and thread_count("0") == 1 and thread_count("-3") == 1 and thread_count("x") == 1
-    assert thread_count("8") == 8
+    assert thread_count("") == 1 and thread_count("0") == 1 and thread_count("-3") == 1
+    assert thread_count("8") == 8 and thread_count(" 256 ") == 256
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [("x", "expected a decimal number of threads"), ("4.5", "expected a decimal"), ("100000", "the limit is 256")],
+)
+def test_a_bad_max_compile_core_number_is_an_error_not_one_thread(value: str, message: str) -> None:
+    with pytest.raises(RulepassError, match=message):
+        thread_count(value)
+    with pytest.raises(RulepassError, match="threads asks for 100000 threads; the limit is 256"):
+        generate_tasks(ComputeGraph("g"), threads=100000)
 
 
 FUSION = """

@@ -96,3 +96,16 @@ def test_concat_rule_fires_in_some_fixture() -> None:
 def test_pack_fixtures_cover_its_own_checks() -> None:
     covered = _passing_expectations(PACK_RULE)
     assert {"fired", "IsPreOutAnchorCanReuse", "InternalFormatIsNZ", "CheckDimAlignment", "CheckRealDim"} <= covered
+
+
+@pytest.mark.parametrize("given", ["../../../outside.yaml", "/etc/passwd", "../../sub/x.yaml"])
+def test_a_fixture_rule_file_outside_its_rule_folder_is_refused(tmp_path: Path, given: str) -> None:
+    """A fixture could otherwise make `rulepass test` read (and quote) any file (issue 38)."""
+    rules = tmp_path / "rules"
+    (rules / "fixtures" / "concat_notask").mkdir(parents=True)
+    (rules / "concat_notask.yaml").write_text(CONCAT_RULE.read_text())
+    (tmp_path / "outside.yaml").write_text("secret: 1\n")
+    fixture = rules / "fixtures" / "concat_notask" / "case.yaml"
+    fixture.write_text(f"rule_file: {given}\ngraph: {{nodes: []}}\nexpect: {{x: fired}}\n")
+    (result,) = run_fixtures([fixture])[0]
+    assert not result.ok and "is outside the fixture's rule folder" in result.message and "secret" not in result.message

@@ -8,11 +8,31 @@ command line prints them alike and tests can snapshot them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 Severity = Literal["error", "warning"]
+
+# C0 controls but tab (newline kept or not), DEL, C1 controls, the Unicode line and paragraph separators and the
+# bidirectional overrides and isolates ("trojan source"): what could move the cursor, forge a line, recolour a
+# terminal or reorder what a reader sees
+_CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+_UNPRINTABLE = re.compile(f"[{_CONTROLS}\n]")
+_UNPRINTABLE_BUT_NEWLINE = re.compile(f"[{_CONTROLS}]")
+
+
+def _escape(m: re.Match[str]) -> str:
+    c = ord(m.group())
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+def printable(text: str, *, keep_newlines: bool = False) -> str:
+    """`text` with every control character (newline too, unless kept) escaped as `\\xNN` or `\\uNNNN`: user text
+    (names, values, paths) shown in a terminal can neither forge a line nor send escape sequences."""
+    pattern = _UNPRINTABLE_BUT_NEWLINE if keep_newlines else _UNPRINTABLE
+    return pattern.sub(_escape, text) if pattern.search(text) else text
 
 
 class Source:
@@ -102,7 +122,7 @@ class Diagnostic:
     def headline(self) -> str:
         """`file:line:col: error[code]: message` on one line."""
         loc = f"{self.span}: " if self.span is not None else (f"{self.where}: " if self.where else "")
-        return f"{loc}{self.severity}[{self.code}]: {self.message}"
+        return printable(f"{loc}{self.severity}[{self.code}]: {self.message}")
 
     def render(self) -> str:
         """The headline, the source line with carets under the span, and the hint."""
@@ -111,7 +131,7 @@ class Diagnostic:
         if span is not None and span.source is not None:
             text = span.source.line_text(span.line)
             if text:
-                shown = text.expandtabs(1)
+                shown = printable(text.expandtabs(1))
                 if len(shown) > 160:  # keep excerpts of huge lines readable: a window around the caret
                     start = max(0, span.col - 60)
                     shown = ("..." if start else "") + shown[start : start + 120] + "..."
@@ -124,7 +144,7 @@ class Diagnostic:
                 lines.append(gutter + shown)
                 lines.append(" " * (len(gutter) - 2) + "| " + " " * (col - 1) + "^" * width)
         if self.hint:
-            lines.append(f"      = help: {self.hint}")
+            lines.append(f"      = help: {printable(self.hint)}")
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, object]:

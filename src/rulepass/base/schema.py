@@ -73,7 +73,7 @@ def is_valid(data: Any, package: str, schema_name: str) -> bool:
     return True
 
 
-_PATTERN_WORDS = {"^[A-Za-z_][A-Za-z0-9_]*$": "an identifier (letters, digits, _)"}
+_PATTERN_WORDS = {"^[A-Za-z_][A-Za-z0-9_]*$(?!\\n)": "an identifier (letters, digits, _)"}
 
 
 def _kind(value: object) -> str:

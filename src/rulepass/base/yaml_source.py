@@ -21,6 +21,7 @@ import yaml
 
 from .diagnostics import Diagnostic, RulepassError, Source, Span, error
 from .files import read_text
+from .limits import LimitError, int_literal
 
 PathKey = tuple[str | int, ...]
 
@@ -53,7 +54,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def plain_scalar(text: str) -> object:
-    """The value of a plain (unquoted) scalar by the YAML 1.2 core schema."""
+    """The value of a plain (unquoted) scalar by the YAML 1.2 core schema (LimitError for an integer literal
+    over MAX_INT_DIGITS)."""
     if text in _NULLS:
         return None
     if text in _TRUE:
@@ -61,11 +63,11 @@ def plain_scalar(text: str) -> object:
     if text in _FALSE:
         return False
     if _INT.fullmatch(text):
-        return int(text)
+        return int_literal(text)
     if _INT_OCT.fullmatch(text):
-        return int(text[2:], 8)
+        return int_literal(text[2:], 8)
     if _INT_HEX.fullmatch(text):
-        return int(text[2:], 16)
+        return int_literal(text[2:], 16)
     if _FLOAT.fullmatch(text):
         return float(text)
     if text in _INF:
@@ -265,7 +267,8 @@ def _strict_json(text: str, name: str, max_depth: int) -> tuple[Any, bool] | Non
 
     (data, plain): `plain` when the YAML reader would object to nothing JSON allows (a duplicate key, nesting
     deeper than `max_depth`, a lone surrogate), so that the data stands without it. None when the text is nested
-    too deeply for Python's parser: the YAML pass then reports that with a position.
+    too deeply for Python's parser or holds an integer over MAX_INT_DIGITS: the YAML pass then reports that with
+    a position.
     """
     source = Source(name, text)
     duplicates = False
@@ -281,14 +284,14 @@ def _strict_json(text: str, name: str, max_depth: int) -> tuple[Any, bool] | Non
         return out
 
     try:
-        data = json.loads(text, parse_constant=constant, object_pairs_hook=mapping)
+        data = json.loads(text, parse_constant=constant, parse_int=int_literal, object_pairs_hook=mapping)
     except json.JSONDecodeError as exc:
         raise error(
             "json-syntax",
             f"JSON syntax error: {exc.msg}",
             Span(name, exc.lineno, exc.colno, exc.lineno, exc.colno, source),
         ) from None
-    except RecursionError:
+    except (RecursionError, LimitError):
         return None
     except ValueError as exc:
         raise error("json-syntax", f"invalid JSON: {exc}", Span(name, 1, 1, 1, 1, source)) from None
@@ -447,12 +450,15 @@ def _load_yaml(
                     )
             elif isinstance(ev, yaml.ScalarEvent):
                 check_tag(ev.tag, ev.start_mark)
-                if ev.tag is not None and ev.tag != "!":
-                    value = _tagged_scalar(ev.tag, ev.value, sp(ev.start_mark, ev.end_mark))
-                elif ev.implicit[0] and not ev.style:
-                    value = plain_scalar(ev.value)
-                else:
-                    value = ev.value
+                try:
+                    if ev.tag is not None and ev.tag != "!":
+                        value = _tagged_scalar(ev.tag, ev.value, sp(ev.start_mark, ev.end_mark))
+                    elif ev.implicit[0] and not ev.style:
+                        value = plain_scalar(ev.value)
+                    else:
+                        value = ev.value
+                except LimitError as exc:
+                    raise error("limit", str(exc), sp(ev.start_mark, ev.end_mark)) from None
                 if ev.anchor:
                     anchors[ev.anchor] = (value, 1)
                 attach(value, ev.start_mark, ev.end_mark, 1, ev.style or None)
