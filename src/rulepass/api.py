@@ -18,6 +18,7 @@ from .compiler.graph_file import copy_graph, gc_paused, save_graph
 from .compiler.graph_file import load_graph as load_graph_file
 from .compiler.ir import ComputeGraph
 from .compiler.memory.assign import MemoryPlan, assign_memory
+from .compiler.memory.planner import planner_clock
 from .compiler.memory.verify import Violation, verify_plan
 from .compiler.model import build_model, dump_model, write_model
 from .compiler.passes import (
@@ -204,16 +205,20 @@ def plan_memory(
     level: str = DEFAULT_LEVEL,
     disabled: Iterable[str] = (),
     verify: bool = True,
+    memory_budget_s: float | None = None,
 ) -> MemoryResult:
     """Optimize a graph, plan its memory, and compare with the plan when the no-task passes are off.
 
     `graph` is optimized in place; the comparison runs on a fresh copy with every pass tagged `no-task` disabled.
-    Both plans are proved safe by the verifier when `verify`.
+    Both plans are proved safe by the verifier when `verify`. `memory_budget_s` is the offset planner's budget.
     """
     rules = _rules_for(graph, rules)
     baseline_graph = copy_graph(graph)
     optimize(graph, rules, level=level, disabled=disabled)
-    result = _with_baseline(graph, baseline_graph, assign_memory(graph), rules, level, disabled, single_stream=True)
+    plan = assign_memory(graph, budget_s=memory_budget_s)
+    result = _with_baseline(
+        graph, baseline_graph, plan, rules, level, disabled, single_stream=True, budget_s=memory_budget_s
+    )
     if verify:
         result.violations = verify_plan(graph, result.plan) + verify_plan(baseline_graph, result.baseline)
     return result
@@ -267,15 +272,19 @@ def compile_graph(
     options: dict[str, str] | None = None,
     verify: bool = True,
     progress: Callable[[str], None] | None = None,
+    memory_budget_s: float | None = None,
 ) -> CompileResult:
     """Passes, streams, memory, tasks and the model, each stage timed; raises on bad input or an unsafe plan.
 
     The cyclic garbage collector is paused meanwhile: a compile creates millions of long-lived objects and
     frees almost none, so full collections would only walk the heap again and again (25-40% of the time on
-    100k-node graphs).
+    100k-node graphs). `memory_budget_s` is the offset planner's budget (`plan`'s `budget_s`); the time the
+    planner took is reported as the stage "memory planner" (part of "memory").
     """
     with gc_paused():
-        return _stages(graph, rules, level, disabled, threads, single_stream, options, verify, progress)
+        return _stages(
+            graph, rules, level, disabled, threads, single_stream, options, verify, progress, memory_budget_s
+        )
 
 
 def _stages(
@@ -288,6 +297,7 @@ def _stages(
     options: dict[str, str] | None,
     verify: bool,
     progress: Callable[[str], None] | None,
+    memory_budget_s: float | None = None,
 ) -> CompileResult:
     seconds: dict[str, float] = {}
     say = progress or (lambda _stage: None)
@@ -304,13 +314,17 @@ def _stages(
     # a compile reports counts per check, not explanations: misses carry no Reason (use optimize or explain)
     opt = timed("passes", lambda: optimize(graph, rules, level=level, disabled=disabled, explain=False))
     streams = timed("streams", lambda: assign_streams(graph, single_stream=single_stream))
-    plan = timed("memory", lambda: assign_memory(graph, events=streams.event_pairs()))
+    with planner_clock() as clock:
+        plan = timed("memory", lambda: assign_memory(graph, events=streams.event_pairs(), budget_s=memory_budget_s))
+    seconds["memory planner"] = clock.seconds
     violations = timed("verify", lambda: verify_plan(graph, plan, events=streams.event_pairs())) if verify else []
     if violations:
         raise error("memory-plan", "the memory plan is unsafe: " + "; ".join(str(v) for v in violations[:5]))
     memory = timed(
         "baseline memory",
-        lambda: _with_baseline(graph, baseline_graph, plan, rules, level, disabled, single_stream=single_stream),
+        lambda: _with_baseline(
+            graph, baseline_graph, plan, rules, level, disabled, single_stream=single_stream, budget_s=memory_budget_s
+        ),
     )
     tasks = timed("tasks", lambda: generate_tasks(graph, plan, streams, threads=threads, options=options))
     model = timed("model", lambda: build_model(graph, plan, streams, tasks))
@@ -326,12 +340,13 @@ def _with_baseline(
     disabled: Iterable[str],
     *,
     single_stream: bool,
+    budget_s: float | None = None,
 ) -> MemoryResult:
     """Plan `baseline_graph` (a copy taken before the passes) with the no-task passes off, and count the savings."""
     no_task_passes = [r.name for r in rules.rules if NO_TASK_TAG in r.rule.tags]
     optimize(baseline_graph, rules, level=level, disabled=sorted(set(disabled) | set(no_task_passes)), explain=False)
     base_streams = assign_streams(baseline_graph, single_stream=single_stream)
-    baseline = assign_memory(baseline_graph, events=base_streams.event_pairs())
+    baseline = assign_memory(baseline_graph, events=base_streams.event_pairs(), budget_s=budget_s)
     virtual = [n for n in graph.all_nodes() if attr_bool(n, "_no_task")]
     copied = sum(max(formats.tensor_raw_size(o.desc.shape, o.desc.dtype), 0) for n in virtual for o in n.out_anchors)
     return MemoryResult(graph, plan, baseline, [n.name for n in virtual], copied, [], baseline_graph)

@@ -333,7 +333,12 @@ def _cmd_memory(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     graph = _load_graph_arg(args.graph or _default_graph(err), err)
     result = plan_memory(
-        graph, load_rules(args.rules or None), level=args.level, disabled=args.disable, verify=args.verify
+        graph,
+        load_rules(args.rules or None),
+        level=args.level,
+        disabled=args.disable,
+        verify=args.verify,
+        memory_budget_s=args.budget,
     )
     if args.format == "json":
         doc = {
@@ -383,7 +388,7 @@ def _cmd_memplan(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except (ValueError, OSError) as exc:
         err.write(f"rulepass: {exc}\n")
         return EXIT_INVALID
-    placement = plan(buffers)
+    placement = plan(buffers, budget_s=args.budget)
     base = greedy_best_fit(buffers) if args.baseline else None
     problems = check_placement(buffers, placement.offsets)
     if args.format == "json":
@@ -394,6 +399,8 @@ def _cmd_memplan(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "lower_bound": placement.lower_bound,
             "ratio": round(placement.ratio, 6),
             "strategy": placement.strategy,
+            "work": placement.work,
+            "budget": placement.budget,
             "valid": not problems,
             "offsets": placement.offsets if args.offsets else None,
         }
@@ -403,7 +410,8 @@ def _cmd_memplan(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     else:
         out.write(
             f"{args.file}: {len(buffers)} buffers, arena {placement.arena}, lower bound "
-            f"{placement.lower_bound}, ratio {placement.ratio:.4f} ({placement.strategy})\n"
+            f"{placement.lower_bound}, ratio {placement.ratio:.4f} ({placement.strategy}; work "
+            f"{placement.work:,} of {placement.budget:,} units)\n"
         )
         if base is not None:
             out.write(f"  greedy best-fit baseline: arena {base.arena}, ratio {base.ratio:.4f}\n")
@@ -434,6 +442,7 @@ def _cmd_compile(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         single_stream=args.single_stream,
         options=options,
         progress=progress,
+        memory_budget_s=args.budget,
     )
     if args.output:
         result.write_model(args.output)
@@ -668,6 +677,16 @@ def _nonnegative_int(text: str) -> int:
     return value
 
 
+def _budget(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite non-negative number of seconds, got {text}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the `rulepass` command."""
     parser = _Parser(
@@ -738,6 +757,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="GE's ge.bufferOptimize option: generate fusion groups contiguously",
     )
     comp.add_argument("--timings", action="store_true", help="show time per stage")
+    comp.add_argument(
+        "--budget",
+        type=_budget,
+        metavar="S",
+        help="the memory planner's budget: nominal seconds of optional work, counted in work units "
+        "(default: plan()'s, 8)",
+    )
     comp.add_argument("--quiet", action="store_true", help="no progress messages")
     pass_options(comp)
     comp.set_defaults(handler=_cmd_compile)
@@ -761,6 +787,13 @@ def build_parser() -> argparse.ArgumentParser:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="prove the plans safe with the independent verifier (default: on)",
+    )
+    mem.add_argument(
+        "--budget",
+        type=_budget,
+        metavar="S",
+        help="the memory planner's budget: nominal seconds of optional work, counted in work units "
+        "(default: plan()'s, 8)",
     )
     pass_options(mem)
     mem.set_defaults(handler=_cmd_memory)
@@ -787,6 +820,13 @@ def build_parser() -> argparse.ArgumentParser:
     mp.add_argument("--baseline", action="store_true", help="also run the greedy best-fit baseline")
     mp.add_argument("--offsets", action="store_true", help="include every offset in the JSON output")
     mp.add_argument("--format", choices=["text", "json"], default="text")
+    mp.add_argument(
+        "--budget",
+        type=_budget,
+        metavar="S",
+        help="the memory planner's budget: nominal seconds of optional work, counted in work units "
+        "(default: plan()'s, 8)",
+    )
     mp.set_defaults(handler=_cmd_memplan)
 
     tst = sub.add_parser("test", help="run rule fixtures (default: the bundled rules' fixtures)")
