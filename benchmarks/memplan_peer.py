@@ -3,7 +3,7 @@
 For each instance — every CSV in tests/data/memplan (or the folder RULEPASS_MEMPLAN_DATA names), plus the large
 real-like traces of ``memplan_traces.py`` (a 60k-buffer and a 1M-buffer training step, and the planner inputs
 of compiled 10k/100k-node synthetic graphs), written to a temporary folder at benchmark time — every allocator
-runs in its own child process (so one that runs away is stopped at ``--limit`` seconds and reported as such)
+runs in its own child process (so one that runs away is stopped at ``--limit`` CPU seconds and reported as such)
 and reports its arena, arena / lower bound and CPU time (``time.process_time`` in the child: all its threads).
 Every placement, the peer's included, is checked by rulepass's own ``check_placement``.
 
@@ -11,15 +11,21 @@ The verdict per instance compares the planner with the best peer allocator (smal
 CPU): "ahead" when its arena and its CPU time are both no larger. omnimalloc is optional (``pip install
 '.[bench]'``); without it the planner runs alone and the peer columns say why.
 
-Usage: ``python benchmarks/memplan_peer.py [--json] [--limit S] [--budget S] [--small] [--only NAME...]``.
+``--growth`` instead measures the planner alone on training traces of 10k to 1M buffers and, at 100k, with a
+growing share of long-lived (overlapping) buffers, with no optional work (budget 0) and with the budget.
+
+Usage: ``python benchmarks/memplan_peer.py [--json] [--limit S] [--budget S] [--small] [--only NAME...]
+[--peers NAME...] [--growth]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import multiprocessing as mp
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -60,8 +66,9 @@ def run_peer(name: str, buffers: Sequence[Buffer]) -> dict[str, int]:
     return offsets
 
 
-def _child(conn: Any, name: str, buffers: Sequence[Buffer], budget: float | None) -> None:
-    """Run one allocator, send back (offsets, cpu seconds, strategy) or an error message."""
+def _child(conn: Any, name: str, buffers: Sequence[Buffer], budget: float | None, limit: float) -> None:
+    """Run one allocator within ``limit`` CPU seconds; send back (offsets, cpu seconds, strategy) or an error."""
+    resource.setrlimit(resource.RLIMIT_CPU, (math.ceil(limit), math.ceil(limit) + 5))  # SIGXCPU ends a runaway
     try:
         t0 = time.process_time()
         if name == PLANNER:
@@ -80,17 +87,17 @@ def measure(name: str, buffers: Sequence[Buffer], limit: float, budget: float | 
     """One allocator on one instance: arena, CPU seconds, validity (checked here, by rulepass's checker)."""
     ctx = mp.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(send, name, buffers, budget))
+    proc = ctx.Process(target=_child, args=(send, name, buffers, budget, limit))
     proc.start()
     send.close()
     row: dict[str, Any] = {"allocator": name}
     print(f"memplan_peer:   {name}...", file=sys.stderr, flush=True)
-    if not recv.poll(limit):
-        proc.kill()
+    try:
+        status, offsets, cpu, strategy = recv.recv()  # the child's CPU limit bounds the wait
+    except EOFError:
         proc.join()
-        row.update(status=f"stopped after {limit:.0f} s", arena=None, cpu_s=None, valid=None)
+        row.update(status=f"stopped at {limit:.0f} s of CPU", arena=None, cpu_s=None, valid=None)
         return row
-    status, offsets, cpu, strategy = recv.recv()
     proc.join()
     if status != "ok":
         row.update(status=offsets, arena=None, cpu_s=None, valid=None)
@@ -117,6 +124,8 @@ def instance_rows(
         smaller = mine["arena"] <= best["arena"]
         faster = mine["cpu_s"] <= best["cpu_s"]
         verdict = "ahead" if smaller and faster else ("smaller, slower" if smaller else "BEHIND")
+    elif mine["valid"] is None:
+        verdict = "planner " + mine["status"]
     elif not mine["valid"]:
         verdict = "INVALID"
     return {"instance": label, "buffers": len(buffers), "lower_bound": lb, "runs": runs,
@@ -175,16 +184,61 @@ def markdown(results: list[dict[str, Any]], why: str | None) -> str:
     return "\n".join(lines)
 
 
+GROWTH_SIZES = (10_000, 30_000, 100_000, 300_000, 1_000_000)
+GROWTH_KEEP = (0.0, 0.2, 0.55, 0.9)
+
+
+def growth(sizes: Sequence[int], keeps: Sequence[float], budget: float | None) -> list[dict[str, Any]]:
+    """The planner alone on training traces: growing n (keep 0.55), then growing overlaps (n = 100k)."""
+    from rulepass.compiler.memory.planner import _count_pairs
+
+    rows = []
+    cases = [(n, 0.55) for n in sizes] + [(100_000, k) for k in keeps if k != 0.55]
+    for n, keep in cases:
+        buffers = memplan_traces.training(n, keep=keep)
+        pairs = _count_pairs(range(len(buffers)), [b.first for b in buffers], [b.last for b in buffers])
+        fast = measure(PLANNER, buffers, 3600, 0.0)
+        full = measure(PLANNER, buffers, 3600, budget)
+        lb = lower_bound(buffers)
+        valid = fast["valid"] and full["valid"]
+        rows.append({"buffers": len(buffers), "keep": keep, "pairs": pairs, "lower_bound": lb,
+                     "fast_ratio": fast["arena"] / lb, "fast_cpu_s": fast["cpu_s"],
+                     "ratio": full["arena"] / lb, "cpu_s": full["cpu_s"], "valid": valid})  # fmt: skip
+        print(f"memplan_peer: growth {n} keep {keep} done", file=sys.stderr)
+    return rows
+
+
+def growth_markdown(rows: list[dict[str, Any]], budget: float | None) -> str:
+    """The growth rows as a table."""
+    lines = [
+        f"| buffers | saved share | overlapping pairs | budget 0: / LB | CPU s | budget {budget or 'default'}: / LB "
+        "| CPU s | CPU µs a buffer | valid |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['buffers']:,} | {r['keep']:.2f} | {r['pairs']:,} | {r['fast_ratio']:.5f} | {r['fast_cpu_s']:.2f} "
+            f"| {r['ratio']:.5f} | {r['cpu_s']:.2f} | {r['cpu_s'] / r['buffers'] * 1e6:.0f} "
+            f"| {'yes' if r['valid'] else 'NO'} |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run every allocator on every instance; print markdown (default) or JSON; exit 2 if a placement is invalid."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print JSON instead of markdown tables")
-    parser.add_argument("--limit", type=float, default=600.0, help="stop any one allocator after this many seconds")
+    parser.add_argument("--limit", type=float, default=600.0, help="stop any one allocator after this many CPU seconds")
     parser.add_argument("--budget", type=float, default=None, help="the planner's budget_s (default: plan()'s)")
     parser.add_argument("--small", action="store_true", help="leave out the 1M-buffer and 100k-node instances")
     parser.add_argument("--only", nargs="*", default=[], help="only instances whose name contains one of these")
     parser.add_argument("--peers", nargs="*", default=None, help="only these omnimalloc allocators")
+    parser.add_argument("--growth", action="store_true", help="only the planner's growth with n and overlaps")
     args = parser.parse_args(argv)
+    if args.growth:
+        rows = growth(GROWTH_SIZES, GROWTH_KEEP, args.budget)
+        print(json.dumps(rows, indent=1) if args.json else growth_markdown(rows, args.budget))
+        return 0 if all(r["valid"] for r in rows) else 2
     peers, why = peer_names()
     if args.peers is not None:
         peers = [p for p in peers if p in args.peers]

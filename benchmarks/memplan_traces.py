@@ -28,8 +28,9 @@ from rulepass.compiler.memory.planner import Buffer
 TRAINING_SEED = 37
 
 
-def training(n: int, seed: int = TRAINING_SEED) -> list[Buffer]:
-    """A seeded training-step trace of about ``n`` buffers (see the module docstring)."""
+def training(n: int, seed: int = TRAINING_SEED, keep: float = 0.55) -> list[Buffer]:
+    """A seeded training-step trace of about ``n`` buffers (see the module docstring); ``keep`` is the share of
+    forward outputs saved for the backward pass (the long-lived, overlapping ones)."""
     rng = random.Random(seed)
     per_layer = 23
     layers = max(1, n // per_layer)
@@ -41,7 +42,7 @@ def training(n: int, seed: int = TRAINING_SEED) -> list[Buffer]:
         kept: list[tuple[int, int]] = []
         for _ in range(10):
             size = _size(rng, width)
-            if rng.random() < 0.55:
+            if rng.random() < keep:
                 kept.append((t, size))  # saved for the backward pass
             else:
                 out.append(Buffer(f"f{layer}_{len(out)}", t, t + rng.randrange(1, 4), size))

@@ -5,25 +5,32 @@ same step never share a byte, with the arena as small as possible. This module i
 behind it: buffers in, offsets out. A later stage feeds it with a graph's tensors.
 
 How :func:`plan` works (ideas from TFLite's greedy-by-size planner, XLA's heap simulator, MindSpore SOMAS,
-Google's MiniMalloc and TelaMalloc):
+Google's MiniMalloc and TelaMalloc, and omnimalloc's greedy orders):
 
 1. Decomposition. Steps where nothing is live split the timeline into independent components; buffers live
    over a whole component are stacked at its bottom (lossless: such a buffer conflicts with every other
    buffer of the component, so any packing can be rearranged to have it at the bottom), after which the rest
    may split again where only the stacked buffers were live.
-2. Greedy portfolio. Each leaf component is packed by several orders (size, area, lifetime, start, largest
-   live total, end; first fit and best fit), each buffer at the lowest offset free among the overlapping
-   buffers already placed (sort those, sweep for the first gap). The best height is kept. Huge, dense
-   components (more than :data:`PAIR_LIMIT` overlapping pairs, and more than :data:`DENSE_PAIRS_PER_BUFFER`
-   a buffer) run the size order over a time index and n log n time sweeps instead, so 100,000 buffers plan
-   in seconds.
-3. Exact search. While the highest component is above the lower bound, a MiniMalloc-style branch and bound
+2. Greedy portfolio. Each leaf component is packed by several members, each buffer at the lowest offset (or
+   in the tightest gap) free among the overlapping buffers already placed: orders over neighbour lists (size,
+   conflict degree x size, area, lifetime, start, largest live total, end; first and best fit), whose cost
+   is the overlapping pairs, and time sweeps (start order, ties by size or lifetime; first and best fit over
+   the gaps between the buffers live at each step), whose cost is n log n whatever the overlaps. Dense
+   components (more than :data:`PAIR_LIMIT` pairs and :data:`DENSE_PAIRS_PER_BUFFER` a buffer) get the
+   sweeps first and neighbour work only if its pairs fit in the budget. The best height is kept: the result
+   is never worse than any member.
+3. Peak repair. The buffers living inside a window of steps around those at the top are lifted out and
+   placed again by several orders among the buffers crossing the window's borders and those spanning it;
+   a re-pack below the top is kept and the new top attacked, else the window doubles.
+4. Exact search. While the highest component is above the lower bound, a MiniMalloc-style branch and bound
    tries to pack it within the lower bound: buffers placed in canonical order (non-decreasing offset, each
    at its lowest legal offset), pruned by section inference, the unallocated floor, dominance and dynamic
    decomposition; three static orders run side by side and the first success wins. If the lower bound is out
-   of reach, the remaining budget bisects the arena between the lower bound and the best height found.
-   The budget counts work units, not seconds, so results never depend on the machine's speed.
-4. Safety net: the result is never worse than the plain size-descending first-fit baseline.
+   of reach, the remaining budget probes arenas between the lower bound and the best height found.
+5. Safety net: the result is never worse than the plain size-descending first-fit baseline.
+
+Everything beyond one greedy member a component is optional work, bounded by one budget (``budget_s``) counted
+in work units, not seconds, so results never depend on the machine's speed.
 
 Fixed-offset buffers are honoured (placed first), offsets respect each buffer's alignment, and the same input
 always gives the same output.
@@ -44,6 +51,8 @@ from dataclasses import dataclass, field
 from itertools import repeat
 from operator import add, mul
 from pathlib import Path
+
+from ..graph_file import gc_paused
 
 __all__ = [
     "DEFAULT_BUDGET_S",
@@ -848,12 +857,14 @@ def _portfolio(arr: _Arrays, piece: _Piece, target: int, budget: _Budget) -> tup
     pairs = _count_pairs(piece.items, first, last)
     huge = pairs > PAIR_LIMIT and pairs > DENSE_PAIRS_PER_BUFFER * n
     sweep_cost = SWEEP_UNITS_PER_BUFFER * n
-    if not huge:
+    cost = 2 * pairs + n  # one order over neighbour lists (building the lists costs about the same)
+    lists = not huge and (bool(m.fixed) or budget.allows(2 * cost))
+    if lists:
+        budget.spend(min(cost, budget.left))
         adj = _overlaps(piece.items, first, last)
         keys = _order_keys(arr, piece.items, lambda i: len(adj[i]))
         orders: dict[str, list[int]] = {}
         visits = max(PORTFOLIO_PAIR_VISITS, PORTFOLIO_VISITS_PER_BUFFER * n)
-        cost = 2 * pairs + n
         for k, (name, best_fit) in enumerate(_RUNS[: max(1, visits // max(pairs, 1))]):
             if k and not budget.allows(cost):
                 break
@@ -868,15 +879,15 @@ def _portfolio(arr: _Arrays, piece: _Piece, target: int, budget: _Budget) -> tup
     if not m.fixed:
         skeys = _sweep_keys(arr)
         for k, (name, best_fit) in enumerate(_SWEEPS):
-            if (k or not huge) and not budget.allows(sweep_cost):
+            if (k or lists) and not budget.allows(sweep_cost):
                 break
-            if k or not huge:
+            if k or lists:
                 budget.spend(sweep_cost)
             height = _sweep(sorted(m.movable, key=skeys[name]), arr, m.reset(), piece.base, best_fit)
             m.consider(f"sweep-{name}-{'best' if best_fit else 'first'}-fit", height)
             if m.best is not None and m.best[0] <= target:
                 return m.best
-    if huge and (m.best is None or budget.allows(pairs + sweep_cost)):
+    if not lists and (m.best is None or budget.allows(pairs + sweep_cost)):
         if m.best is not None:
             budget.spend(pairs + sweep_cost)
         order = sorted(m.movable, key=lambda i: (-arr.size[i], first[i], i))
@@ -1358,7 +1369,8 @@ def plan(
     """
     t0 = time.perf_counter()
     try:
-        return _plan(buffers, budget_s, exact_budget_s, exact_work, exact_max_buffers)
+        with gc_paused():  # millions of small lists and tuples, none of them cyclic garbage
+            return _plan(buffers, budget_s, exact_budget_s, exact_work, exact_max_buffers)
     finally:
         for clock in _CLOCKS:
             clock.seconds += time.perf_counter() - t0
@@ -1442,9 +1454,11 @@ def _plan(
     if any(r.endswith("+repair") for r in strategies):
         strategy += "+repair"
     # Safety net: greedy results per piece need not compose better than the plain baseline on the whole
-    # input, so never return worse than it (skipped for huge inputs, where the baseline alone is costly; a
-    # baseline reaching the arena found is left unfinished, as it cannot be chosen).
-    baseline = _baseline(arr, arena) if arena > lb else None
+    # input, so never return worse than it (optional work: skipped when the budget cannot pay for it, and for
+    # huge inputs; a baseline reaching the arena found is left unfinished, as it cannot be chosen).
+    charge = 2 * _count_pairs(positive, arr.first, arr.last) + n if arena > lb else 0
+    baseline = _baseline(arr, arena) if arena > lb and allowance.allows(charge) else None
+    allowance.spend(charge if baseline is not None else 0)
     if baseline is not None:
         baseline_arena = max((baseline[i] + arr.size[i] for i in range(n)), default=0)
         if baseline_arena < arena:

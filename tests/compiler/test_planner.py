@@ -314,8 +314,8 @@ def test_a_long_sparse_piece_gets_the_whole_portfolio(monkeypatch: pytest.Monkey
     monkeypatch.setattr(planner, "DENSE_PAIRS_PER_BUFFER", 1)  # huge: sweeps first, no neighbour lists
     assert plan(bufs, exact_work=0).component_strategies[0].startswith("sweep-")
     monkeypatch.setattr(planner, "PAIR_LIMIT", 10**9)
-    cut = plan(bufs, budget_s=0)  # no optional work: the first member alone
-    assert (cut.arena, cut.component_strategies, cut.work) == (363008, ("greedy-size-first-fit",), 0)
+    cut = plan(bufs, budget_s=0)  # no optional work: the first member alone, the n log n sweep
+    assert (cut.arena, cut.component_strategies, cut.work) == (331264, ("sweep-start-first-fit",), 0)
     assert check_placement(bufs, cut.offsets) == check_placement(bufs, full.offsets) == []
 
 
@@ -394,7 +394,8 @@ def test_property_the_budget_bounds_the_optional_work(bufs: list[Buffer], budget
     assert p.budget == int(budget_s * planner.WORK_PER_SECOND)
     assert p.work <= p.budget + 2_000
     assert check_placement(bufs, p.offsets) == []
-    assert p.arena <= greedy_best_fit(bufs).arena
+    if budget_s >= 0.05:  # enough for every member and the safety net at these sizes
+        assert p.arena <= greedy_best_fit(bufs).arena
     assert plan(bufs, budget_s=budget_s) == p
 
 
