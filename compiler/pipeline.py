@@ -226,12 +226,14 @@ def plan_memory(
     disabled: Iterable[str] = (),
     verify: bool = True,
     soundness: bool = True,
+    memory_budget_s: float | None = None,
 ) -> MemoryResult:
     """Optimize a graph, plan its memory, and compare with the plan when the no-task passes are off.
 
     `graph` is optimized in place; the comparison runs on a fresh copy with every pass tagged `no-task` disabled.
     Both plans are proved safe by the verifier when `verify`. Every zero-copy op is proved sound (its output's
     bytes are its inputs' bytes) unless `soundness` is false, which warns loudly; an unsound one raises.
+    `memory_budget_s` is the offset planner's budget (`planner.plan`'s `budget_s`).
     """
     from .memory.assign import assign_memory
     from .memory.verify import verify_plan
@@ -239,9 +241,11 @@ def plan_memory(
     rules = _rules_for(graph, rules)
     baseline_graph = copy_graph(graph)
     optimize(graph, rules, level=level, disabled=disabled)
-    plan = assign_memory(graph)
+    plan = assign_memory(graph, budget_s=memory_budget_s)
     _check_soundness(graph, plan, soundness)
-    result = _with_baseline(graph, baseline_graph, plan, rules, level, disabled, single_stream=True)
+    result = _with_baseline(
+        graph, baseline_graph, plan, rules, level, disabled, single_stream=True, budget_s=memory_budget_s
+    )
     if verify and result.baseline is not None:
         result.violations = verify_plan(graph, result.plan) + verify_plan(baseline_graph, result.baseline)
     return result
@@ -346,6 +350,7 @@ def compile_graph(
     progress: Callable[[str], None] | None = None,
     baseline: bool = False,
     soundness: bool = True,
+    memory_budget_s: float | None = None,
 ) -> CompileResult:
     """Passes, streams, memory, tasks and the model, each stage timed; raises on bad input or an unsafe plan.
 
@@ -354,7 +359,9 @@ def compile_graph(
     streams and memory on a copy, so it is planned only when `baseline` is true (`memory.baseline`).
 
     Every zero-copy op is proved sound (see `compiler.memory.soundness`) unless `soundness` is false, which
-    warns loudly; an unsound one raises before any model exists.
+    warns loudly; an unsound one raises before any model exists. `memory_budget_s` is the offset planner's
+    budget (`planner.plan`'s `budget_s`); the time the planner took is the stage "memory planner" (part of
+    "memory").
 
     The cyclic garbage collector is paused meanwhile: a compile creates millions of long-lived objects and
     frees almost none, so full collections would only walk the heap again and again (25-40% of the time on
@@ -362,7 +369,18 @@ def compile_graph(
     """
     with gc_paused():
         return _stages(
-            graph, rules, level, disabled, threads, single_stream, options, verify, progress, baseline, soundness
+            graph,
+            rules,
+            level,
+            disabled,
+            threads,
+            single_stream,
+            options,
+            verify,
+            progress,
+            baseline,
+            soundness,
+            memory_budget_s,
         )
 
 
@@ -378,8 +396,10 @@ def _stages(
     progress: Callable[[str], None] | None,
     baseline: bool,
     soundness: bool,
+    memory_budget_s: float | None,
 ) -> CompileResult:
     from .memory.assign import assign_memory
+    from .memory.planner import planner_clock
     from .memory.verify import verify_plan
     from .model import build_model
     from .streams import assign_streams
@@ -400,7 +420,9 @@ def _stages(
     # a compile reports counts per check, not explanations: misses carry no Reason (use optimize or explain)
     opt = timed("passes", lambda: optimize(graph, rules, level=level, disabled=disabled, explain=False))
     streams = timed("streams", lambda: assign_streams(graph, single_stream=single_stream))
-    plan = timed("memory", lambda: assign_memory(graph, events=streams.event_pairs()))
+    with planner_clock() as clock:
+        plan = timed("memory", lambda: assign_memory(graph, events=streams.event_pairs(), budget_s=memory_budget_s))
+    seconds["memory planner"] = clock.seconds
     timed("soundness", lambda: _check_soundness(graph, plan, soundness))
     violations = timed("verify", lambda: verify_plan(graph, plan, events=streams.event_pairs())) if verify else []
     if violations:
@@ -411,7 +433,9 @@ def _stages(
         base = baseline_graph
         memory = timed(
             "baseline memory",
-            lambda: _with_baseline(graph, base, plan, rules, level, disabled, single_stream=single_stream),
+            lambda: _with_baseline(
+                graph, base, plan, rules, level, disabled, single_stream=single_stream, budget_s=memory_budget_s
+            ),
         )
     tasks = timed("tasks", lambda: generate_tasks(graph, plan, streams, threads=threads, options=options))
     model = timed("model", lambda: build_model(graph, plan, streams, tasks))
@@ -427,6 +451,7 @@ def _with_baseline(
     disabled: Iterable[str],
     *,
     single_stream: bool,
+    budget_s: float | None = None,
 ) -> MemoryResult:
     """Plan `baseline_graph` (a copy taken before the passes) with the no-task passes off, and count the savings."""
     from .memory.assign import assign_memory
@@ -435,7 +460,7 @@ def _with_baseline(
     no_task_passes = [r.name for r in rules.rules if NO_TASK_TAG in r.rule.tags]
     optimize(baseline_graph, rules, level=level, disabled=sorted(set(disabled) | set(no_task_passes)), explain=False)
     base_streams = assign_streams(baseline_graph, single_stream=single_stream)
-    baseline = assign_memory(baseline_graph, events=base_streams.event_pairs())
+    baseline = assign_memory(baseline_graph, events=base_streams.event_pairs(), budget_s=budget_s)
     return _savings(graph, plan, baseline, baseline_graph)
 
 

@@ -633,9 +633,15 @@ def _units(tensors: dict[str, _Tensor], lay: _Layout) -> list[_Unit]:
 
 
 def assign_memory(
-    graph: ComputeGraph, *, events: Sequence[tuple[Node, Node]] = (), baseline: bool = False
+    graph: ComputeGraph,
+    *,
+    events: Sequence[tuple[Node, Node]] = (),
+    baseline: bool = False,
+    budget_s: float | None = None,
 ) -> MemoryPlan:
-    """Plan memory for a (marked) graph; `baseline` uses the plain greedy-by-size planner instead."""
+    """Plan memory for a (marked) graph; `baseline` uses the plain greedy-by-size planner instead.
+
+    `budget_s` is the planner's budget (`plan`'s; None: its default)."""
     sched = Schedule.of(graph, events)
     tensors, lay = build_layout(graph, sched)
     conflicts = lay.conflicts + _overlaps(((tid, t.raw) for tid, t in tensors.items()), lay)
@@ -665,7 +671,7 @@ def assign_memory(
         )
     for (region, mem_type), buffers in sorted(arenas.items(), key=lambda kv: (REGIONS.index(kv[0][0]), kv[0][1])):
         if region == "feature_map":
-            placement: Placement = greedy_best_fit(buffers) if baseline else plan(buffers)
+            placement: Placement = greedy_best_fit(buffers) if baseline else plan(buffers, budget_s=budget_s)
             offsets, arena, strategy = placement.offsets, placement.arena, placement.strategy
             lb = placement.lower_bound
         else:  # no reuse: every unit its own block, in order

@@ -5,25 +5,32 @@ same step never share a byte, with the arena as small as possible. This module i
 behind it: buffers in, offsets out. A later stage feeds it with a graph's tensors.
 
 How :func:`plan` works (ideas from TFLite's greedy-by-size planner, XLA's heap simulator, MindSpore SOMAS,
-Google's MiniMalloc and TelaMalloc):
+Google's MiniMalloc and TelaMalloc, and omnimalloc's greedy orders):
 
 1. Decomposition. Steps where nothing is live split the timeline into independent components; buffers live
    over a whole component are stacked at its bottom (lossless: such a buffer conflicts with every other
    buffer of the component, so any packing can be rearranged to have it at the bottom), after which the rest
    may split again where only the stacked buffers were live.
-2. Greedy portfolio. Each leaf component is packed by several orders (size, area, lifetime, start, largest
-   live total, end; first fit and best fit), each buffer at the lowest offset free among the overlapping
-   buffers already placed (sort those, sweep for the first gap). The best height is kept. Huge, dense
-   components (more than :data:`PAIR_LIMIT` overlapping pairs, and more than :data:`DENSE_PAIRS_PER_BUFFER`
-   a buffer) run the size order over a time index and n log n time sweeps instead, so 100,000 buffers plan
-   in seconds.
-3. Exact search. While the highest component is above the lower bound, a MiniMalloc-style branch and bound
+2. Greedy portfolio. Each leaf component is packed by several members, each buffer at the lowest offset (or
+   in the tightest gap) free among the overlapping buffers already placed: orders over neighbour lists (size,
+   conflict degree x size, area, lifetime, start, largest live total, end; first and best fit), whose cost
+   is the overlapping pairs, and time sweeps (start order, ties by size or lifetime; first and best fit over
+   the gaps between the buffers live at each step), whose cost is n log n whatever the overlaps. Dense
+   components (more than :data:`PAIR_LIMIT` pairs and :data:`DENSE_PAIRS_PER_BUFFER` a buffer) get the
+   sweeps first and neighbour work only if its pairs fit in the budget. The best height is kept: the result
+   is never worse than any member.
+3. Peak repair. The buffers living inside a window of steps around those at the top are lifted out and
+   placed again by several orders among the buffers crossing the window's borders and those spanning it;
+   a re-pack below the top is kept and the new top attacked, else the window doubles.
+4. Exact search. While the highest component is above the lower bound, a MiniMalloc-style branch and bound
    tries to pack it within the lower bound: buffers placed in canonical order (non-decreasing offset, each
    at its lowest legal offset), pruned by section inference, the unallocated floor, dominance and dynamic
    decomposition; three static orders run side by side and the first success wins. If the lower bound is out
-   of reach, the remaining budget bisects the arena between the lower bound and the best height found.
-   The budget counts work units, not seconds, so results never depend on the machine's speed.
-4. Safety net: the result is never worse than the plain size-descending first-fit baseline.
+   of reach, the remaining budget probes arenas between the lower bound and the best height found.
+5. Safety net: the result is never worse than the plain size-descending first-fit baseline.
+
+Everything beyond one greedy member a component is optional work, bounded by one budget (``budget_s``) counted
+in work units, not seconds, so results never depend on the machine's speed.
 
 Fixed-offset buffers are honoured (placed first), offsets respect each buffer's alignment, and the same input
 always gives the same output.
@@ -36,8 +43,10 @@ import heapq
 import itertools
 import math
 import sys
-from bisect import bisect_left
-from collections.abc import Callable, Generator, Iterable, Sequence
+import time
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import repeat
 from operator import add, mul
@@ -45,8 +54,10 @@ from pathlib import Path
 
 from ...base.files import read_text
 from ...base.limits import LimitError, int_literal
+from ..graph_file import gc_paused
 
 __all__ = [
+    "DEFAULT_BUDGET_S",
     "DENSE_PAIRS_PER_BUFFER",
     "EXACT_HEURISTICS",
     "PAIR_LIMIT",
@@ -55,16 +66,22 @@ __all__ = [
     "WORK_PER_SECOND",
     "Buffer",
     "Placement",
+    "PlannerClock",
     "check_placement",
     "greedy_best_fit",
     "lower_bound",
     "plan",
+    "planner_clock",
     "read_csv",
 ]
 
 #: Nominal speed used to turn ``exact_budget_s`` into work units of the exact search (roughly: items looked
 #: at), calibrated on a 2-core reference machine. Real time varies with the machine; results never do.
 WORK_PER_SECOND = 10_000_000
+
+#: Default of ``plan``'s ``budget_s``: nominal seconds of optional work (greedy members beyond the first,
+#: exact search, peak repair), turned into work units with :data:`WORK_PER_SECOND`.
+DEFAULT_BUDGET_S = 8.0
 
 #: Above this many time-overlapping pairs a component is "huge" (if also dense, see below): the greedy portfolio
 #: then avoids neighbour lists (memory and time grow with the pairs) and runs time sweeps plus the size order
@@ -112,6 +129,8 @@ class Placement:
     exact_nodes: int = 0
     exact_work: int = 0
     component_strategies: tuple[str, ...] = field(default_factory=tuple)
+    work: int = 0  # work units spent on optional work (greedy members beyond the first, exact search, repair)
+    budget: int = 0  # the work units allowed for it (``budget_s`` times WORK_PER_SECOND)
 
     @property
     def ratio(self) -> float:
@@ -379,6 +398,7 @@ def _place(
     base: int,
     best_fit: bool,
     limit: int | None = None,
+    static: list[tuple[int, int]] | None = None,
 ) -> int:
     """Place ``order`` one by one among already placed neighbours (off >= 0); return the height reached.
 
@@ -387,12 +407,15 @@ def _place(
     precomputed adjacency lists: cost per buffer is its number of neighbours (sort + sweep).
 
     With a ``limit``, stops as soon as the height reaches it (the placement is then incomplete): the height
-    only grows, so such an order cannot beat a plan of that height.
+    only grows, so such an order cannot beat a plan of that height. ``static`` byte ranges are occupied for
+    every buffer of ``order`` (the repair's buffers spanning its window).
     """
     height = base
     stop = limit if limit is not None else -1
     for b in order:
         obstacles = [(off[o], off[o] + size[o]) for o in adj[b] if off[o] >= 0]
+        if static:
+            obstacles += static
         obstacles.sort()
         cand = _lowest_fit(obstacles, size[b], align[b], base, best_fit)
         off[b] = cand
@@ -463,8 +486,14 @@ class _Gaps:
         """End of the highest live buffer (or the base): everything above is free."""
         return self.ends[self.starts[-1]] if self.starts else self.base
 
-    def find(self, s: int, a: int) -> int:
-        """Lowest aligned offset where ``s`` bytes are free now."""
+    def find(self, s: int, a: int, best_fit: bool = False) -> int:
+        """Lowest aligned offset where ``s`` bytes are free now; or, for best fit, one in a tight gap.
+
+        Best fit takes the tightest gap of the size's own length class that holds ``s`` bytes, else the
+        lowest gap of the next non-empty class (every gap there holds them), else the top.
+        """
+        if best_fit:
+            return self._find_tight(s, a)
         best = _align_up(self.top(), a)
         cs = s.bit_length()
         mask = self.mask >> cs
@@ -482,6 +511,28 @@ class _Gaps:
             mask >>= 1
             c += 1
         return best
+
+    def _find_tight(self, s: int, a: int) -> int:
+        """Best fit by length class (see :meth:`find`)."""
+        cs = s.bit_length()
+        mask = self.mask >> cs
+        c = cs
+        gap = self.gap
+        while mask:
+            if mask & 1:
+                best, room = -1, 0
+                for g in self.classes[c]:
+                    x = g if a == 1 else _align_up(g, a)
+                    r = gap[g] - x
+                    if r >= s and (best < 0 or r < room):
+                        best, room = x, r
+                        if c > cs:
+                            break
+                if best >= 0:
+                    return best
+            mask >>= 1
+            c += 1
+        return _align_up(self.top(), a)
 
     def occupy(self, x: int, s: int) -> None:
         """Mark [x, x+s) (inside a free range) as taken by a live buffer."""
@@ -510,11 +561,12 @@ class _Gaps:
         del starts[j]
 
 
-def _sweep(order: Sequence[int], arr: _Arrays, off: list[int], base: int) -> int:
-    """First fit in time order (``order`` sorted by first step): each buffer among those live at its start.
+def _sweep(order: Sequence[int], arr: _Arrays, off: list[int], base: int, best_fit: bool = False) -> int:
+    """First (or best) fit in time order (``order`` sorted by first step), among the buffers live at its start.
 
-    Equivalent to :func:`_place` on a start-sorted order, in n log n-ish time without neighbour lists.
-    Needs no fixed-offset buffers among ``order``'s component.
+    Valid for any gap choice: in start order every placed buffer that overlaps the next one in time is live
+    at its first step. First fit equals :func:`_place` on a start-sorted order, in n log n-ish time without
+    neighbour lists. Needs no fixed-offset buffers among ``order``'s component.
     """
     gaps = _Gaps(base)
     live: list[tuple[int, int]] = []  # heap of (last step, offset)
@@ -524,7 +576,7 @@ def _sweep(order: Sequence[int], arr: _Arrays, off: list[int], base: int) -> int
         f = first[b]
         while live and live[0][0] < f:
             gaps.release(heapq.heappop(live)[1])
-        x = gaps.find(size[b], align[b])
+        x = gaps.find(size[b], align[b], best_fit)
         gaps.occupy(x, size[b])
         heapq.heappush(live, (last[b], x))
         off[b] = x
@@ -683,89 +735,301 @@ def _decompose(arr: _Arrays, items: list[int], off: list[int]) -> list[_Piece]:
 
 _Key = Callable[[int], tuple[int, ...]]
 
+#: Work units charged per buffer for one n log n time sweep (calibrated like :data:`WORK_PER_SECOND`).
+SWEEP_UNITS_PER_BUFFER = 40
 
-def _portfolio(arr: _Arrays, piece: _Piece, target: int) -> tuple[int, list[int], str]:
-    """Run the greedy orders on a piece; return (height, offsets of its items, strategy name) of the best.
 
-    Unless the piece is huge (more than :data:`PAIR_LIMIT` overlapping pairs and :data:`DENSE_PAIRS_PER_BUFFER`
-    a buffer), the orders run first fit and best fit over neighbour lists, most useful first, while within
-    :data:`PORTFOLIO_PAIR_VISITS` (or :data:`PORTFOLIO_VISITS_PER_BUFFER` a buffer, if more). A huge piece
-    gets only the size order over a time index and two n log n time sweeps. Stops as soon as one reaches
-    ``target`` (the lower bound: nothing does better).
-    """
+class _Budget:
+    """Work units left for the optional work (greedy orders beyond the first, peak repair, exact search)."""
+
+    def __init__(self, units: int) -> None:
+        self.left = units
+        self.spent = 0
+
+    def spend(self, units: int) -> None:
+        """Charge ``units`` of work done."""
+        self.left -= units
+        self.spent += units
+
+    def allows(self, units: int) -> bool:
+        """Whether ``units`` more fit in what is left."""
+        return units <= self.left
+
+
+def _degrees(items: Sequence[int], first: Sequence[int], last: Sequence[int]) -> dict[int, int]:
+    """Number of other items overlapping each item in time, by counting (n log n, no pair lists)."""
+    starts = sorted(first[i] for i in items)
+    ends = sorted(last[i] for i in items)
+    return {i: bisect_right(starts, last[i]) - bisect_left(ends, first[i]) - 1 for i in items}
+
+
+class _Members:
+    """The portfolio's running best for one piece: offsets, height, the winning member's name."""
+
+    def __init__(self, arr: _Arrays, piece: _Piece) -> None:
+        self.arr = arr
+        self.piece = piece
+        self.off = [-1] * len(arr.size)
+        self.fixed = [i for i in piece.items if arr.fixed[i] >= 0]
+        self.movable = [i for i in piece.items if arr.fixed[i] < 0]
+        self.best: tuple[int, list[int], str] | None = None
+
+    def reset(self) -> list[int]:
+        """Offsets with only the fixed buffers placed (the others at -1)."""
+        for i in self.piece.items:
+            self.off[i] = self.arr.fixed[i]
+        return self.off
+
+    def limit(self) -> int | None:
+        """The best height so far (an order reaching it cannot win), or None."""
+        return self.best[0] if self.best is not None else None
+
+    def consider(self, label: str, height: int) -> None:
+        """Keep the current offsets if they beat the best (strictly: earlier members win ties)."""
+        size, off = self.arr.size, self.off
+        height = max([height, *(off[i] + size[i] for i in self.fixed)])
+        if self.best is None or height < self.best[0]:
+            self.best = (height, [off[i] for i in self.piece.items], label)
+
+
+def _order_keys(arr: _Arrays, items: Sequence[int], degree: Callable[[int], int]) -> dict[str, _Key]:
+    """The greedy orders' sort keys (all ties broken by input position, so orders are deterministic)."""
     size, first, last = arr.size, arr.first, arr.last
-    fixed = [i for i in piece.items if arr.fixed[i] >= 0]
-    movable = [i for i in piece.items if arr.fixed[i] < 0]
+    total: dict[int, int] = {}
+
+    def live_max(i: int) -> int:
+        if not total:
+            total.update(zip(items, _live_max(items, first, last, size), strict=True))
+        return total[i]
 
     def length(i: int) -> int:
         return last[i] - first[i] + 1
 
-    off = [-1] * len(size)
-    best: tuple[int, list[int], str] | None = None
+    return {
+        "size": lambda i: (-size[i], first[i], i),
+        "area": lambda i: (-size[i] * length(i), -size[i], first[i], i),
+        "lifetime": lambda i: (-length(i), -size[i], first[i], i),
+        "start": lambda i: (first[i], -size[i], i),
+        "total": lambda i: (-live_max(i), -size[i], first[i], i),
+        "total-lifetime": lambda i: (-live_max(i), -length(i), -size[i], i),
+        "end": lambda i: (-last[i], -size[i], i),
+        "conflict": lambda i: (-degree(i), -size[i], first[i], i),
+        "conflict-size": lambda i: (-degree(i) * size[i], -size[i], first[i], i),
+    }
 
-    def consider(label: str, height: int) -> None:
-        nonlocal best
-        height = max([height, *(off[i] + size[i] for i in fixed)])
-        if best is None or height < best[0]:
-            best = (height, [off[i] for i in piece.items], label)
 
-    def reset() -> None:
-        for i in piece.items:
-            off[i] = arr.fixed[i]
+#: Orders over neighbour lists, most useful first: the portfolio is cut short on dense pieces.
+_RUNS = [
+    ("size", False), ("start", True), ("area", False), ("total", False), ("size", True),
+    ("conflict-size", False), ("lifetime", False), ("end", True), ("start", False), ("total-lifetime", False),
+    ("area", True), ("conflict-size", True), ("total", True), ("lifetime", True), ("conflict", False),
+    ("end", False), ("total-lifetime", True), ("conflict", True),
+]  # fmt: skip
 
-    if not _huge(piece.items, first, last):
-        total: dict[int, int] = {}
+#: Time sweeps (start order with tie-breaks; first or best fit), n log n each whatever the overlaps.
+_SWEEPS: list[tuple[str, bool]] = [
+    ("start", False), ("start", True), ("start-lifetime", False), ("start-lifetime", True),
+    ("start-short", True), ("start-short", False),
+]  # fmt: skip
 
-        def live_max(i: int) -> int:
-            if not total:
-                total.update(zip(piece.items, _live_max(piece.items, first, last, size), strict=True))
-            return total[i]
 
-        keys: dict[str, _Key] = {
-            "size": lambda i: (-size[i], first[i], i),
-            "area": lambda i: (-size[i] * length(i), -size[i], first[i], i),
-            "lifetime": lambda i: (-length(i), -size[i], first[i], i),
-            "start": lambda i: (first[i], -size[i], i),
-            "total": lambda i: (-live_max(i), -size[i], first[i], i),
-            "total-lifetime": lambda i: (-live_max(i), -length(i), -size[i], i),
-            "end": lambda i: (-last[i], -size[i], i),
-        }
-        # most useful first: the portfolio is cut short on dense pieces (see PORTFOLIO_PAIR_VISITS)
-        runs = [
-            ("size", False), ("start", True), ("area", False), ("total", False), ("size", True),
-            ("lifetime", False), ("end", True), ("start", False), ("total-lifetime", False), ("area", True),
-            ("total", True), ("lifetime", True), ("end", False), ("total-lifetime", True),
-        ]  # fmt: skip
+def _sweep_keys(arr: _Arrays) -> dict[str, _Key]:
+    """Start orders for the sweeps: ties by size, by longest lifetime, by shortest lifetime."""
+    size, first, last = arr.size, arr.first, arr.last
+    return {
+        "start": lambda i: (first[i], -size[i], i),
+        "start-lifetime": lambda i: (first[i], -last[i], -size[i], i),
+        "start-short": lambda i: (first[i], last[i], -size[i], i),
+    }
+
+
+def _portfolio(arr: _Arrays, piece: _Piece, target: int, budget: _Budget) -> tuple[int, list[int], str]:
+    """Run the greedy members on a piece; return (height, offsets of its items, member name) of the best.
+
+    Members: orders over neighbour lists (first and best fit, size/conflict/area/... orders, most useful
+    first) while their pair visits fit in the budget and :data:`PORTFOLIO_PAIR_VISITS` (or
+    :data:`PORTFOLIO_VISITS_PER_BUFFER` a buffer, if more); then n log n time sweeps. A huge piece (more
+    than :data:`PAIR_LIMIT` overlapping pairs and :data:`DENSE_PAIRS_PER_BUFFER` a buffer) skips the lists:
+    sweeps first, then the size order over a time index if its pairs fit in the budget. The first member
+    always runs; the rest are charged to ``budget``. Stops as soon as one reaches ``target``.
+    """
+    first, last = arr.first, arr.last
+    m = _Members(arr, piece)
+    n = len(piece.items)
+    pairs = _count_pairs(piece.items, first, last)
+    huge = pairs > PAIR_LIMIT and pairs > DENSE_PAIRS_PER_BUFFER * n
+    sweep_cost = SWEEP_UNITS_PER_BUFFER * n
+    cost = 2 * pairs + n  # one order over neighbour lists (building the lists costs about the same)
+    lists = not huge and (bool(m.fixed) or budget.allows(2 * cost))
+    if lists:
+        budget.spend(min(cost, budget.left))
         adj = _overlaps(piece.items, first, last)
-        pairs = sum(map(len, adj.values())) // 2
+        keys = _order_keys(arr, piece.items, lambda i: len(adj[i]))
         orders: dict[str, list[int]] = {}
-        visits = max(PORTFOLIO_PAIR_VISITS, PORTFOLIO_VISITS_PER_BUFFER * len(piece.items))
-        for name, best_fit in runs[: max(1, visits // max(pairs, 1))]:
+        visits = max(PORTFOLIO_PAIR_VISITS, PORTFOLIO_VISITS_PER_BUFFER * n)
+        for k, (name, best_fit) in enumerate(_RUNS[: max(1, visits // max(pairs, 1))]):
+            if k and not budget.allows(cost):
+                break
+            if k:
+                budget.spend(cost)
             if name not in orders:
-                orders[name] = sorted(movable, key=keys[name])
-            reset()
-            # an order whose height reaches the best one's is left unfinished: it cannot win
-            limit = best[0] if best is not None else None
-            height = _place(orders[name], size, arr.align, adj, off, piece.base, best_fit, limit)
-            consider(f"greedy-{name}-{'best' if best_fit else 'first'}-fit", height)
-            if best is not None and best[0] <= target:
-                return best
-    else:
-        reset()
-        height = _place_indexed(
-            sorted(movable, key=lambda i: (-size[i], first[i], i)), arr, piece.items, off, piece.base
-        )
-        consider("greedy-size-first-fit", height)
-        if not fixed and height > target:
-            sweeps: list[tuple[str, _Key]] = [
-                ("start", lambda i: (first[i], -size[i], i)),
-                ("start-lifetime", lambda i: (first[i], -last[i], -size[i], i)),
-            ]
-            for name, key in sweeps:
-                reset()
-                consider(f"sweep-{name}-first-fit", _sweep(sorted(movable, key=key), arr, off, piece.base))
-    assert best is not None
-    return best
+                orders[name] = sorted(m.movable, key=keys[name])
+            height = _place(orders[name], arr.size, arr.align, adj, m.reset(), piece.base, best_fit, m.limit())
+            m.consider(f"greedy-{name}-{'best' if best_fit else 'first'}-fit", height)
+            if m.best is not None and m.best[0] <= target:
+                return m.best
+    if not m.fixed:
+        skeys = _sweep_keys(arr)
+        for k, (name, best_fit) in enumerate(_SWEEPS):
+            if (k or lists) and not budget.allows(sweep_cost):
+                break
+            if k or lists:
+                budget.spend(sweep_cost)
+            height = _sweep(sorted(m.movable, key=skeys[name]), arr, m.reset(), piece.base, best_fit)
+            m.consider(f"sweep-{name}-{'best' if best_fit else 'first'}-fit", height)
+            if m.best is not None and m.best[0] <= target:
+                return m.best
+    if not lists and (m.best is None or budget.allows(pairs + sweep_cost)):
+        if m.best is not None:
+            budget.spend(pairs + sweep_cost)
+        order = sorted(m.movable, key=lambda i: (-arr.size[i], first[i], i))
+        m.consider("greedy-size-first-fit", _place_indexed(order, arr, piece.items, m.reset(), piece.base))
+    assert m.best is not None
+    return m.best
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Peak repair
+# ----------------------------------------------------------------------------------------------------------
+
+#: Buffers (by start) a repair window takes on each side of the top first; it doubles after a failed round.
+REPAIR_WINDOW = 32
+
+#: A repair gives up after its window has doubled this many times in a row without lowering the top.
+REPAIR_GROWTHS = 4
+
+#: Phase 2 of the exact search probes the arena at this fraction of the way from the lower bound to the best
+#: height found (a probe that succeeds usually lands well below its capacity, so probing low pays).
+BISECT_NUM, BISECT_DEN = 3, 8
+
+#: Share of the budget left the repair may spend before the exact search (the rest of it runs after).
+REPAIR_SHARE = 0.25
+
+#: Orders tried on a repair window's buffers (over neighbour lists; the others stay put).
+_REPAIR_RUNS = [
+    ("size", True), ("size", False), ("conflict-size", True), ("area", True), ("total", False), ("start", True),
+    ("lifetime", False), ("conflict-size", False),
+]  # fmt: skip
+
+
+def _window(
+    arr: _Arrays, by_start: list[int], starts: list[int], tops: list[int], height: int, reach: int
+) -> tuple[list[int], list[int], list[tuple[int, int]]]:
+    """For the steps [lo, hi] around the buffers at ``height`` widened by ``reach`` buffers each side: its
+    movers (living inside), its partial obstacles (crossing a border) and the merged byte ranges of the
+    buffers spanning it (obstacles at every step of the window)."""
+    first, last, size = arr.first, arr.last, arr.size
+    top_items = [i for i, t in zip(by_start, tops, strict=True) if t >= height]
+    a = bisect_left(starts, min(first[i] for i in top_items))
+    z = bisect_right(starts, max(first[i] for i in top_items)) - 1
+    lo = starts[max(0, a - reach)]
+    hi = max(max(last[i] for i in top_items), starts[min(len(starts) - 1, z + reach)])
+    movers: list[int] = []
+    partial: list[int] = []
+    spans: list[tuple[int, int]] = []
+    end = bisect_right(starts, hi)
+    for k in range(end):
+        i = by_start[k]
+        if last[i] < lo:
+            continue
+        if first[i] >= lo and last[i] <= hi:
+            movers.append(i)
+        elif first[i] <= lo and last[i] >= hi:
+            spans.append((tops[k] - size[i], tops[k]))
+        else:
+            partial.append(i)
+    spans.sort()
+    merged: list[tuple[int, int]] = []
+    for s, e in spans:
+        if merged and s <= merged[-1][1]:
+            if e > merged[-1][1]:
+                merged[-1] = (merged[-1][0], e)
+        else:
+            merged.append((s, e))
+    return movers, partial, merged
+
+
+def _repair(
+    arr: _Arrays, piece: _Piece, result: tuple[int, list[int], str], target: int, budget: _Budget
+) -> tuple[int, list[int], str]:
+    """Lower a piece's top by re-packing the buffers of a time window around it, the others staying put.
+
+    The buffers living inside a window of steps around those at the top are lifted out and placed again by
+    several greedy orders among the buffers crossing its borders and those spanning it (the latter merged
+    into one list of byte ranges). A re-pack below the top is kept and the new top is attacked with a small
+    window again; after a failed round the window doubles. Every round is charged to ``budget``.
+    """
+    height, offsets, label = result
+    if height <= target or any(arr.fixed[i] >= 0 for i in piece.items):
+        return result
+    first, size = arr.first, arr.size
+    off = [-1] * len(size)
+    for i, o in zip(piece.items, offsets, strict=True):
+        off[i] = o
+    by_start = sorted(piece.items, key=lambda i: (first[i], i))
+    starts = [first[i] for i in by_start]
+    reach = REPAIR_WINDOW
+    improved = False
+    scan = 2 * len(by_start)
+    while height > target and budget.allows(scan) and reach <= REPAIR_WINDOW << REPAIR_GROWTHS:
+        budget.spend(scan)
+        tops = [off[i] + size[i] for i in by_start]
+        movers, partial, spans = _window(arr, by_start, starts, tops, height, reach)
+        mover_set = set(movers)
+        outside = max((t for i, t in zip(by_start, tops, strict=True) if i not in mover_set), default=0)
+        lowered = outside < height and _repack(arr, piece.base, movers, partial, spans, off, height, budget)
+        if lowered:
+            improved = True
+            height = max(off[i] + size[i] for i in piece.items)
+            reach = REPAIR_WINDOW
+        elif len(movers) == len(piece.items):
+            break
+        else:
+            reach *= 2
+    if not improved:
+        return result
+    return height, [off[i] for i in piece.items], label + "+repair"
+
+
+def _repack(
+    arr: _Arrays,
+    base: int,
+    movers: list[int],
+    partial: list[int],
+    spans: list[tuple[int, int]],
+    off: list[int],
+    height: int,
+    budget: _Budget,
+) -> bool:
+    """Place ``movers`` again below ``height`` by the repair orders; keep the first that fits (else restore)."""
+    group = movers + partial
+    adj = _overlaps(group, arr.first, arr.last)
+    pairs = sum(map(len, adj.values()))
+    cost = pairs + len(movers) * (len(spans) + 8)
+    saved = [off[i] for i in movers]
+    keys = _order_keys(arr, movers, lambda i: len(adj[i]) + len(spans))
+    for name, best_fit in _REPAIR_RUNS:
+        if not budget.allows(cost):
+            break
+        budget.spend(cost)
+        for i in movers:
+            off[i] = -1
+        order = sorted(movers, key=keys[name])
+        if _place(order, arr.size, arr.align, adj, off, base, best_fit, height, static=spans) < height:
+            return True
+    for i, o in zip(movers, saved, strict=True):
+        off[i] = o
+    return False
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -1067,21 +1331,65 @@ def _exact(frame: _Frame, capacity: int, budget: int, quantum: int = 500_000) ->
 # ----------------------------------------------------------------------------------------------------------
 
 
+class PlannerClock:
+    """Seconds spent inside :func:`plan` while a :func:`planner_clock` block runs (for stage reports)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.calls = 0
+
+
+_CLOCKS: list[PlannerClock] = []
+
+
+@contextmanager
+def planner_clock() -> Iterator[PlannerClock]:
+    """Measure the wall time :func:`plan` spends while the block runs (nested blocks each get it all)."""
+    clock = PlannerClock()
+    _CLOCKS.append(clock)
+    try:
+        yield clock
+    finally:
+        _CLOCKS.remove(clock)
+
+
 def plan(
     buffers: Sequence[Buffer],
     *,
+    budget_s: float | None = None,
     exact_budget_s: float = 6.0,
     exact_work: int | None = None,
     exact_max_buffers: int = 3000,
 ) -> Placement:
-    """Assign offsets aiming at the lower bound: decomposition, greedy portfolio, then bounded exact search.
+    """Assign offsets aiming at the lower bound: decomposition, greedy portfolio, peak repair, exact search.
 
-    ``exact_budget_s`` is a nominal budget for the exact search, turned into work units with
-    :data:`WORK_PER_SECOND` (so results never depend on the machine); ``exact_work`` sets the work units
-    directly. Components with more than ``exact_max_buffers`` buffers get the greedy portfolio only.
+    ``budget_s`` (default :data:`DEFAULT_BUDGET_S`) bounds, in nominal seconds turned into work units with
+    :data:`WORK_PER_SECOND`, all the optional work: the greedy members beyond each piece's first, the peak
+    repair and the exact search (so results never depend on the machine; the unavoidable part, one n log n
+    greedy a piece, is not counted). ``exact_budget_s`` (or ``exact_work``, in units) caps the exact search's
+    share. Components with more than ``exact_max_buffers`` buffers skip the exact search.
     """
+    t0 = time.perf_counter()
+    try:
+        with gc_paused():  # millions of small lists and tuples, none of them cyclic garbage
+            return _plan(buffers, budget_s, exact_budget_s, exact_work, exact_max_buffers)
+    finally:
+        for clock in _CLOCKS:
+            clock.seconds += time.perf_counter() - t0
+            clock.calls += 1
+
+
+def _plan(
+    buffers: Sequence[Buffer],
+    budget_s: float | None,
+    exact_budget_s: float,
+    exact_work: int | None,
+    exact_max_buffers: int,
+) -> Placement:
+    """:func:`plan` itself."""
     _validate(buffers)
-    budget = exact_work if exact_work is not None else int(exact_budget_s * WORK_PER_SECOND)
+    total = int((DEFAULT_BUDGET_S if budget_s is None else max(budget_s, 0.0)) * WORK_PER_SECOND)
+    allowance = _Budget(total)
     arr = _Arrays(buffers)
     n = len(buffers)
     lb = lower_bound(buffers)
@@ -1091,7 +1399,10 @@ def plan(
             off[i] = arr.fixed[i] if arr.fixed[i] >= 0 else 0
     positive = [i for i in range(n) if arr.size[i] > 0]
     pieces = _decompose(arr, positive, off)
-    results = [_portfolio(arr, piece, lb) for piece in pieces]
+    results = [_portfolio(arr, piece, lb, allowance) for piece in pieces]
+    exact_cap = exact_work if exact_work is not None else int(exact_budget_s * WORK_PER_SECOND)
+    _repair_highest(arr, pieces, results, lb, allowance, REPAIR_SHARE)
+    budget = max(0, min(exact_cap, allowance.left))
     frames: dict[int, _Frame] = {}
     nodes = work = 0
 
@@ -1125,9 +1436,11 @@ def plan(
             high = max((r[0] for r in results), default=0)
             if high - low <= max(1, high // 1000):
                 break
-            mid = low + (high - low) // 2
+            mid = low + (high - low) * BISECT_NUM // BISECT_DEN
             if not improve(mid, (budget - work) // 3 + 1, "exact-refined"):
                 low = mid
+    allowance.spend(work)
+    _repair_highest(arr, pieces, results, lb, allowance)
     for piece, (_, offsets, _) in zip(pieces, results, strict=True):
         for i, o in zip(piece.items, offsets, strict=True):
             off[i] = o
@@ -1140,10 +1453,14 @@ def plan(
         strategy = "portfolio+exact"
     else:
         strategy = "portfolio"
+    if any(r.endswith("+repair") for r in strategies):
+        strategy += "+repair"
     # Safety net: greedy results per piece need not compose better than the plain baseline on the whole
-    # input, so never return worse than it (skipped for huge inputs, where the baseline alone is costly; a
-    # baseline reaching the arena found is left unfinished, as it cannot be chosen).
-    baseline = _baseline(arr, arena) if arena > lb else None
+    # input, so never return worse than it (optional work: skipped when the budget cannot pay for it, and for
+    # huge inputs; a baseline reaching the arena found is left unfinished, as it cannot be chosen).
+    charge = 2 * _count_pairs(positive, arr.first, arr.last) + n if arena > lb else 0
+    baseline = _baseline(arr, arena) if arena > lb and allowance.allows(charge) else None
+    allowance.spend(charge if baseline is not None else 0)
     if baseline is not None:
         baseline_arena = max((baseline[i] + arr.size[i] for i in range(n)), default=0)
         if baseline_arena < arena:
@@ -1158,7 +1475,31 @@ def plan(
         exact_nodes=nodes,
         exact_work=work,
         component_strategies=strategies,
+        work=allowance.spent,
+        budget=total,
     )
+
+
+def _repair_highest(
+    arr: _Arrays,
+    pieces: list[_Piece],
+    results: list[tuple[int, list[int], str]],
+    lb: int,
+    budget: _Budget,
+    share: float = 1.0,
+) -> None:
+    """Repair the highest piece while that lowers it (then the next highest, ...), within ``share`` of the
+    budget left."""
+    mine = _Budget(int(budget.left * share))
+    while results and mine.left > 0:
+        k = max(range(len(results)), key=lambda k: (results[k][0], -k))
+        if results[k][0] <= lb:
+            break
+        better = _repair(arr, pieces[k], results[k], lb, mine)
+        if better[0] >= results[k][0]:
+            break
+        results[k] = better
+    budget.spend(mine.spent)
 
 
 # ----------------------------------------------------------------------------------------------------------

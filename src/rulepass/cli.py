@@ -411,6 +411,7 @@ def _cmd_memory(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             disabled=args.disable,
             verify=args.verify,
             soundness=_soundness(args, err),
+            memory_budget_s=args.budget,
         )
     saved = result.report()
     if args.format == "json":
@@ -475,7 +476,7 @@ def _cmd_memplan(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except (ValueError, OSError) as exc:
         err.write(f"rulepass: {exc}\n")
         return EXIT_INVALID
-    placement = plan(buffers)
+    placement = plan(buffers, budget_s=args.budget)
     base = greedy_best_fit(buffers) if args.baseline else None
     problems = check_placement(buffers, placement.offsets)
     if args.format == "json":
@@ -486,6 +487,8 @@ def _cmd_memplan(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "lower_bound": placement.lower_bound,
             "ratio": round(placement.ratio, 6),
             "strategy": placement.strategy,
+            "work": placement.work,
+            "budget": placement.budget,
             "valid": not problems,
             "offsets": placement.offsets if args.offsets else None,
         }
@@ -495,7 +498,8 @@ def _cmd_memplan(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     else:
         out.write(
             f"{args.file}: {len(buffers)} buffers, arena {placement.arena}, lower bound "
-            f"{placement.lower_bound}, ratio {placement.ratio:.4f} ({placement.strategy})\n"
+            f"{placement.lower_bound}, ratio {placement.ratio:.4f} ({placement.strategy}; work "
+            f"{placement.work:,} of {placement.budget:,} units)\n"
         )
         if base is not None:
             out.write(f"  greedy best-fit baseline: arena {base.arena}, ratio {base.ratio:.4f}\n")
@@ -529,6 +533,7 @@ def _cmd_compile(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             progress=progress,
             baseline=args.baseline,
             soundness=_soundness(args, err),
+            memory_budget_s=args.budget,
         )
     check: Any = None
     if args.check:
@@ -852,6 +857,27 @@ def _nonnegative_int(text: str) -> int:
     return value
 
 
+def _budget(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite non-negative number of seconds, got {text}")
+    return value
+
+
+def budget_option(parser: argparse.ArgumentParser) -> None:
+    """The memory planner's `--budget` (memplan, memory, compile)."""
+    parser.add_argument(
+        "--budget",
+        type=_budget,
+        metavar="S",
+        help="the memory planner's budget: nominal seconds of optional work, counted in work units "
+        "(default: plan()'s, 8)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the `rulepass` command."""
     parser = _Parser(
@@ -946,6 +972,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also plan the graph without the no-task passes, to report the feature-map memory they save",
     )
+    budget_option(comp)
     comp.add_argument("--quiet", action="store_true", help="no progress messages")
     check_option(comp, "compile")
     soundness_option(comp)
@@ -984,6 +1011,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="prove the plans safe with the independent verifier (default: on)",
     )
     soundness_option(mem)
+    budget_option(mem)
     pass_options(mem)
     mem.set_defaults(handler=_cmd_memory)
 
@@ -1017,6 +1045,7 @@ def build_parser() -> argparse.ArgumentParser:
     mp.add_argument("--baseline", action="store_true", help="also run the greedy best-fit baseline")
     mp.add_argument("--offsets", action="store_true", help="include every offset in the JSON output")
     mp.add_argument("--format", choices=["text", "json"], default="text")
+    budget_option(mp)
     mp.set_defaults(handler=_cmd_memplan)
 
     tst = sub.add_parser("test", help="run rule fixtures (default: the bundled rules' fixtures)")

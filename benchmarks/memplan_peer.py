@@ -1,0 +1,259 @@
+"""rulepass's offset planner next to every allocator of ``omnimalloc`` (the peer), on the same instances, in one run.
+
+For each instance — every CSV in tests/data/memplan (or the folder RULEPASS_MEMPLAN_DATA names), plus the large
+real-like traces of ``memplan_traces.py`` (a 60k-buffer and a 1M-buffer training step, and the planner inputs
+of compiled 10k/100k-node synthetic graphs), written to a temporary folder at benchmark time — every allocator
+runs in its own child process (so one that runs away is stopped at ``--limit`` CPU seconds and reported as such)
+and reports its arena, arena / lower bound and CPU time (``time.process_time`` in the child: all its threads).
+Every placement, the peer's included, is checked by rulepass's own ``check_placement``.
+
+The verdict per instance compares the planner with the best peer allocator (smallest valid arena; ties: less
+CPU): "ahead" when its arena and its CPU time are both no larger. omnimalloc is optional (``pip install
+'.[bench]'``); without it the planner runs alone and the peer columns say why.
+
+``--growth`` instead measures the planner alone on training traces of 10k to 1M buffers and, at 100k, with a
+growing share of long-lived (overlapping) buffers, with no optional work (budget 0) and with the budget.
+
+Usage: ``python benchmarks/memplan_peer.py [--json] [--limit S] [--budget S] [--small] [--only NAME...]
+[--peers NAME...] [--growth]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import multiprocessing as mp
+import os
+import resource
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from rulepass.compiler.memory.planner import Buffer, check_placement, lower_bound, plan, read_csv
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import memplan_traces
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("RULEPASS_MEMPLAN_DATA") or ROOT / "tests" / "data" / "memplan")
+PLANNER = "rulepass"
+# allocators whose search needs a package omnimalloc does not install itself
+OPTIONAL_PEERS = {"minimalloc": "minimalloc", "genetic": "deap"}
+
+
+def peer_names() -> tuple[list[str], str | None]:
+    """omnimalloc's allocator names, or ([], why not) when it is not installed."""
+    try:
+        import omnimalloc
+    except ImportError:
+        return [], "omnimalloc is not installed (pip install 'rulepass[bench]'): the peer columns are empty"
+    return sorted(omnimalloc.available_allocators()), None
+
+
+def run_peer(name: str, buffers: Sequence[Buffer]) -> dict[str, int]:
+    """Offsets from omnimalloc's allocator ``name`` (zero-size buffers, which it refuses, at offset 0)."""
+    import omnimalloc
+
+    allocs = tuple(omnimalloc.Allocation(k, b.size, b.first, b.last + 1) for k, b in enumerate(buffers) if b.size)
+    placed = omnimalloc.allocate(allocs, name) if allocs else ()
+    offsets = {b.id: 0 for b in buffers}
+    for a in placed:
+        offsets[buffers[a.id].id] = int(a.offset)
+    return offsets
+
+
+def _child(conn: Any, name: str, buffers: Sequence[Buffer], budget: float | None, limit: float) -> None:
+    """Run one allocator within ``limit`` CPU seconds; send back (offsets, cpu seconds, strategy) or an error."""
+    resource.setrlimit(resource.RLIMIT_CPU, (math.ceil(limit), math.ceil(limit) + 5))  # SIGXCPU ends a runaway
+    try:
+        t0 = time.process_time()
+        if name == PLANNER:
+            p = plan(buffers) if budget is None else plan(buffers, budget_s=budget)
+            offsets, strategy = p.offsets, p.strategy
+        else:
+            offsets, strategy = run_peer(name, buffers), name
+        conn.send(("ok", offsets, time.process_time() - t0, strategy))
+    except BaseException as exc:  # reported in the table, not raised: one allocator's failure is a result
+        conn.send(("error", f"{type(exc).__name__}: {exc}".splitlines()[0][:120], 0.0, name))
+    finally:
+        conn.close()
+
+
+def measure(name: str, buffers: Sequence[Buffer], limit: float, budget: float | None) -> dict[str, Any]:
+    """One allocator on one instance: arena, CPU seconds, validity (checked here, by rulepass's checker)."""
+    ctx = mp.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(send, name, buffers, budget, limit))
+    proc.start()
+    send.close()
+    row: dict[str, Any] = {"allocator": name}
+    print(f"memplan_peer:   {name}...", file=sys.stderr, flush=True)
+    try:
+        status, offsets, cpu, strategy = recv.recv()  # the child's CPU limit bounds the wait
+    except EOFError:
+        proc.join()
+        row.update(status=f"stopped at {limit:.0f} s of CPU", arena=None, cpu_s=None, valid=None)
+        return row
+    proc.join()
+    if status != "ok":
+        row.update(status=offsets, arena=None, cpu_s=None, valid=None)
+        return row
+    problems = check_placement(buffers, offsets)
+    arena = max((offsets[b.id] + b.size for b in buffers), default=0)
+    row.update(status="ok", arena=arena, cpu_s=cpu, valid=not problems, strategy=strategy)
+    return row
+
+
+def instance_rows(
+    label: str, buffers: Sequence[Buffer], peers: list[str], limit: float, budget: float | None
+) -> dict[str, Any]:
+    """Every allocator on one instance, with the verdict against the best valid peer."""
+    lb = lower_bound(buffers)
+    runs = [measure(PLANNER, buffers, limit, budget)] + [measure(p, buffers, limit, budget) for p in peers]
+    for r in runs:
+        r["ratio"] = r["arena"] / lb if r["arena"] is not None and lb else (1.0 if r["arena"] is not None else None)
+    valid_peers = [r for r in runs[1:] if r["valid"]]
+    best = min(valid_peers, key=lambda r: (r["arena"], r["cpu_s"]), default=None)
+    mine = runs[0]
+    verdict = "no peer"
+    if best is not None and mine["valid"]:
+        smaller = mine["arena"] <= best["arena"]
+        faster = mine["cpu_s"] <= best["cpu_s"]
+        verdict = "ahead" if smaller and faster else ("smaller, slower" if smaller else "BEHIND")
+    elif mine["valid"] is None:
+        verdict = "planner " + mine["status"]
+    elif not mine["valid"]:
+        verdict = "INVALID"
+    return {"instance": label, "buffers": len(buffers), "lower_bound": lb, "runs": runs,
+            "best_peer": best["allocator"] if best else None, "verdict": verdict}  # fmt: skip
+
+
+def instances(small: bool, only: list[str], workdir: Path) -> list[tuple[str, Callable[[], list[Buffer]]]]:
+    """(label, loader) of every instance: the shared CSVs, then the generated large traces."""
+    out: list[tuple[str, Callable[[], list[Buffer]]]] = [
+        (p.name, lambda p=p: read_csv(p)) for p in sorted(DATA.glob("*.csv"))
+    ]
+    sizes = [60_000] if small else [60_000, 1_000_000]
+    for n in sizes:
+        out.append((f"training_{n}", lambda n=n: memplan_traces.training(n)))
+    nodes = [10_000] if small else [10_000, 100_000]
+    for workload in ("llm", "split", "cnn"):
+        for k in nodes:
+            path = workdir / f"compiled_{workload}_{k}.csv"
+            out.append((path.stem, lambda w=workload, k=k, path=path: _cached(path, w, k)))
+    return [(label, load) for label, load in out if not only or any(o in label for o in only)]
+
+
+def _cached(path: Path, workload: str, nodes: int) -> list[Buffer]:
+    """A compiled graph's planner input, written as CSV once and read back (the benchmark reads what it wrote)."""
+    if not path.exists():
+        memplan_traces.write_csv(memplan_traces.compiled(workload, nodes), path)
+    return read_csv(path)
+
+
+def _fmt(r: dict[str, Any]) -> str:
+    if r["arena"] is None:
+        return f"| {r['allocator']} | — | — | — | {r['status']} |"
+    valid = "yes" if r["valid"] else "NO"
+    return f"| {r['allocator']} | {r['arena']:,} | {r['ratio']:.4f} | {r['cpu_s']:.2f} | {valid} |"
+
+
+def markdown(results: list[dict[str, Any]], why: str | None) -> str:
+    """A summary table (planner vs best peer per instance), then every allocator per instance."""
+    lines = [
+        "| instance | buffers | LB | rulepass / LB | rulepass CPU s | best peer | peer / LB | peer CPU s | verdict |",
+        "|---|---:|---:|---:|---:|---|---:|---:|---|",
+    ]
+    for res in results:
+        mine = res["runs"][0]
+        best = next((r for r in res["runs"] if r["allocator"] == res["best_peer"]), None)
+        mine_s = f"{mine['ratio']:.4f} | {mine['cpu_s']:.2f}" if mine["arena"] is not None else f"— | {mine['status']}"
+        peer_s = f"{best['allocator']} | {best['ratio']:.4f} | {best['cpu_s']:.2f}" if best else "— | — | —"
+        lines.append(f"| {res['instance']} | {res['buffers']:,} | {res['lower_bound']:,} | {mine_s} | {peer_s} "
+                     f"| {res['verdict']} |")  # fmt: skip
+    if why:
+        lines += ["", why]
+    for res in results:
+        lines += ["", f"{res['instance']} ({res['buffers']:,} buffers, lower bound {res['lower_bound']:,}):", "",
+                  "| allocator | arena | / LB | CPU s | valid |", "|---|---:|---:|---:|---|"]  # fmt: skip
+        lines += [_fmt(r) for r in res["runs"]]
+    return "\n".join(lines)
+
+
+GROWTH_SIZES = (10_000, 30_000, 100_000, 300_000, 1_000_000)
+GROWTH_KEEP = (0.0, 0.2, 0.55, 0.9)
+
+
+def growth(sizes: Sequence[int], keeps: Sequence[float], budget: float | None) -> list[dict[str, Any]]:
+    """The planner alone on training traces: growing n (keep 0.55), then growing overlaps (n = 100k)."""
+    from rulepass.compiler.memory.planner import _count_pairs
+
+    rows = []
+    cases = [(n, 0.55) for n in sizes] + [(100_000, k) for k in keeps if k != 0.55]
+    for n, keep in cases:
+        buffers = memplan_traces.training(n, keep=keep)
+        pairs = _count_pairs(range(len(buffers)), [b.first for b in buffers], [b.last for b in buffers])
+        fast = measure(PLANNER, buffers, 3600, 0.0)
+        full = measure(PLANNER, buffers, 3600, budget)
+        lb = lower_bound(buffers)
+        valid = fast["valid"] and full["valid"]
+        rows.append({"buffers": len(buffers), "keep": keep, "pairs": pairs, "lower_bound": lb,
+                     "fast_ratio": fast["arena"] / lb, "fast_cpu_s": fast["cpu_s"],
+                     "ratio": full["arena"] / lb, "cpu_s": full["cpu_s"], "valid": valid})  # fmt: skip
+        print(f"memplan_peer: growth {n} keep {keep} done", file=sys.stderr)
+    return rows
+
+
+def growth_markdown(rows: list[dict[str, Any]], budget: float | None) -> str:
+    """The growth rows as a table."""
+    lines = [
+        f"| buffers | saved share | overlapping pairs | budget 0: / LB | CPU s | budget {budget or 'default'}: / LB "
+        "| CPU s | CPU µs a buffer | valid |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['buffers']:,} | {r['keep']:.2f} | {r['pairs']:,} | {r['fast_ratio']:.5f} | {r['fast_cpu_s']:.2f} "
+            f"| {r['ratio']:.5f} | {r['cpu_s']:.2f} | {r['cpu_s'] / r['buffers'] * 1e6:.0f} "
+            f"| {'yes' if r['valid'] else 'NO'} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every allocator on every instance; print markdown (default) or JSON; exit 2 if a placement is invalid."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print JSON instead of markdown tables")
+    parser.add_argument("--limit", type=float, default=600.0, help="stop any one allocator after this many CPU seconds")
+    parser.add_argument("--budget", type=float, default=None, help="the planner's budget_s (default: plan()'s)")
+    parser.add_argument("--small", action="store_true", help="leave out the 1M-buffer and 100k-node instances")
+    parser.add_argument("--only", nargs="*", default=[], help="only instances whose name contains one of these")
+    parser.add_argument("--peers", nargs="*", default=None, help="only these omnimalloc allocators")
+    parser.add_argument("--growth", action="store_true", help="only the planner's growth with n and overlaps")
+    args = parser.parse_args(argv)
+    if args.growth:
+        rows = growth(GROWTH_SIZES, GROWTH_KEEP, args.budget)
+        print(json.dumps(rows, indent=1) if args.json else growth_markdown(rows, args.budget))
+        return 0 if all(r["valid"] for r in rows) else 2
+    peers, why = peer_names()
+    if args.peers is not None:
+        peers = [p for p in peers if p in args.peers]
+    results = []
+    with tempfile.TemporaryDirectory(prefix="memplan-peer-") as tmp:
+        for label, load in instances(args.small, args.only, Path(tmp)):
+            results.append(instance_rows(label, load(), peers, args.limit, args.budget))
+            print(f"memplan_peer: {label} done ({results[-1]['verdict']})", file=sys.stderr)
+    if args.json:
+        print(json.dumps({"peer_note": why, "instances": results}, indent=1))
+    else:
+        print(markdown(results, why))
+    bad = any(r["valid"] is False for res in results for r in res["runs"][:1])
+    return 2 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
