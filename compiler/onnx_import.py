@@ -148,6 +148,10 @@ class _Importer:
         self.used_names: set[str] = set()
         self.read: set[str] = set()  # every tensor some node or graph output reads
         self.captures: dict[int, dict[str, int]] = {}  # owner node -> outer tensor -> its input index
+        # graph -> what `source` resolves names in: (produced, outer scope, captured names, owner node)
+        self.scopes: dict[
+            int, tuple[dict[str, tuple[Node, int]], dict[str, tuple[Node, int]] | None, list[str], Node | None]
+        ] = {}
         self.consts: dict[str, Any] = {}  # initializer name -> TensorProto (Split sizes are read from here)
 
     def unique(self, name: str) -> str:
@@ -213,6 +217,7 @@ class _Importer:
             produced[vi.name] = (n, 0)
             data_index += 1
         captured: list[str] = []
+        self.scopes[id(cg)] = (produced, outer, captured, parent)  # a nested subgraph may capture through it
         for i, node in enumerate(g.node):
             self.node(cg, node, i, produced, outer, captured, parent)
         outs = [o.name for o in g.output]
@@ -256,6 +261,10 @@ class _Importer:
             taken = self.captures.setdefault(id(parent), {})
             k = taken.get(tensor, -1)
             src, idx = outer[tensor]
+            if src.graph is not parent.graph:  # from further out: the owner's own graph captures it first
+                through = self.source(parent.graph, tensor, *self.scopes[id(parent.graph)])
+                assert through is not None  # the owner's scope holds every name its subgraph's scope does
+                src, idx = through
             if k < 0:
                 k = taken[tensor] = len(parent.in_peers)
                 parent.op.input_descs.append(src.op.output_descs[idx].copy())

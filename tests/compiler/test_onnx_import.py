@@ -657,3 +657,53 @@ def test_ascend_a_mul_broadcasting_over_c_leaves_5hd(tmp_path: Path, scale_shape
     around = [p.node for p in n.in_peers if p is not None] + [q.node for q in n.out_peers[0]]
     assert sum(m.type == "TransData" for m in around) == transdata
     compile_graph(g)
+
+
+def test_a_value_from_two_scopes_out_reaches_an_if_inside_a_loop(tmp_path: Path) -> None:
+    # the main graph's `bias` is read by an If's branch inside a Loop's body: the Loop captures it first, then
+    # the If captures it from the body (it used to be an internal error: an edge across graphs)
+    import numpy as np
+    from onnx import numpy_helper
+
+    from rulepass.api import compile_graph, run_model
+
+    f32 = TensorProto.FLOAT
+    then_g = helper.make_graph(
+        [helper.make_node("Add", ["acc", "bias"], ["t"])], "then", [], [helper.make_tensor_value_info("t", f32, [2])]
+    )
+    else_g = helper.make_graph(
+        [helper.make_node("Sub", ["acc", "bias"], ["e"])], "else", [], [helper.make_tensor_value_info("e", f32, [2])]
+    )
+    body = helper.make_graph(
+        [
+            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+            helper.make_node("If", ["cond_in"], ["next"], then_branch=then_g, else_branch=else_g),
+        ],
+        "body",
+        [
+            helper.make_tensor_value_info("i", TensorProto.INT64, []),
+            helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("acc", f32, [2]),
+        ],
+        [
+            helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("next", f32, [2]),
+        ],
+    )
+    inits = [
+        numpy_helper.from_array(np.array(3, np.int64), "trips"),
+        numpy_helper.from_array(np.array(True), "cond"),
+        numpy_helper.from_array(np.array([1.0, 2.0], np.float32), "bias"),
+    ]
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["trips", "cond", "x"], ["y"], body=body)],
+        "nested",
+        [helper.make_tensor_value_info("x", f32, [2])],
+        [helper.make_tensor_value_info("y", f32, [2])],
+        inits,
+    )
+    path = tmp_path / "nested.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    x = np.array([0.5, -1.0], np.float32)
+    got = run_model(compile_graph(import_onnx(path).graph), {"x": x}).outputs
+    assert np.array_equal(next(iter(got.values())), x + 3 * np.array([1.0, 2.0], np.float32))
