@@ -296,6 +296,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=20.0, help="seconds per model (default 20)")
     parser.add_argument("--json", type=Path, help="also write the raw rows as JSON")
     parser.add_argument("--quiet", action="store_true", help="no per-model log on stderr")
+    parser.add_argument("--top", type=int, default=15, help="how many failure causes to list (default 15)")
     parser.add_argument("--from-json", type=Path, help="render the rows a previous --json wrote; run nothing")
     args = parser.parse_args(argv)
     folders = [s for s in args.folders.split(",") if s]
@@ -304,7 +305,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown folder(s) or format(s): {', '.join(unknown)}")
     if args.from_json:
-        print(render([Row(**r) for r in json.loads(args.from_json.read_text(encoding="utf-8"))]))
+        print(render([Row(**r) for r in json.loads(args.from_json.read_text(encoding="utf-8"))], args.top))
         return 0
     todo = list(cases(folders, args.pattern))
     if args.limit > 0:
@@ -312,7 +313,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     log = None if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
     rows = sweep(todo, formats, args.timeout, log)
     print(f"onnx {onnx.__version__}, formats {','.join(formats)}, pattern {args.pattern!r}\n")
-    print(render(rows))
+    print(render(rows, args.top))
     if args.json:
         args.json.write_text(json.dumps([asdict(r) for r in rows], indent=1) + "\n", encoding="utf-8")
     return 0
