@@ -59,6 +59,8 @@ ROOT = HERE.parent
 DOC = ROOT / "docs" / "benchmarks.md"
 RESULTS = HERE / "results.json"
 FINDINGS = HERE / "findings.md"
+# sections measured by scripts of their own, too long to rerun with the page (their text is the script's output)
+HAND_RUN = (HERE / "onnx_backend_sweep.md",)
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
@@ -1694,6 +1696,7 @@ def render_doc(results: dict[str, Any]) -> str:
     if "latency" in results:
         sec = results["latency"]
         parts += [LATENCY_TEXT, meta(sec), cli_latency.render(sec["data"]), ""]
+    parts += [f.read_text(encoding="utf-8").rstrip() + "\n" for f in HAND_RUN if f.exists()]
     if FINDINGS.exists():  # the analysis written from these figures (profiles, slow spots, suspected bugs)
         parts += [FINDINGS.read_text(encoding="utf-8").rstrip(), ""]
     return "\n".join(parts).rstrip() + "\n"
