@@ -112,6 +112,27 @@ _K0_BY_DTYPE: dict[str, int] = {"int8": 32, "uint8": 32, "int4": 64, "int2": 128
 _DEFAULT_MKN = 16
 
 
+# the plain (unpadded, permuted) formats: each storage axis is one origin axis, named by these letters; ND and
+# the 2-D/3-D names have none to permute
+PLAIN_FORMAT_AXES: dict[str, str] = {
+    "NCHW": "NCHW",
+    "NHWC": "NHWC",
+    "HWCN": "HWCN",
+    "CHWN": "CHWN",
+    "NCDHW": "NCDHW",
+    "NDHWC": "NDHWC",
+    "DHWCN": "DHWCN",
+    "DHWNC": "DHWNC",
+}
+PLAIN_FORMATS = frozenset({"ND", "NC", "CN", "NCL", *PLAIN_FORMAT_AXES})
+
+
+def keeps_origin_order(fmt: str, origin_fmt: str) -> bool:
+    """Whether storage in `fmt` of a tensor whose origin format is `origin_fmt` holds its origin elements in
+    origin order (a reshape at most): the same format, or two plain formats one of which is ND."""
+    return fmt == origin_fmt or (fmt in PLAIN_FORMATS and origin_fmt in PLAIN_FORMATS and "ND" in (fmt, origin_fmt))
+
+
 def _dtype_spellings() -> dict[str, str]:
     # the spellings graphs use (canonical, alias, GE's DT_*), so canonical_dtype is one lookup for them
     out: dict[str, str] = {}

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
-from ..base.diagnostics import Diagnostic, RulepassError
+from ..base.diagnostics import Diagnosed, Diagnostic, RulepassError
 from ..base.files import read_bytes
 from ..base.limits import MAX_RULE_FILE_BYTES
 from .cache import Store, code_digest, digest
@@ -48,22 +48,12 @@ def _generate(rule: CompiledRule) -> Any:
 
 
 @dataclass
-class RuleSet:
+class RuleSet(Diagnosed):
     """The outcome of loading rule files: compiled rules, the files read, and all diagnostics."""
 
     rules: list[CompiledRule] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
-
-    @property
-    def errors(self) -> list[Diagnostic]:
-        """The diagnostics that are errors."""
-        return [d for d in self.diagnostics if d.severity == "error"]
-
-    @property
-    def warnings(self) -> list[Diagnostic]:
-        """The diagnostics that are warnings."""
-        return [d for d in self.diagnostics if d.severity == "warning"]
 
     def raise_on_error(self) -> RuleSet:
         """Raise RulepassError when any error was found; return self otherwise."""

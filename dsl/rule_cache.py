@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..base.diagnostics import Diagnostic, RulepassError, Source, Span
+from ..base.diagnostics import Diagnosed, Diagnostic, RulepassError, Source, Span
 from ..base.files import decode_text
 from ..base.yaml_source import load_text
 from . import ast
@@ -24,22 +24,12 @@ from .rules import Check, Expr, Parsed, RuleFile, read_rule_doc
 
 
 @dataclass
-class Validation:
+class Validation(Diagnosed):
     """What checking rule files finds: the files read, the names of the rules that compile, every diagnostic."""
 
     files: list[str]
     rules: list[str]
     diagnostics: list[Diagnostic]
-
-    @property
-    def errors(self) -> list[Diagnostic]:
-        """The diagnostics that are errors."""
-        return [d for d in self.diagnostics if d.severity == "error"]
-
-    @property
-    def warnings(self) -> list[Diagnostic]:
-        """The diagnostics that are warnings."""
-        return [d for d in self.diagnostics if d.severity == "warning"]
 
 
 _MALFORMED = (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError)

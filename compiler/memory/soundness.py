@@ -54,18 +54,6 @@ PACK_TYPES = frozenset({"Pack", "Stack"})
 SPLIT_TYPES = frozenset({"SplitD", "SplitVD", "Split", "SplitV"})
 UNPACK_TYPES = frozenset({"Unpack", "Unstack"})
 
-_PLAIN_LETTERS = {
-    "NCHW": "NCHW",
-    "NHWC": "NHWC",
-    "HWCN": "HWCN",
-    "CHWN": "CHWN",
-    "NCDHW": "NCDHW",
-    "NDHWC": "NDHWC",
-    "DHWCN": "DHWCN",
-    "DHWNC": "DHWNC",
-}
-_PLAIN = frozenset({"ND", "NC", "CN", "NCL", *_PLAIN_LETTERS})
-
 
 @dataclass(frozen=True)
 class Layout:
@@ -128,7 +116,7 @@ def _element_bits(dtype: str) -> int | None:
 
 
 def _origin_letters(fmt: str, rank: int) -> str | None:
-    letters = _PLAIN_LETTERS.get(fmt)
+    letters = formats.PLAIN_FORMAT_AXES.get(fmt)
     if letters is not None and len(letters) == rank:
         return letters
     return {4: "NCHW", 5: "NCDHW"}.get(rank) if fmt == "ND" else None
@@ -183,13 +171,17 @@ def layout_of(desc: TensorDesc) -> Layout | str:
     if any(d < 0 for d in (*shape, *origin)):
         return f"shape {list(shape)} is not static"
     raw = _prod(shape) * bits
-    if fmt == ofmt or not origin or (fmt in _PLAIN and ofmt in _PLAIN and "ND" in (fmt, ofmt)):
+    if (
+        fmt == ofmt
+        or not origin
+        or (fmt in formats.PLAIN_FORMATS and ofmt in formats.PLAIN_FORMATS and "ND" in (fmt, ofmt))
+    ):
         if _prod(origin) != _prod(shape):
             return f"origin shape {list(origin)} and storage shape {list(shape)} hold different element counts"
         st = _strides(origin)
         terms = tuple(_axis_term(d, [(1, 0, s * bits)]) for d, s in zip(origin, st, strict=True))
         return Layout(desc.format, origin, _names(ofmt, len(origin)), (None,) * len(origin), terms, raw)
-    builder = _BUILDERS.get(fmt) if fmt not in _PLAIN else _permuted
+    builder = _BUILDERS.get(fmt) if fmt not in formats.PLAIN_FORMATS else _permuted
     if builder is None:
         return f"storage format {desc.format} (from origin {desc.origin_format}) is not modelled"
     got = builder(desc, fmt, ofmt, shape, origin, bits)
@@ -228,7 +220,7 @@ def _expanded_letters(desc: TensorDesc, ofmt: str, origin: tuple[int, ...]) -> s
     full = _origin_letters(ofmt, len(origin))
     if full is not None:
         return full
-    letters = _PLAIN_LETTERS.get(ofmt)
+    letters = formats.PLAIN_FORMAT_AXES.get(ofmt)
     if letters is None:
         return None
     mask = desc.attrs.get("_reshape_type_mask")

@@ -86,17 +86,6 @@ def numpy_dtype(dtype: str) -> np.dtype[Any]:
 
 
 # ---- layouts -----------------------------------------------------------------------------------------------
-_PLAIN_LETTERS: dict[str, str] = {
-    "NCHW": "NCHW",
-    "NHWC": "NHWC",
-    "HWCN": "HWCN",
-    "CHWN": "CHWN",
-    "NCDHW": "NCDHW",
-    "NDHWC": "NDHWC",
-    "DHWCN": "DHWCN",
-    "DHWNC": "DHWNC",
-}
-_PLAIN = frozenset({"ND", "NC", "CN", "NCL", *_PLAIN_LETTERS})
 
 
 def _primary(fmt: str) -> str:
@@ -113,7 +102,7 @@ def origin_shape(desc: TensorDesc) -> tuple[int, ...]:
 
 def _letters(fmt: str, rank: int) -> str | None:
     """Axis letters of a plain origin format of `rank` dims (ND of rank 4/5 reads as NCHW/NCDHW)."""
-    letters = _PLAIN_LETTERS.get(fmt)
+    letters = formats.PLAIN_FORMAT_AXES.get(fmt)
     if letters is not None and len(letters) == rank:
         return letters
     if fmt == "ND":
@@ -134,7 +123,7 @@ def _expanded(desc: TensorDesc, ofmt: str) -> tuple[tuple[int, ...], str] | None
     """A rank-deficient origin padded to its format's full rank as GE's ExpandDimension does, with its letters."""
     oshape = origin_shape(desc)
     full = 5 if ofmt in ("NCDHW", "NDHWC", "DHWCN", "DHWNC") else 4
-    letters = _PLAIN_LETTERS.get(ofmt)
+    letters = formats.PLAIN_FORMAT_AXES.get(ofmt)
     if letters is None:
         return None
     if len(oshape) == full:
@@ -180,11 +169,15 @@ def _unpadded(a: Array, desc: TensorDesc, what: str, to_storage: bool) -> Array 
     fmt, ofmt = _primary(desc.format), _primary(desc.origin_format)
     oshape = origin_shape(desc)
     target, src_fmt, dst_fmt = (tuple(desc.shape), ofmt, fmt) if to_storage else (oshape, fmt, ofmt)
-    if fmt == ofmt or (fmt in _PLAIN and ofmt in _PLAIN and "ND" in (fmt, ofmt)) or not oshape:
+    if (
+        fmt == ofmt
+        or (fmt in formats.PLAIN_FORMATS and ofmt in formats.PLAIN_FORMATS and "ND" in (fmt, ofmt))
+        or not oshape
+    ):
         if a.size != math.prod(target):
             raise _layout_error(desc, what)
         return a.reshape(target)
-    if fmt in _PLAIN and ofmt in _PLAIN:
+    if fmt in formats.PLAIN_FORMATS and ofmt in formats.PLAIN_FORMATS:
         src, dst = _letters(src_fmt, a.ndim), _letters(dst_fmt, len(target))
         if src is None or dst is None or sorted(src) != sorted(dst):
             raise _layout_error(desc, what)

@@ -159,6 +159,22 @@ class Diagnostic:
         }
 
 
+class Diagnosed:
+    """A result that carries `diagnostics` (a rule set, a validation): its errors and its warnings."""
+
+    diagnostics: list[Diagnostic]
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        """The diagnostics that are errors."""
+        return [d for d in self.diagnostics if d.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Diagnostic]:
+        """The diagnostics that are warnings."""
+        return [d for d in self.diagnostics if d.severity == "warning"]
+
+
 class RulepassError(Exception):
     """One or more diagnostics that stop the operation; never shown as a traceback."""
 
