@@ -448,6 +448,8 @@ class _Importer:
             out["paddings_contiguous"] = False  # ONNX lists all begins, then all ends
         elif onnx_type == "Sum":
             out["N"] = len(inputs)
+        elif onnx_type == "BatchNormalization":
+            out.setdefault("epsilon", 1e-5)  # ONNX's default (GE's own BatchNorm defaults to TF's 1e-4)
         return out
 
 

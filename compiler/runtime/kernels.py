@@ -988,9 +988,9 @@ def _gemm(inputs: Inputs, op: OpDesc) -> list[Array]:
     """ONNX Gemm: alpha * op(A) @ op(B) + beta * C."""
     a = _compute(_need(inputs, 0, op)).astype(np.float32, copy=False)
     b = _compute(_need(inputs, 1, op)).astype(np.float32, copy=False)
-    if _bool(op, False, "transA", "transpose_a"):
+    if _bool(op, False, "transA", "transpose_a", "transpose_x1"):  # ONNX's, TF's and GE's names
         a = _t(a)
-    if _bool(op, False, "transB", "transpose_b"):
+    if _bool(op, False, "transB", "transpose_b", "transpose_x2"):
         b = _t(b)
     out = _float(op, 1.0, "alpha") * np.matmul(np.ascontiguousarray(a), np.ascontiguousarray(b))
     if len(inputs) > 2 and inputs[2] is not None:

@@ -466,3 +466,23 @@ def test_a_large_onnx_constant_keeps_its_values(tmp_path: Path) -> None:
     ]
     got = _check(_model(nodes, feeds, [("y", T.FLOAT, [10, 10])]), feeds, tmp_path)
     assert np.array_equal(got[0], feeds["x"] + big * 2)
+
+
+def test_gemm_with_every_attribute_and_batch_norm_with_onnx_default_epsilon(tmp_path: Path) -> None:
+    # both run on hand-written kernels: Gemm's transposes arrive under GE's names (transpose_x1/x2), and an ONNX
+    # BatchNormalization without epsilon means ONNX's 1e-5, not GE's own 1e-4 (found by the onnx backend sweep)
+    feeds = {"a": _f(4, 3), "x": _f(2, 3, 2, 2)}
+    inits = {
+        "b": _f(5, 4),
+        "c": _f(1, 5),
+        "s": np.abs(_f(3)),
+        "o": _f(3),
+        "m": _f(3),
+        "v": np.abs(_f(3)) * 1e-3,  # small variances: the epsilon matters
+    }
+    nodes = [
+        h.make_node("Gemm", ["a", "b", "c"], ["g"], alpha=0.25, beta=0.35, transA=1, transB=1),
+        h.make_node("BatchNormalization", ["x", "s", "o", "m", "v"], ["y"]),
+    ]
+    model = _model(nodes, feeds, [("g", T.FLOAT, [3, 5]), ("y", T.FLOAT, [2, 3, 2, 2])], inits=inits)
+    _check(model, feeds, tmp_path)
