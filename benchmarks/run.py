@@ -1697,8 +1697,14 @@ def render_doc(results: dict[str, Any]) -> str:
         sec = results["latency"]
         parts += [LATENCY_TEXT, meta(sec), cli_latency.render(sec["data"]), ""]
     parts += [f.read_text(encoding="utf-8").rstrip() + "\n" for f in HAND_RUN if f.exists()]
-    if FINDINGS.exists():  # the analysis written from these figures (profiles, slow spots, suspected bugs)
-        parts += [FINDINGS.read_text(encoding="utf-8").rstrip(), ""]
+    if FINDINGS.exists():  # the analysis behind these figures stays beside the benchmarks, not on this page
+        parts += [
+            "## Findings",
+            "",
+            "How figures were obtained, profiles, slow spots and suspected bugs: "
+            "[benchmarks/findings.md](../benchmarks/findings.md).",
+            "",
+        ]
     return "\n".join(parts).rstrip() + "\n"
 
 
