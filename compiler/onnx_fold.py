@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from ..base.diagnostics import error
+from ..base.diagnostics import did_you_mean, error
 
 FOLD_LIMIT = 4096  # elements of one folded output
 EVAL_INPUT_LIMIT = 1 << 22  # elements of one input of a node evaluated for folding
@@ -56,6 +56,8 @@ def parse_input_shapes(text: str) -> dict[str, list[int]]:
         if name in out:
             raise error("usage", f"--input-shape gives input '{name}' twice")
         out[name] = [int(d) for d in parts]
+    if not out:
+        raise error("usage", f"--input-shape names no input, got {text!r}", hint='e.g. --input-shape "x:1,3,224,224"')
     return out
 
 
@@ -74,6 +76,7 @@ def set_input_shapes(
     if unknown:
         names = ", ".join(vi.name for vi in inputs) or "none"
         raise error("usage", f"--input-shape names '{unknown[0]}', which is not an input of {where} (inputs: {names})")
+    _check_dim_names(inputs, dims, where)
     defaulted: set[str] = set()
     for vi in inputs:
         t = vi.type.tensor_type
@@ -127,6 +130,20 @@ def set_input_shapes(
             "(set them with --dim NAME=N or --input-shape)"
         ]
     return []
+
+
+def _check_dim_names(inputs: list[Any], dims: Mapping[str, int], where: str) -> None:
+    """A `--dim NAME=N` whose NAME no input declares is an error (it would otherwise set nothing, silently)."""
+    declared = sorted(
+        {d.dim_param for vi in inputs if vi.type.HasField("tensor_type") for d in vi.type.tensor_type.shape.dim} - {""}
+    )
+    for name in sorted(set(dims) - set(declared)):
+        raise error(
+            "usage",
+            f"--dim names '{name}', which no input of {where} declares as a symbolic dim "
+            f"(symbolic dims: {', '.join(declared) or 'none'})",
+            hint=did_you_mean(name, declared) or "to give an input's whole shape, use --input-shape NAME:D0,D1,...",
+        )
 
 
 def _set_dims(t: Any, values: list[int]) -> None:

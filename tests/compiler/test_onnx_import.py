@@ -78,6 +78,16 @@ def _small(nodes: list[Any], inputs: list[Any], outputs: list[Any], inits: list[
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 
 
+def _split_relu_concat() -> list[Any]:
+    """x split along axis 0 by the sizes in `split`, each part through a Relu, concatenated back into y."""
+    return [
+        helper.make_node("Split", ["x", "split"], ["a", "b"], axis=0),
+        helper.make_node("Relu", ["a"], ["ra"]),
+        helper.make_node("Relu", ["b"], ["rb"]),
+        helper.make_node("Concat", ["ra", "rb"], ["y"], axis=0),
+    ]
+
+
 def test_unknown_op_keeps_its_type_goes_to_ai_cpu_and_is_warned_about(tmp_path: Path) -> None:
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
@@ -97,12 +107,7 @@ def test_concat_and_split_map_to_ge_ops_with_their_attributes(tmp_path: Path) ->
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT16, [4, 16])
     split = helper.make_tensor("split", TensorProto.INT64, [2], [2, 2])
     model = _small(
-        [
-            helper.make_node("Split", ["x", "split"], ["a", "b"], axis=0),
-            helper.make_node("Relu", ["a"], ["ra"]),
-            helper.make_node("Relu", ["b"], ["rb"]),
-            helper.make_node("Concat", ["ra", "rb"], ["y"], axis=0),
-        ],
+        _split_relu_concat(),
         [x],
         [y],
         [split],
@@ -141,6 +146,17 @@ def test_symbolic_dims_take_sizes_from_the_option(tmp_path: Path) -> None:
     g = import_onnx(_save(model, tmp_path), dims={"batch": 32}).graph
     relu = next(n for n in g.all_nodes() if n.type == "Relu")
     assert relu.op.output_descs[0].shape == (32, 8)
+    with pytest.raises(RulepassError) as info:  # a name no input declares would set nothing: it is an error
+        import_onnx(_save(model, tmp_path), dims={"bach": 32})
+    assert "no input of" in str(info.value) and "did you mean 'batch'" in str(info.value.diagnostics[0].hint)
+
+
+def test_an_empty_input_shape_is_an_error() -> None:
+    from rulepass.compiler.onnx_fold import parse_input_shapes
+
+    assert parse_input_shapes("x:1,2;") == {"x": [1, 2]}
+    with pytest.raises(RulepassError, match="names no input"):
+        parse_input_shapes(" ; ")
 
 
 def test_import_command_writes_a_graph_file_and_other_commands_take_onnx(
@@ -312,12 +328,7 @@ def test_split_with_sizes_as_an_input(tmp_path: Path, sizes: list[int], ge_type:
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT16, [8, 16])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT16, [8, 16])
     model = _opset(
-        [
-            helper.make_node("Split", ["x", "split"], ["a", "b"], axis=0),
-            helper.make_node("Relu", ["a"], ["ra"]),
-            helper.make_node("Relu", ["b"], ["rb"]),
-            helper.make_node("Concat", ["ra", "rb"], ["y"], axis=0),
-        ],
+        _split_relu_concat(),
         [x],
         [y],
         [_i64("split", sizes)],
