@@ -1052,6 +1052,10 @@ def build_parser() -> argparse.ArgumentParser:
     tst.add_argument("paths", nargs="*", metavar="PATH", help="rule files, fixture files or folders")
     tst.add_argument("-v", "--verbose", action="store_true", help="list passing cases too")
     tst.set_defaults(handler=_cmd_test)
+
+    from . import cli_lsp
+
+    cli_lsp.add_parser(sub)
     return parser
 
 

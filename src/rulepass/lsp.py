@@ -1,0 +1,171 @@
+"""`rulepass lsp`: a language server for rule files, over stdio, on pygls.
+
+A front-end like the command line: it only translates between the Language Server Protocol and
+:mod:`.lsp_analysis` (which knows the rule language). Diagnostics are published when a rule file is opened,
+changed or saved, for every open file of its rule set (an edit of a shared check can break the rules that use
+it); hover, completion and go-to-definition answer from the last analysis of the rule set that read cleanly, so
+they keep working while the text being typed is incomplete. pygls (`rulepass[lsp]`) is imported only here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lsprotocol import types as lsp
+from pygls.lsp.server import LanguageServer
+from pygls.uris import from_fs_path, to_fs_path
+from pygls.workspace import TextDocument
+
+from . import __version__
+from .base.diagnostics import Diagnostic, Span
+from .lsp_analysis import Analysis, Item, analyse, completions, definition, hover, is_rule_text, rule_set_paths
+from .lsp_analysis import validate as validate_set
+
+_SEVERITY = {"error": lsp.DiagnosticSeverity.Error, "warning": lsp.DiagnosticSeverity.Warning}
+_KIND = {
+    "field": lsp.CompletionItemKind.Field,
+    "helper": lsp.CompletionItemKind.Function,
+    "variable": lsp.CompletionItemKind.Variable,
+    "keyword": lsp.CompletionItemKind.Keyword,
+    "check": lsp.CompletionItemKind.Reference,
+    "rule": lsp.CompletionItemKind.Class,
+    "key": lsp.CompletionItemKind.Property,
+}
+
+
+class RuleServer(LanguageServer):
+    """The rule-file language server: the open rule files and the last clean analysis of each rule set."""
+
+    def __init__(self) -> None:
+        super().__init__("rulepass", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Full)
+        self.analyses: dict[Path, Analysis] = {}  # by the rule set's folder
+
+    def open_texts(self) -> dict[Path, str]:
+        """The text of every open rule file, by resolved path."""
+        out: dict[Path, str] = {}
+        for uri, doc in self.workspace.text_documents.items():
+            path = _path(uri)
+            if path is not None and is_rule_text(path, doc.source):
+                out[path] = doc.source
+        return out
+
+    def refresh(self, uri: str) -> None:
+        """Validate the rule set of the file at `uri` and publish the diagnostics of its open files; keep the
+        analysis when every file of the set read cleanly."""
+        path = _path(uri)
+        doc = self.workspace.get_text_document(uri)
+        if path is None or not is_rule_text(path, doc.source):
+            return
+        texts = self.open_texts()
+        found = validate_set(path, texts)
+        for p in texts:
+            if p.parent == path.parent:
+                other = self.workspace.get_text_document(from_fs_path(str(p)) or uri)
+                diags = [_diagnostic(d, other) for d in found.get(p, [])]
+                self.text_document_publish_diagnostics(
+                    lsp.PublishDiagnosticsParams(uri=other.uri, diagnostics=diags, version=other.version)
+                )
+        if not any(d.severity == "error" for d in found.get(path, [])):
+            self.analyses[path.parent] = analyse(rule_set_paths(path), texts)
+
+    def analysis(self, uri: str) -> tuple[Path, Analysis] | None:
+        """The path of the file at `uri` and the last clean analysis of its rule set."""
+        path = _path(uri)
+        if path is None:
+            return None
+        if path.parent not in self.analyses:
+            self.analyses[path.parent] = analyse(rule_set_paths(path), self.open_texts())
+        return path, self.analyses[path.parent]
+
+
+def _path(uri: str) -> Path | None:
+    fs = to_fs_path(uri)
+    return Path(fs).resolve() if fs else None
+
+
+def _range(span: Span, doc: TextDocument | None) -> lsp.Range:
+    """A span (1-based, inclusive end, in characters) as a protocol range in the client's code units."""
+    start = lsp.Position(max(span.line - 1, 0), max(span.col - 1, 0))
+    end = lsp.Position(max(span.end_line - 1, 0), max(span.end_col, 0))
+    r = lsp.Range(start, end)
+    return doc.position_codec.range_to_client_units(doc.lines, r) if doc is not None else r
+
+
+def _diagnostic(d: Diagnostic, doc: TextDocument) -> lsp.Diagnostic:
+    span = d.span or Span(doc.path, 1, 1, 1, 1)
+    message = d.message + (f"\nhelp: {d.hint}" if d.hint else "")
+    return lsp.Diagnostic(_range(span, doc), message, severity=_SEVERITY[d.severity], code=d.code, source="rulepass")
+
+
+def _item(i: Item) -> lsp.CompletionItem:
+    doc = lsp.MarkupContent(lsp.MarkupKind.Markdown, i.doc) if i.doc else None
+    return lsp.CompletionItem(i.label, kind=_KIND[i.kind], detail=i.detail or None, documentation=doc)
+
+
+def build_server() -> RuleServer:
+    """The server with its features registered."""
+    server = RuleServer()
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(params: lsp.DidOpenTextDocumentParams) -> None:
+        server.refresh(params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(params: lsp.DidChangeTextDocumentParams) -> None:
+        server.refresh(params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(params: lsp.DidSaveTextDocumentParams) -> None:
+        server.refresh(params.text_document.uri)
+
+    @server.feature(lsp.TEXT_DOCUMENT_HOVER)
+    def on_hover(params: lsp.HoverParams) -> lsp.Hover | None:
+        found = _at(server, params.text_document.uri, params.position)
+        if found is None:
+            return None
+        (path, analysis), doc, pos = found
+        h = hover(analysis, path, doc.lines, pos.line, pos.character)
+        if h is None:
+            return None
+        content = lsp.MarkupContent(lsp.MarkupKind.Markdown, h.text)
+        return lsp.Hover(content, _range(h.span, doc) if h.span is not None else None)
+
+    @server.feature(lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(trigger_characters=[".", " "]))
+    def on_completion(params: lsp.CompletionParams) -> lsp.CompletionList:
+        found = _at(server, params.text_document.uri, params.position)
+        items = []
+        if found is not None:
+            (path, analysis), doc, pos = found
+            items = [_item(i) for i in completions(analysis, path, doc.lines, pos.line, pos.character)]
+        return lsp.CompletionList(is_incomplete=False, items=items)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
+    def on_definition(params: lsp.DefinitionParams) -> lsp.Location | None:
+        found = _at(server, params.text_document.uri, params.position)
+        if found is None:
+            return None
+        (path, analysis), doc, pos = found
+        span = definition(analysis, path, doc.lines, pos.line, pos.character)
+        if span is None:
+            return None
+        uri = from_fs_path(span.file) or doc.uri
+        return lsp.Location(uri, _range(span, server.workspace.get_text_document(uri)))
+
+    return server
+
+
+def _at(
+    server: RuleServer, uri: str, position: lsp.Position
+) -> tuple[tuple[Path, Analysis], TextDocument, lsp.Position] | None:
+    """The analysis for a request at `position` of `uri`, the document and the position in characters."""
+    doc = server.workspace.get_text_document(uri)
+    found = server.analysis(uri)
+    if found is None or not is_rule_text(found[0], doc.source):
+        return None
+    pos = doc.position_codec.position_from_client_units(doc.lines, position)
+    return found, doc, lsp.Position(pos.line, pos.character)
+
+
+def serve() -> None:
+    """Run the server on stdin and stdout until the client says exit."""
+    build_server().start_io()
