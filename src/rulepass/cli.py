@@ -53,9 +53,15 @@ def check_writable(path: str, *, what: str) -> None:
     check(path, what=what)
 
 
+def _verbosity(err: TextIO) -> int:
+    """The command's verbosity (-v adds 1, -q takes 1 away), which `main` gives its stderr stream."""
+    return int(getattr(err, "verbosity", 0))
+
+
 def _print_diagnostics(diags: Sequence[Diagnostic], err: TextIO) -> None:
     for d in diags:
-        err.write(d.render() + "\n")
+        if d.severity == "error" or _verbosity(err) >= 0:  # -q: errors only
+            err.write(d.render() + "\n")
 
 
 def _cmd_graph_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -112,7 +118,7 @@ def _load_graph_arg(path: str, err: TextIO) -> Any:
     """A graph file, or an ONNX model imported on the fly (its warnings go to stderr)."""
     from .api import load_graph
 
-    return load_graph(path, warn=lambda w: err.write(f"rulepass: warning: {_p(w)}\n"))
+    return load_graph(path, warn=lambda w: _verbosity(err) < 0 or err.write(f"rulepass: warning: {_p(w)}\n"))
 
 
 def _cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -160,6 +166,8 @@ def _cmd_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(json.dumps(doc, indent=1) + "\n")
     else:
         _print_diagnostics(rs.diagnostics, err)
+        if args.verbose:  # -v: what was read and what compiled
+            out.write("".join(f"file {_p(f)}\n" for f in rs.files) + "".join(f"rule {r}\n" for r in rs.rules))
         state = "valid" if not rs.errors else "invalid"
         out.write(
             f"{len(rs.files)} rule file(s), {len(rs.rules)} rule(s) compiled: {state} "
@@ -221,7 +229,8 @@ def _default_graph(err: TextIO) -> str:
     from .examples import example_path
 
     path = example_path()
-    err.write(f"(no GRAPH given: using the bundled example {path.name})\n")
+    if _verbosity(err) >= 0:
+        err.write(f"(no GRAPH given: using the bundled example {path.name})\n")
     return str(path)
 
 
@@ -362,8 +371,13 @@ def _cmd_test(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .compiler.fixtures import run_fixtures
 
     results, diags = run_fixtures(_rule_paths(args.paths))
-    _print_diagnostics(diags, err)
     failed = [r for r in results if not r.ok]
+    if args.format != "text":
+        from .cli_junit import fixtures_json, fixtures_junit
+
+        out.write((fixtures_json if args.format == "json" else fixtures_junit)(results, diags))
+        return EXIT_INVALID if failed or diags or not results else EXIT_OK
+    _print_diagnostics(diags, err)
     for r in results:
         if not r.ok or args.verbose:
             out.write(f"{'PASS' if r.ok else 'FAIL'} {r.id}" + ("" if r.ok else f"\n     {r.message}") + "\n")
@@ -514,7 +528,7 @@ def _cmd_compile(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .api import compile_graph, load_rules
 
     graph = _load_graph_arg(args.graph or _default_graph(err), err)
-    show_progress = not args.quiet and (err.isatty() or len(graph) >= 5000)
+    show_progress = args.verbose > 0 or (not args.quiet and (err.isatty() or len(graph) >= 5000))
 
     def progress(stage: str) -> None:
         if show_progress:
@@ -878,6 +892,25 @@ def budget_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def verbosity_options(p: argparse.ArgumentParser, *, top: bool = False) -> None:
+    """`-v/--verbose` and `-q/--quiet` (counted), before the command or after it (a command's own options of
+    those names are left alone)."""
+    default = 0 if top else argparse.SUPPRESS  # after the command, only what is given overrides the top's
+    if "-v" not in p._option_string_actions and "--verbose" not in p._option_string_actions:
+        p.add_argument("-v", "--verbose", action="count", default=default, help="say more (repeatable)")
+    if "-q" not in p._option_string_actions and "--quiet" not in p._option_string_actions:
+        p.add_argument("-q", "--quiet", action="count", default=default, help="errors only: no notes, no warnings")
+
+
+def _leaf_parsers(sub: argparse._SubParsersAction[Any]) -> Iterator[argparse.ArgumentParser]:
+    """The parsers of every command and subcommand below `sub`."""
+    for p in dict.fromkeys(sub.choices.values()):  # aliases share one parser
+        nested = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
+        if nested:
+            yield from _leaf_parsers(nested[0])
+        yield p
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the `rulepass` command."""
     parser = _Parser(
@@ -889,6 +922,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--no-cache", action="store_true", help="neither read nor write the cache of loaded rules (RULEPASS_NO_CACHE=1)"
     )
+    verbosity_options(parser, top=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
@@ -973,7 +1007,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="also plan the graph without the no-task passes, to report the feature-map memory they save",
     )
     budget_option(comp)
-    comp.add_argument("--quiet", action="store_true", help="no progress messages")
     check_option(comp, "compile")
     soundness_option(comp)
     pass_options(comp)
@@ -1050,12 +1083,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     tst = sub.add_parser("test", help="run rule fixtures (default: the bundled rules' fixtures)")
     tst.add_argument("paths", nargs="*", metavar="PATH", help="rule files, fixture files or folders")
-    tst.add_argument("-v", "--verbose", action="store_true", help="list passing cases too")
+    tst.add_argument("--format", choices=["text", "json", "junit"], default="text", help="junit: JUnit XML for CI")
     tst.set_defaults(handler=_cmd_test)
 
-    from . import cli_lsp
+    from . import cli_lsp, cli_schema
 
     cli_lsp.add_parser(sub)
+    cli_schema.add_parser(sub)
+    for p in _leaf_parsers(sub):  # last: every command takes -v/-q after its name too
+        verbosity_options(p)
     return parser
 
 
@@ -1065,6 +1101,7 @@ class _Printable(io.TextIOBase):
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
+        self.verbosity = 0  # what -v/-q asked for (see `_verbosity`)
 
     def writable(self) -> bool:
         return True
@@ -1091,6 +1128,7 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
     except SystemExit as exc:
         return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
     handler: Handler = args.handler
+    cast(_Printable, err).verbosity = args.verbose - args.quiet
     from .base.diagnostics import RulepassError
 
     try:

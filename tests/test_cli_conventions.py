@@ -1,0 +1,167 @@
+"""The conventions every command follows: `schema`, `test --format json|junit`, `-v/-q` everywhere."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import shutil
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import jsonschema
+import pytest
+import yaml
+
+from rulepass.cli import build_parser, main
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "rules" / "fixtures" / "concat_notask" / "input_lock.yaml"
+
+
+def cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+# ---- schema ---------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("kind", "source"),
+    [
+        ("rule", "dsl/rule.schema.json"),
+        ("graph", "compiler/graph.schema.json"),
+        ("model", "compiler/model.schema.json"),
+        ("fixture", "compiler/fixture.schema.json"),
+    ],
+)
+def test_schema_prints_the_packaged_schema(kind: str, source: str) -> None:
+    code, out, _ = cli("schema", kind)
+    assert code == 0 and out == (ROOT / source).read_text(encoding="utf-8")
+    assert json.loads(out)["$id"] == f"https://rulepass.dev/schemas/{Path(source).name}"
+
+
+def test_a_copied_rule_file_checks_against_the_written_schema_from_any_folder(tmp_path: Path) -> None:
+    """The schema written beside a copied rule file validates it; rulepass ignores the file's `$schema`."""
+    code, out, _ = cli("schema", "rule", "-o", str(tmp_path / "rule.schema.json"))
+    assert code == 0 and "wrote the rule schema" in out
+    rule = tmp_path / "concat_notask.yaml"
+    shutil.copy(ROOT / "rules" / "concat_notask.yaml", rule)
+    for base in ("notask_base.yaml", "engine_placement.yaml", "pack_notask.yaml", "split_notask.yaml"):
+        shutil.copy(ROOT / "rules" / base, tmp_path / base)
+    rule.write_text(rule.read_text(encoding="utf-8").replace("../dsl/rule.schema.json", "./rule.schema.json"))
+    schema = json.loads((tmp_path / "rule.schema.json").read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator(schema).validate(yaml.safe_load(rule.read_text(encoding="utf-8")))
+    code, out, err = cli("validate", str(tmp_path))
+    assert code == 0, err
+
+
+def test_schema_bad_input_is_one_clear_error(tmp_path: Path) -> None:
+    code, _, err = cli("schema", "rules")
+    assert code == 2 and "invalid choice: 'rules'" in err
+    code, _, err = cli("schema", "-o", str(tmp_path / "missing" / "s.json"))
+    assert code == 1 and err.count("error[io]") == 1 and "folder does not exist" in err
+
+
+# ---- test --format ----------------------------------------------------------------------------------------------
+def test_test_json_report() -> None:
+    code, out, err = cli("test", str(FIXTURE), "--format", "json")
+    doc = json.loads(out)
+    assert code == 0 and err == ""
+    assert doc["passed"] == 3 and doc["failed"] == 0 and doc["diagnostics"] == []
+    assert {c["case"] for c in doc["cases"]} == {"locked", "unlocked", "pack_locked_only"}
+    assert all(c["ok"] and c["message"] is None for c in doc["cases"])
+
+
+def _junit(out: str) -> ET.Element:
+    """The report parsed, with the attributes the JUnit schema requires checked on every element."""
+    root = ET.fromstring(out)
+    assert root.tag == "testsuites"
+    for suite in root:
+        assert suite.tag == "testsuite" and {"name", "tests", "failures", "errors"} <= set(suite.attrib)
+        assert int(suite.get("tests", "")) == len(suite)
+        for case in suite:
+            assert case.tag == "testcase" and {"name", "classname"} <= set(case.attrib)
+            assert all(child.tag in ("failure", "error") and "message" in child.attrib for child in case)
+        assert int(suite.get("failures", "")) == len(suite.findall("testcase/failure"))
+        assert int(suite.get("errors", "")) == len(suite.findall("testcase/error"))
+    return root
+
+
+def test_test_junit_report_with_a_failing_case(tmp_path: Path) -> None:
+    """A failing case is a <failure> with the message; a path without fixtures an <error>; the exit code is the
+    text format's; the same run gives the same bytes."""
+    shutil.copytree(ROOT / "rules", tmp_path / "rules", ignore=shutil.ignore_patterns("fixtures", "*.py"))
+    fixture = tmp_path / "rules" / "fixtures" / "concat_notask" / "input_lock.yaml"
+    fixture.parent.mkdir(parents=True)
+    text = FIXTURE.read_text(encoding="utf-8").replace("unlocked: fired", "unlocked: IsPreOutAnchorCanReuse")
+    fixture.write_text(text.replace("../../../compiler/", "../../../../compiler/"), encoding="utf-8")
+    code, out, _ = cli("test", str(fixture), str(tmp_path / "nothing_here"), "--format", "junit")
+    assert code == 1
+    root = _junit(out)
+    failures = root.findall("testsuite/testcase/failure")
+    assert len(failures) == 1 and "expected IsPreOutAnchorCanReuse" in failures[0].get("message", "")
+    errors = root.findall("testsuite/testcase/error")
+    assert len(errors) == 1 and "nothing_here" in errors[0].get("message", "")
+    assert cli("test", str(fixture), str(tmp_path / "nothing_here"), "--format", "junit")[1] == out
+
+
+# ---- -v / -q -----------------------------------------------------------------------------------------------------
+def _command_parsers() -> dict[str, argparse.ArgumentParser]:
+    """Every command's parser by its words (`graph check`)."""
+    out: dict[str, argparse.ArgumentParser] = {}
+
+    def walk(parser: argparse.ArgumentParser, words: str) -> None:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs:
+            out[words.strip()] = parser
+        for sub in subs:
+            for name, p in sub.choices.items():
+                walk(p, f"{words} {name}")
+
+    walk(build_parser(), "")
+    return out
+
+
+@pytest.mark.parametrize("command", sorted(_command_parsers()))
+def test_every_command_takes_v_and_q_after_its_name(command: str) -> None:
+    actions = _command_parsers()[command]._option_string_actions
+    for flag, dest in (("-v", "verbose"), ("-q", "quiet"), ("--verbose", "verbose"), ("--quiet", "quiet")):
+        assert flag in actions and actions[flag].dest == dest and actions[flag].default == argparse.SUPPRESS
+
+
+def test_v_and_q_count_before_or_after_the_command() -> None:
+    parser = build_parser()
+    args = parser.parse_args(["-vv", "optimize", "-q"])
+    assert (args.verbose, args.quiet) == (2, 1)
+    args = parser.parse_args(["-v", "optimize", "-vvv"])  # after the command, a count replaces the one before
+    assert (args.verbose, args.quiet) == (3, 0)
+    args = parser.parse_args(["optimize"])
+    assert (args.verbose, args.quiet) == (0, 0)
+
+
+def test_quiet_drops_notes_and_warnings_keeps_errors(tmp_path: Path) -> None:
+    code, _, err = cli("optimize")
+    assert code == 0 and "no GRAPH given" in err
+    code, _, err = cli("optimize", "-q")
+    assert code == 0 and err == ""
+    rule = tmp_path / "r.yaml"
+    text = (
+        (ROOT / "rules" / "engine_placement.yaml")
+        .read_text(encoding="utf-8")
+        .replace("    before: [SplitNotaskPass]\n", "")
+    )
+    rule.write_text(text.replace("    let:\n", '    let:\n      never_read: "1"\n', 1), encoding="utf-8")
+    code, _, err = cli("validate", str(rule))
+    assert code == 0 and "warning[" in err and "never_read" in err
+    code, out, err = cli("-q", "validate", str(rule))
+    assert code == 0 and err == "" and "1 warning(s)" in out
+    code, _, err = cli("validate", str(tmp_path / "missing.yaml"), "-q")
+    assert code == 1 and "error[io]" in err
+
+
+def test_verbose_lists_what_validate_read() -> None:
+    code, out, _ = cli("validate", "-v", str(ROOT / "rules"))
+    assert code == 0
+    assert "rule ConcatNotaskPass\n" in out and any(line.endswith("notask_base.yaml") for line in out.splitlines())
+    assert "rule ConcatNotaskPass" not in cli("validate", str(ROOT / "rules"))[1]
