@@ -7,6 +7,7 @@ import io
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 from xml.etree import ElementTree as ET
 
 import jsonschema
@@ -165,3 +166,68 @@ def test_verbose_lists_what_validate_read() -> None:
     assert code == 0
     assert "rule ConcatNotaskPass\n" in out and any(line.endswith("notask_base.yaml") for line in out.splitlines())
     assert "rule ConcatNotaskPass" not in cli("validate", str(ROOT / "rules"))[1]
+
+
+# ---- settings: rulepass.toml / [tool.rulepass] -------------------------------------------------------------------
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project folder with a copy of the bundled rules in `myrules/`, worked in from a subfolder."""
+    shutil.copytree(ROOT / "rules", tmp_path / "myrules", ignore=shutil.ignore_patterns("fixtures", "*.py"))
+    (tmp_path / "myrules" / "pack_notask.yaml").unlink()
+    (tmp_path / "myrules" / "concat_notask.yaml").write_text(
+        (ROOT / "rules" / "concat_notask.yaml")
+        .read_text(encoding="utf-8")
+        .replace("    before: [PackNotaskPass]\n", "")
+    )
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    return tmp_path
+
+
+def _optimize_json(*argv: str) -> Any:
+    code, out, err = cli("optimize", "--format", "json", *argv)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_pyproject_settings_fill_what_the_command_line_leaves_out(project: Path) -> None:
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "x"\n\n[tool.rulepass]\nrules = ["myrules"]\nlevel = "O1"\ndisable = ["ConcatNotaskPass"]\n'
+    )
+    code, out, err = cli("validate", "-v")
+    assert code == 0 and "rulepass: settings from" in err and "rule PackNotaskPass" not in out and "4 rule(s)" in out
+    doc = _optimize_json()
+    assert doc["level"] == "O1"
+    assert _optimize_json("--level", "O2")["level"] == "O2"  # the command line wins
+    ran = {p["pass"]: p for p in _optimize_json("--level", "O3")["passes"]}
+    assert ran["ConcatNotaskPass"]["skipped_reason"].startswith("disabled")
+    ran = {p["pass"]: p for p in _optimize_json("--level", "O3", "--disable", "SplitNotaskPass")["passes"]}
+    assert ran["ConcatNotaskPass"]["ran"] and not ran["SplitNotaskPass"]["ran"]
+    assert "rule PackNotaskPass" in cli("--no-config", "validate", "-v")[1]  # the bundled rules
+
+
+def test_rulepass_toml_comes_first_and_a_pyproject_without_the_table_is_passed_over(project: Path) -> None:
+    (project / "work" / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    (project / "rulepass.toml").write_text('rules = "myrules"\n')
+    (project / "pyproject.toml").write_text('[tool.rulepass]\nlevel = "O1"\n')
+    code, out, _ = cli("validate")
+    assert code == 0 and "4 rule(s)" in out
+    assert _optimize_json()["level"] == "O3"  # rulepass.toml sets no level; the pyproject beside it is not read
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "message"),
+    [
+        ('[tool.rulepass]\nlevle = "O1"\n', ":2:1:", "unknown setting 'levle'"),
+        ("[tool.rulepass]\nlevel = O1\n", ":2:9:", "invalid TOML"),
+        ('[tool.rulepass]\nlevel = "O9"\n', ":2:1:", "level must be one of O0, O1, O2, O3"),
+        ("[tool.rulepass]\nrules = 3\n", ":2:1:", "rules must be a path or a list of paths"),
+        ('[tool.rulepass]\ndisable = "X"\n', ":2:1:", "disable must be a list of pass names"),
+    ],
+)
+def test_a_bad_setting_is_one_located_error(project: Path, text: str, where: str, message: str) -> None:
+    (project / "pyproject.toml").write_text(text)
+    code, out, err = cli("validate")
+    assert code == 1 and out == ""
+    assert err.count("error[config]") == 1 and f"pyproject.toml{where} error[config]: {message}" in err
+    assert cli("--no-config", "validate")[0] == 0

@@ -16,6 +16,7 @@ import sys
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from . import __version__
@@ -923,6 +924,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-cache", action="store_true", help="neither read nor write the cache of loaded rules (RULEPASS_NO_CACHE=1)"
     )
     verbosity_options(parser, top=True)
+    parser.add_argument(
+        "--no-config", action="store_true", help="ignore rulepass.toml and [tool.rulepass] of pyproject.toml"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
@@ -950,7 +954,9 @@ def build_parser() -> argparse.ArgumentParser:
             metavar="PATH",
             help="rule file or folder (repeatable; default: the bundled rules)",
         )
-        p.add_argument("--level", choices=["O0", "O1", "O2", "O3"], default="O3", help="optimisation level (O3)")
+        p.add_argument(
+            "--level", choices=["O0", "O1", "O2", "O3"], help="optimisation level (default: the settings', else O3)"
+        )
         p.add_argument("--disable", action="append", default=[], metavar="PASS", help="disable a pass (repeatable)")
         p.add_argument("--format", choices=["text", "json"], default="text")
 
@@ -1132,6 +1138,11 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
     from .base.diagnostics import RulepassError
 
     try:
+        from .config import apply_config
+
+        config = apply_config(args, Path.cwd())
+        if config is not None and args.verbose > 0:
+            err.write(f"rulepass: settings from {_p(str(config.path))}\n")
         if args.no_cache:
             from .dsl.cache import disabled
 
