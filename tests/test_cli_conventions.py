@@ -231,3 +231,82 @@ def test_a_bad_setting_is_one_located_error(project: Path, text: str, where: str
     assert code == 1 and out == ""
     assert err.count("error[config]") == 1 and f"pyproject.toml{where} error[config]: {message}" in err
     assert cli("--no-config", "validate")[0] == 0
+
+
+# ---- shell completion --------------------------------------------------------------------------------------------
+def _bash_complete(script: str, *words: str) -> list[str]:
+    """What the bash completion function offers for `rulepass WORDS...` (the last word being completed)."""
+    import subprocess
+
+    program = (
+        script
+        + '\nCOMP_WORDS=("$@"); COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 )); _rulepass; printf "%s\\n" "${COMPREPLY[@]}"'
+    )
+    done = subprocess.run(
+        ["bash", "-c", program, "bash", "rulepass", *words], capture_output=True, text=True, timeout=30, check=True
+    )
+    return [w for w in done.stdout.splitlines() if w]
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
+def test_bash_completion_knows_every_command_option_and_choice() -> None:
+    code, script, _ = cli("completion", "bash")
+    assert code == 0
+    parsers = _command_parsers()
+    top = {c.split()[0] for c in parsers}
+    assert set(_bash_complete(script, "")) == top
+    assert _bash_complete(script, "op") == ["optimize"]
+    assert _bash_complete(script, "-v", "graph", "") == ["check"]
+    assert _bash_complete(script, "optimize", "--level", "") == ["O0", "O1", "O2", "O3"]
+    assert _bash_complete(script, "test", "--format", "j") == ["json", "junit"]
+    assert _bash_complete(script, "schema", "") == ["rule", "graph", "model", "fixture"]
+    assert _bash_complete(script, "optimize", "-o", "") == []  # a file name: the shell's default completion
+    for command, parser in parsers.items():
+        options = {o for o in parser._option_string_actions}
+        assert set(_bash_complete(script, *command.split(), "-")) == options, command
+
+
+def test_zsh_and_fish_scripts_cover_every_command() -> None:
+    code, zsh, _ = cli("completion", "zsh")
+    assert code == 0 and "autoload -U +X bashcompinit && bashcompinit" in zsh
+    assert cli("completion", "bash")[1].split("\n", 1)[1] in zsh  # the bash function, run by zsh's bash layer
+    code, fish, _ = cli("completion", "fish")
+    assert code == 0
+    for command, parser in _command_parsers().items():
+        last = command.split()[-1]
+        assert f" -a {last} -d " in fish, command
+        for option in parser._option_string_actions:
+            spelled = f"-l {option[2:]}" if option.startswith("--") else f"-s {option[1:]}"
+            assert spelled in fish, (command, option)
+    assert "-l level -x -a 'O0 O1 O2 O3'" in fish
+    code, _, err = cli("completion", "tcsh")
+    assert code == 2 and "invalid choice: 'tcsh'" in err
+
+
+@pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed")
+def test_fish_completes(tmp_path: Path) -> None:
+    import subprocess
+
+    script = tmp_path / "rulepass.fish"
+    script.write_text(cli("completion", "fish")[1], encoding="utf-8")
+
+    def complete(line: str) -> list[str]:
+        program = f"source {script}; complete -C '{line}'"
+        done = subprocess.run(["fish", "-c", program], capture_output=True, text=True, timeout=30, check=True)
+        return [w.split("\t")[0] for w in done.stdout.splitlines()]
+
+    assert complete("rulepass opt") == ["optimize"]
+    assert complete("rulepass optimize --level ") == ["O0", "O1", "O2", "O3"]
+    assert complete("rulepass graph ") == ["check"]
+    assert "--format" in complete("rulepass test --") and "junit" in complete("rulepass test --format ")
+
+
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
+def test_zsh_registers_the_function(tmp_path: Path) -> None:
+    import subprocess
+
+    script = tmp_path / "rulepass.zsh"
+    script.write_text(cli("completion", "zsh")[1], encoding="utf-8")
+    program = f"source {script} && print -r -- $_comps[rulepass]"
+    done = subprocess.run(["zsh", "-f", "-c", program], capture_output=True, text=True, timeout=30, check=True)
+    assert "-F _rulepass" in done.stdout and done.stderr == ""

@@ -27,6 +27,7 @@ LAYERS = {
     "rulepass.cli_schema": 5,
     "rulepass.cli_junit": 5,
     "rulepass.config": 5,
+    "rulepass.cli_completion": 5,
     "rulepass.lsp": 5,  # front-ends beside the command line (the language server)
     "rulepass.lsp_analysis": 5,
     "rulepass.__main__": 6,

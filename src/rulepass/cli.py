@@ -1092,10 +1092,11 @@ def build_parser() -> argparse.ArgumentParser:
     tst.add_argument("--format", choices=["text", "json", "junit"], default="text", help="junit: JUnit XML for CI")
     tst.set_defaults(handler=_cmd_test)
 
-    from . import cli_lsp, cli_schema
+    from . import cli_completion, cli_lsp, cli_schema
 
     cli_lsp.add_parser(sub)
     cli_schema.add_parser(sub)
+    cli_completion.add_parser(sub, parser)
     for p in _leaf_parsers(sub):  # last: every command takes -v/-q after its name too
         verbosity_options(p)
     return parser
