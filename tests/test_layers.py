@@ -105,3 +105,4 @@ def test_only_its_command_imports_the_language_server() -> None:
     """The language server is a front-end: only `rulepass lsp` starts it, and only it reads its analysis."""
     assert sorted(GRAPH.predecessors("rulepass.lsp")) == ["rulepass.cli_lsp"]
     assert sorted(GRAPH.predecessors("rulepass.lsp_analysis")) == ["rulepass.lsp"]
+    assert sorted(GRAPH.predecessors("rulepass.config")) == ["rulepass.cli", "rulepass.lsp_analysis"]

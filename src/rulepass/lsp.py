@@ -18,7 +18,17 @@ from pygls.workspace import TextDocument
 
 from . import __version__
 from .base.diagnostics import Diagnostic, Span
-from .lsp_analysis import Analysis, Item, analyse, completions, definition, hover, is_rule_text, rule_set_paths
+from .lsp_analysis import (
+    Analysis,
+    Item,
+    analyse,
+    completions,
+    definition,
+    hover,
+    is_rule_text,
+    rule_set_paths,
+    rule_set_roots,
+)
 from .lsp_analysis import validate as validate_set
 
 _SEVERITY = {"error": lsp.DiagnosticSeverity.Error, "warning": lsp.DiagnosticSeverity.Warning}
@@ -38,7 +48,7 @@ class RuleServer(LanguageServer):
 
     def __init__(self) -> None:
         super().__init__("rulepass", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Full)
-        self.analyses: dict[Path, Analysis] = {}  # by the rule set's folder
+        self.analyses: dict[tuple[Path, ...], Analysis] = {}  # by the rule set's roots (see `rule_set_roots`)
 
     def open_texts(self) -> dict[Path, str]:
         """The text of every open rule file, by resolved path."""
@@ -57,29 +67,33 @@ class RuleServer(LanguageServer):
         if path is None or not is_rule_text(path, doc.source):
             return
         texts = self.open_texts()
-        found = validate_set(path, texts)
+        roots = rule_set_roots(path)
+        files = rule_set_paths(roots, path)
+        found = validate_set(roots, path, texts)
         for p in texts:
-            if p.parent == path.parent:
+            if p in files:
                 other = self.workspace.get_text_document(from_fs_path(str(p)) or uri)
                 diags = [_diagnostic(d, other) for d in found.get(p, [])]
                 self.text_document_publish_diagnostics(
                     lsp.PublishDiagnosticsParams(uri=other.uri, diagnostics=diags, version=other.version)
                 )
         if not any(d.severity == "error" for d in found.get(path, [])):
-            self.analyses[path.parent] = analyse(rule_set_paths(path), texts)
+            self.analyses[roots] = analyse(files, texts)
 
     def analysis(self, uri: str) -> tuple[Path, Analysis] | None:
         """The path of the file at `uri` and the last clean analysis of its rule set."""
         path = _path(uri)
         if path is None:
             return None
-        if path.parent not in self.analyses:
-            self.analyses[path.parent] = analyse(rule_set_paths(path), self.open_texts())
-        return path, self.analyses[path.parent]
+        roots = rule_set_roots(path)
+        if roots not in self.analyses:
+            self.analyses[roots] = analyse(rule_set_paths(roots, path), self.open_texts())
+        return path, self.analyses[roots]
 
 
 def _path(uri: str) -> Path | None:
-    fs = to_fs_path(uri)
+    """The resolved path of a `file:` URI (None for an unsaved, untitled buffer: it has no rule set)."""
+    fs = to_fs_path(uri) if uri.startswith("file:") else None
     return Path(fs).resolve() if fs else None
 
 

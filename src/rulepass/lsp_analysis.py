@@ -3,10 +3,11 @@
 Every fact comes from the rule language itself: diagnostics from `validate_ge_rules` (exactly what
 `rulepass validate` reports), the type, field or helper under the cursor from the checker's resolution of each
 rule (`check_rule`), the docs from the catalogue (`ge_catalogue`: builtins and GE's entities, fields and
-helpers) and from the rule schema's descriptions. A rule set is the folder of the file edited (as `validate
-FOLDER` reads it: every rule file below it but fixtures), with the editor's unsaved buffers read instead of the
-disk. Positions are 0-based (line, character) as the protocol counts them, characters as Python counts them
-(the server converts to the client's code units).
+helpers) and from the rule schema's descriptions. A rule set is the settings' `rules` (`[tool.rulepass]`, see
+:mod:`.config`) when one of them holds the file edited, else the file's folder (as `validate FOLDER` reads it:
+every rule file below it but fixtures); the editor's unsaved buffers are read instead of the disk. Positions are
+0-based (line, character) as the protocol counts them, characters as Python counts them (the server converts
+to the client's code units).
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from .base.diagnostics import Diagnostic, Span
+from .base.diagnostics import Diagnostic, RulepassError, Span
 from .base.schema import load_schema
 from .compiler.facts import ge_catalogue
 from .compiler.passes import validate_ge_rules
+from .config import find_config, load_config
 from .dsl import ast
 from .dsl.catalogue import Type
 from .dsl.check import Resolution, check_rule
@@ -66,6 +68,7 @@ class Analysis:
     checked: list[tuple[Rule, Resolution]] = field(default_factory=list)
     shared: dict[str, Check] = field(default_factory=dict)
     rules: dict[str, Rule] = field(default_factory=dict)
+    checks: dict[str, Check] = field(default_factory=dict)  # every named check, nested ones too (the first)
 
 
 def is_rule_text(path: Path, text: str) -> bool:
@@ -73,18 +76,29 @@ def is_rule_text(path: Path, text: str) -> bool:
     return "fixtures" not in path.parts and bool(_RULE_FILE.search(text))
 
 
-def rule_set_paths(path: Path) -> list[Path]:
-    """The files checked together with `path`: every rule file of its folder, as `validate FOLDER` finds them."""
-    files, _ = rule_files([path.parent])
+def rule_set_roots(path: Path) -> tuple[Path, ...]:
+    """The rule set `path` belongs to, as the paths `validate` would be given: the settings' `rules` (see
+    :mod:`.config`) when one of them holds `path`, else the file's folder."""
+    found = find_config(path.parent)
+    try:
+        roots = tuple(Path(r).resolve() for r in load_config(found).rules) if found is not None else ()
+    except RulepassError:  # a bad settings file: the command line says what is wrong with it
+        roots = ()
+    return roots if any(path == r or r in path.parents for r in roots) else (path.parent,)
+
+
+def rule_set_paths(roots: Sequence[Path], path: Path) -> list[Path]:
+    """The files checked together with `path`: every rule file of `roots`, as `validate ROOTS` finds them."""
+    files, _ = rule_files(roots)
     found = [f.resolve() for f in files]
     return found if path in found else [*found, path]
 
 
-def validate(path: Path, texts: Mapping[Path, str]) -> dict[Path, list[Diagnostic]]:
-    """`rulepass validate` of the rule set of `path`, with `texts` (unsaved buffers by resolved path) read
+def validate(roots: Sequence[Path], path: Path, texts: Mapping[Path, str]) -> dict[Path, list[Diagnostic]]:
+    """`rulepass validate ROOTS` (the rule set of `path`), with `texts` (unsaved buffers by resolved path) read
     instead of the disk; the diagnostics by resolved file (those with no span go to the file they name, else to
     `path`)."""
-    found = validate_ge_rules([path.parent], texts={p: t.encode() for p, t in texts.items()})
+    found = validate_ge_rules(roots, texts={p: t.encode() for p, t in texts.items()})
     out: dict[Path, list[Diagnostic]] = {}
     for d in found.diagnostics:
         named = Path(d.span.file if d.span is not None else d.where or "")
@@ -111,12 +125,21 @@ def analyse(paths: Sequence[Path], texts: Mapping[Path, str]) -> Analysis:
             out.shared.setdefault(c.name, c)
         for r in model.rules:
             out.rules.setdefault(r.name, r)
+        for c in _nested((*model.shared, *(c for r in model.rules for c in r.checks))):
+            if c.kind != "use":
+                out.checks.setdefault(c.name, c)
     rules, _ = resolve_shared(list(out.models.values()))
     catalogue = ge_catalogue()
     for r in rules:
         res, _ = check_rule(r, catalogue)
         out.checked.append((r, res))
     return out
+
+
+def _nested(checks: Sequence[Check]) -> Iterator[Check]:
+    for c in checks:
+        yield c
+        yield from _nested(c.checks)
 
 
 def _contains(span: Span, line: int, col: int) -> bool:
@@ -169,6 +192,8 @@ def hover(analysis: Analysis, path: Path, lines: Sequence[str], line: int, col: 
     if word in analysis.rules:
         r = analysis.rules[word]
         return Hover(f"**{r.name}** (rule, {r.span})\n\n{r.description}".rstrip())
+    if word in analysis.checks:
+        return Hover(_describe_check(analysis.checks[word]))
     return _catalogue_hover(word)
 
 
