@@ -245,3 +245,27 @@ def test_the_settings_rule_set_and_nested_check_names(session: Session, tmp_path
     session.open(base)
     nested = session.hover(base, "- name: HasSameSourceAnchor", len("- name: H"))
     assert nested is not None and "No input traces back to the same output" in nested
+
+
+def test_check_names_in_a_fixture(session: Session, rules: Path) -> None:
+    """In a fixture's `expect:`, a node's expectation completes to `fired` and the checks of the tested rule file
+    (shared ones it uses and nested ones too); a check name there hovers and goes to its definition."""
+    folder = rules / "fixtures" / "concat_notask"
+    folder.mkdir(parents=True)
+    fixture = folder / "input_lock.yaml"
+    shutil.copy(ROOT / "rules" / "fixtures" / "concat_notask" / "input_lock.yaml", fixture)
+    uri = from_fs_path(str(fixture))
+    assert uri is not None
+    item = lsp.TextDocumentItem(uri, "yaml", 1, fixture.read_text(encoding="utf-8"))
+    session.client.text_document_did_open(lsp.DidOpenTextDocumentParams(item))
+    names = {i.label for i in session.complete(fixture, "  unlocked: fired", len("  unlocked: "))}
+    assert {"fired", "IsPreOutAnchorCanReuse", "InputCheck", "CheckDim", "SingleOpScene", "actions"} <= names
+    assert "IsPreOutAnchorCanReuse" in {
+        i.label for i in session.complete(fixture, "locked: {check: IsPre", len("locked: {check: "))
+    }
+    assert not session.complete(fixture, "  - {name: a1", len("  - {name: "))  # not in `expect:`
+    text = session.hover(fixture, "check: IsPreOutAnchorCanReuse", len("check: I"))
+    assert text is not None and "producer-lock attribute" in text
+    p = session.doc_pos(fixture, "check: IsPreOutAnchorCanReuse", len("check: I"))
+    loc = session.run(session.client.text_document_definition_async(lsp.DefinitionParams(p.text_document, p.position)))
+    assert isinstance(loc, lsp.Location) and loc.uri == from_fs_path(str(rules / "notask_base.yaml"))

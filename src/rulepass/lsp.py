@@ -24,6 +24,8 @@ from .lsp_analysis import (
     analyse,
     completions,
     definition,
+    fixture_completions,
+    fixture_rule_file,
     hover,
     is_rule_text,
     rule_set_paths,
@@ -80,15 +82,12 @@ class RuleServer(LanguageServer):
         if not any(d.severity == "error" for d in found.get(path, [])):
             self.analyses[roots] = analyse(files, texts)
 
-    def analysis(self, uri: str) -> tuple[Path, Analysis] | None:
-        """The path of the file at `uri` and the last clean analysis of its rule set."""
-        path = _path(uri)
-        if path is None:
-            return None
+    def analysis(self, path: Path) -> Analysis:
+        """The last clean analysis of the rule set of the rule file `path`."""
         roots = rule_set_roots(path)
         if roots not in self.analyses:
             self.analyses[roots] = analyse(rule_set_paths(roots, path), self.open_texts())
-        return path, self.analyses[roots]
+        return self.analyses[roots]
 
 
 def _path(uri: str) -> Path | None:
@@ -150,8 +149,12 @@ def build_server() -> RuleServer:
         items = []
         if found is not None:
             (path, analysis), doc, pos = found
-            items = [_item(i) for i in completions(analysis, path, doc.lines, pos.line, pos.character)]
-        return lsp.CompletionList(is_incomplete=False, items=items)
+            tested = fixture_rule_file(path, doc.source)
+            if tested is not None:
+                items = fixture_completions(analysis, tested, doc.lines, pos.line, pos.character)
+            else:
+                items = completions(analysis, path, doc.lines, pos.line, pos.character)
+        return lsp.CompletionList(is_incomplete=False, items=[_item(i) for i in items])
 
     @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
     def on_definition(params: lsp.DefinitionParams) -> lsp.Location | None:
@@ -171,13 +174,17 @@ def build_server() -> RuleServer:
 def _at(
     server: RuleServer, uri: str, position: lsp.Position
 ) -> tuple[tuple[Path, Analysis], TextDocument, lsp.Position] | None:
-    """The analysis for a request at `position` of `uri`, the document and the position in characters."""
+    """The path of `uri` and the analysis for a request at `position` (a fixture's: its tested rule file's),
+    the document and the position in characters."""
     doc = server.workspace.get_text_document(uri)
-    found = server.analysis(uri)
-    if found is None or not is_rule_text(found[0], doc.source):
+    path = _path(uri)
+    if path is None:
+        return None
+    rules = path if is_rule_text(path, doc.source) else fixture_rule_file(path, doc.source)
+    if rules is None:
         return None
     pos = doc.position_codec.position_from_client_units(doc.lines, position)
-    return found, doc, lsp.Position(pos.line, pos.character)
+    return (path, server.analysis(rules)), doc, lsp.Position(pos.line, pos.character)
 
 
 def serve() -> None:

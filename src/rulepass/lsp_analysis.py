@@ -71,6 +71,33 @@ class Analysis:
     checks: dict[str, Check] = field(default_factory=dict)  # every named check, nested ones too (the first)
 
 
+def fixture_rule_file(path: Path, text: str) -> Path | None:
+    """The rule file a fixture tests (its `rule_file`, else `<stem>.yaml` two folders up), when `path` is a
+    fixture (a YAML file under a `fixtures` folder with a top-level `expect:`)."""
+    if "fixtures" not in path.parts or not re.search(r"^expect\s*:", text, re.M):
+        return None
+    m = re.search(r"^rule_file\s*:\s*['\"]?([^'\"\s#]+)", text, re.M)
+    return (path.parent / m.group(1)).resolve() if m else path.parents[2] / f"{path.parent.name}.yaml"
+
+
+def fixture_completions(analysis: Analysis, rule_file: Path, lines: Sequence[str], line: int, col: int) -> list[Item]:
+    """In a fixture's `expect:` section, after `NODE:` (or `check:`): `fired` and the names the decisions of the
+    tested file's rules can miss at (their checks, nested ones too, graph exclusions, `actions`)."""
+    prefix = (lines[line] if line < len(lines) else "")[:col]
+    section = next((m.group(1) for t in reversed(lines[:line]) if (m := re.match(r"^(\w+)\s*:", t))), None)
+    if section != "expect" or not re.match(r"^\s+\S+\s*:\s*(\{\s*check\s*:\s*)?\w*$", prefix):
+        return []
+    out = {"fired": Item("fired", "keyword", "the candidate is made zero-copy")}
+    for rule, _ in analysis.checked:
+        if Path(rule.file) == rule_file:
+            for c in _nested(rule.checks):
+                out.setdefault(c.name, Item(c.name, "check", f"check of {rule.name}", c.description))
+            for g in rule.skip_graph:
+                out.setdefault(g.name, Item(g.name, "check", f"graph exclusion of {rule.name}", g.description))
+            out.setdefault("actions", Item("actions", "keyword", f"an action of {rule.name} failed"))
+    return list(out.values())
+
+
 def is_rule_text(path: Path, text: str) -> bool:
     """Whether a document is a rule file (not a fixture, graph or other YAML): what the server looks at."""
     return "fixtures" not in path.parts and bool(_RULE_FILE.search(text))
@@ -184,9 +211,13 @@ def hover(analysis: Analysis, path: Path, lines: Sequence[str], line: int, col: 
     if word is None:
         return None
     key = _KEY.match(text)
-    if key is not None and key.start(3) <= col <= key.end(3):
-        doc = schema_key_docs().get(word)
-        return Hover(f"**{word}** (rule file key)\n\n{doc}") if doc else None
+    if (
+        key is not None
+        and key.start(3) <= col <= key.end(3)
+        and word in schema_key_docs()
+        and "fixtures" not in path.parts
+    ):
+        return Hover(f"**{word}** (rule file key)\n\n{schema_key_docs()[word]}")
     if word in analysis.shared:
         return Hover(_describe_check(analysis.shared[word], shared=True))
     if word in analysis.rules:
@@ -281,7 +312,7 @@ def _ref(schema: dict[str, Any], ref: str) -> dict[str, Any]:
 
 def definition(analysis: Analysis, path: Path, lines: Sequence[str], line: int, col: int) -> Span | None:
     """Where the name at the cursor is defined: a shared check (`use: NAME`), a rule (`after`/`before`), a
-    `let` binding read in an expression."""
+    check (a fixture's expectation), a `let` binding read in an expression."""
     model = analysis.models.get(path)
     found = node_at(model, line, col) if model is not None else None
     if found is not None and isinstance(found[1], ast.Name):
@@ -293,6 +324,8 @@ def definition(analysis: Analysis, path: Path, lines: Sequence[str], line: int, 
         return analysis.shared[word].span
     if word in analysis.rules:
         return analysis.rules[word].span
+    if word in analysis.checks:
+        return analysis.checks[word].span
     return None
 
 
