@@ -9,6 +9,7 @@ they keep working while the text being typed is incomplete. pygls (`rulepass[lsp
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from lsprotocol import types as lsp
@@ -134,38 +135,32 @@ def build_server() -> RuleServer:
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
     def on_hover(params: lsp.HoverParams) -> lsp.Hover | None:
         found = _at(server, params.text_document.uri, params.position)
-        if found is None:
-            return None
-        (path, analysis), doc, pos = found
-        h = hover(analysis, path, doc.lines, pos.line, pos.character)
-        if h is None:
+        h = hover(*found[:-1]) if found is not None else None
+        if found is None or h is None:
             return None
         content = lsp.MarkupContent(lsp.MarkupKind.Markdown, h.text)
-        return lsp.Hover(content, _range(h.span, doc) if h.span is not None else None)
+        return lsp.Hover(content, _range(h.span, found[-1]) if h.span is not None else None)
 
     @server.feature(lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(trigger_characters=[".", " "]))
     def on_completion(params: lsp.CompletionParams) -> lsp.CompletionList:
         found = _at(server, params.text_document.uri, params.position)
         items = []
         if found is not None:
-            (path, analysis), doc, pos = found
+            analysis, path, lines, line, col, doc = found
             tested = fixture_rule_file(path, doc.source)
             if tested is not None:
-                items = fixture_completions(analysis, tested, doc.lines, pos.line, pos.character)
+                items = fixture_completions(analysis, tested, lines, line, col)
             else:
-                items = completions(analysis, path, doc.lines, pos.line, pos.character)
+                items = completions(analysis, path, lines, line, col)
         return lsp.CompletionList(is_incomplete=False, items=[_item(i) for i in items])
 
     @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
     def on_definition(params: lsp.DefinitionParams) -> lsp.Location | None:
         found = _at(server, params.text_document.uri, params.position)
-        if found is None:
+        span = definition(*found[:-1]) if found is not None else None
+        if found is None or span is None:
             return None
-        (path, analysis), doc, pos = found
-        span = definition(analysis, path, doc.lines, pos.line, pos.character)
-        if span is None:
-            return None
-        uri = from_fs_path(span.file) or doc.uri
+        uri = from_fs_path(span.file) or found[-1].uri
         return lsp.Location(uri, _range(span, server.workspace.get_text_document(uri)))
 
     return server
@@ -173,9 +168,10 @@ def build_server() -> RuleServer:
 
 def _at(
     server: RuleServer, uri: str, position: lsp.Position
-) -> tuple[tuple[Path, Analysis], TextDocument, lsp.Position] | None:
-    """The path of `uri` and the analysis for a request at `position` (a fixture's: its tested rule file's),
-    the document and the position in characters."""
+) -> tuple[Analysis, Path, Sequence[str], int, int, TextDocument] | None:
+    """What a request at `position` of `uri` is answered from: the analysis (a fixture's: its tested rule file's),
+    the document's path and lines, the 0-based line and character (not the client's code units) and the
+    document."""
     doc = server.workspace.get_text_document(uri)
     path = _path(uri)
     if path is None:
@@ -184,7 +180,7 @@ def _at(
     if rules is None:
         return None
     pos = doc.position_codec.position_from_client_units(doc.lines, position)
-    return (path, server.analysis(rules)), doc, lsp.Position(pos.line, pos.character)
+    return server.analysis(rules), path, doc.lines, pos.line, pos.character, doc
 
 
 def serve() -> None:
