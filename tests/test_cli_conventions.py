@@ -231,6 +231,7 @@ def test_a_bad_setting_is_one_located_error(project: Path, text: str, where: str
     assert code == 1 and out == ""
     assert err.count("error[config]") == 1 and f"pyproject.toml{where} error[config]: {message}" in err
     assert cli("--no-config", "validate")[0] == 0
+    assert cli("schema")[0] == 0 and cli("catalogue")[0] == 0  # commands that take no setting read none
 
 
 # ---- shell completion --------------------------------------------------------------------------------------------

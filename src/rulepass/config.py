@@ -110,8 +110,10 @@ def _key_span(source: Source, key: str) -> Span:
 
 def apply_config(args: argparse.Namespace, start: Path) -> Config | None:
     """Fill the options the command line left out (rule paths, level, disabled passes) from the settings that
-    govern `start`; the default level where neither says. Returns the settings used, if any."""
-    path = None if getattr(args, "no_config", False) else find_config(start)
+    govern `start`; the default level where neither says. Returns the settings used, if any (a command that
+    takes none of those options reads none, so a bad settings file does not stop `schema` or `lsp`)."""
+    uses = any(hasattr(args, key) for key in ("rules", "paths", "level", "disable"))
+    path = None if getattr(args, "no_config", False) or not uses else find_config(start)
     config = load_config(path) if path is not None else None
     if config is not None and config.rules:
         if getattr(args, "rules", False) is None:
