@@ -600,33 +600,17 @@ def _compile_text(report: dict[str, Any]) -> str:
 
 def _run_model_doc(args: argparse.Namespace, err: TextIO) -> dict[str, Any]:
     """The model to run: a model file as it is, or a graph file (or ONNX model) compiled first."""
-    from pathlib import Path
-
     from .api import compile_graph, load_rules
-    from .base.diagnostics import RulepassError, error
-    from .base.schema import schema_diagnostics
-    from .base.yaml_source import load_file
-    from .compiler.graph_file import graph_from_doc
+    from .compiler.model import load_model_or_graph
 
     path = args.model or _default_graph(err)
     if path.lower().endswith(".onnx"):
         graph = _load_graph_arg(path, err)
     else:
-        doc = load_file(path, what="model file")
-        data = doc.data
-        if not isinstance(data, dict):
-            kind = "nothing" if data is None else f"a {type(data).__name__}"
-            raise error(
-                "model",
-                f"'{path}' holds {kind}: expected a model (an object with 'model_def') or a graph file ('nodes')",
-                doc.span(()),
-            )
-        if "nodes" not in data:
-            diags = schema_diagnostics(doc, "rulepass.compiler", "model.schema.json", what="the model file")
-            if diags:
-                raise RulepassError(diags)
-            return data
-        graph = graph_from_doc(doc, Path(path).stem)
+        loaded = load_model_or_graph(path)
+        if isinstance(loaded, dict):
+            return loaded
+        graph = loaded
     rules = load_rules(args.rules or None)
     with _no_soundness_warning():
         return compile_graph(
@@ -1052,6 +1036,10 @@ def build_parser() -> argparse.ArgumentParser:
     tst.add_argument("paths", nargs="*", metavar="PATH", help="rule files, fixture files or folders")
     tst.add_argument("-v", "--verbose", action="store_true", help="list passing cases too")
     tst.set_defaults(handler=_cmd_test)
+
+    from .cli_render import add_commands as add_render_commands
+
+    add_render_commands(sub)
     return parser
 
 
