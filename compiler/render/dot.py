@@ -11,44 +11,23 @@ from collections import deque
 from collections.abc import Sequence
 
 from ...base.diagnostics import did_you_mean, error
-from ...engine.decisions import Decision, Reason
+from ...engine.decisions import Decision
 from ..ir import ComputeGraph, Node
-from ..pipeline import Undo
+from ..pipeline import Undo, verdict
 from .view import CompileView
 
-__all__ = ["STREAM_COLOURS", "decision_lines", "focus_nodes", "graph_dot", "verdict"]
+__all__ = ["STREAM_COLOURS", "decision_lines", "focus_nodes", "graph_dot"]
 
 # light fills, one per stream (cycled): distinguishable, and dark text stays readable on each
 STREAM_COLOURS = ("#dbe9f6", "#fde2c8", "#d9f0d3", "#eadcf0", "#fbe3e8", "#fff3bf", "#d5f0f0", "#e6e6e6")
 FIRED, MISSED, UNDONE = "#1a7f37", "#d4700a", "#cf222e"
 ZERO_COPY = "#1a7f37"
 EVENT = "#cf222e"
-MAX_VALUE_LINES = 8
 
 
 def quote(text: str) -> str:
     """`text` as a DOT double-quoted string (backslashes doubled, so no escape sequence is read into it)."""
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-
-
-def verdict(d: Decision, undo: Undo | None) -> str:
-    """A decision's final state in one line: undone and undoing decisions say so, by which pass and why."""
-    if d.check_kind == "undo":
-        return f"undid the earlier zero-copy decision: {d.reason.message if d.reason else ''}"
-    if undo is not None:
-        return f"fired, then UNDONE by {undo.by}: {undo.reason}"
-    return d.summary()
-
-
-def _reason_lines(r: Reason, depth: int) -> list[str]:
-    pad = "  " * depth
-    lines = ([f"{pad}at {r.element}"] if r.element else []) + [f"{pad}{r.message}"]
-    if r.sub is not None:
-        return lines + _reason_lines(r.sub, depth + 1)
-    if r.alternatives:
-        return lines + [x for a in r.alternatives for x in _reason_lines(a, depth + 1)]
-    lines += [f"{pad}  {k} = {v}" for k, v in r.values[:MAX_VALUE_LINES]]
-    return lines + ([f"{pad}  at {r.span}"] if r.span is not None else [])
 
 
 def decision_lines(d: Decision, undo: Undo | None) -> list[str]:
@@ -58,7 +37,7 @@ def decision_lines(d: Decision, undo: Undo | None) -> list[str]:
     if d.fired or d.check_kind == "undo":
         return lines
     if d.reason is not None:
-        lines += _reason_lines(d.reason, 1)
+        lines += d.reason.lines(1)
     elif d.error:
         lines.append(f"  {d.error}")
     if d.check_span is not None:

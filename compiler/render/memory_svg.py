@@ -43,15 +43,27 @@ def _top(plan: MemoryPlan, key: tuple[str, int]) -> int:
     return max([*ends, a.size if a else 0, a.lower_bound if a else 0, 1])
 
 
-def memory_svg(panels: Sequence[tuple[str, MemoryPlan]], steps: int, title: str) -> str:
-    """A picture of each plan's arenas: one column per (label, plan), one row per arena, `steps` steps wide."""
+def _window(plans: Sequence[MemoryPlan], key: tuple[str, int]) -> tuple[int, int]:
+    """The steps a row shows: from the first step a tensor of the arena lives at to one past the last."""
+    spans = [(t.first, t.last) for p in plans for t in p.tensors.values() if (t.region, t.mem_type) == key]
+    if key[0] == "feature_map":
+        spans += [(w.step, w.step) for p in plans for w in p.workspaces if w.mem_type == key[1]]
+    if not spans:
+        return 0, 1
+    return min(a for a, _ in spans), max(b for _, b in spans) + 1
+
+
+def memory_svg(panels: Sequence[tuple[str, MemoryPlan]], title: str) -> str:
+    """A picture of each plan's arenas: one column per (label, plan), one row per arena over the steps its
+    tensors live at."""
     plans = [p for _, p in panels]
     rows = _regions(plans)
     body: list[str] = [f'<text x="8" y="20" font-size="14" font-weight="bold">{esc(title)}</text>']
     for r, key in enumerate(rows):
         ymax = max(_top(p, key) for p in plans)
+        window = _window(plans, key)
         for c, (label, plan) in enumerate(panels):
-            body += _panel(plan, key, label, steps, ymax, c * PANEL_W, 28 + r * PANEL_H)
+            body += _panel(plan, key, label, window, ymax, c * PANEL_W, 28 + r * PANEL_H)
     width = max(1, len(panels)) * PANEL_W
     height = 28 + max(1, len(rows)) * PANEL_H
     if not rows:
@@ -60,14 +72,14 @@ def memory_svg(panels: Sequence[tuple[str, MemoryPlan]], steps: int, title: str)
 
 
 def _panel(
-    plan: MemoryPlan, key: tuple[str, int], label: str, steps: int, ymax: int, x0: float, y0: float
+    plan: MemoryPlan, key: tuple[str, int], label: str, window: tuple[int, int], ymax: int, x0: float, y0: float
 ) -> list[str]:
     region, mem_type = key
     arena = next((a for a in plan.arenas if (a.region, a.mem_type) == key), None)
     px, py = x0 + LEFT, y0 + TOP
 
     def x(step: float) -> float:
-        return px + step / max(steps, 1) * PLOT_W
+        return px + (step - window[0]) / (window[1] - window[0]) * PLOT_W
 
     def y(addr: float) -> float:
         return py + PLOT_H - addr / ymax * PLOT_H
@@ -83,7 +95,7 @@ def _panel(
         f'<rect x="{num(px)}" y="{num(py)}" width="{num(PLOT_W)}" height="{num(PLOT_H)}" '
         'fill="#f6f8fa" stroke="#d0d7de"/>',
     ]
-    out += _axes(px, py, steps, ymax, x, y)
+    out += _axes(px, py, window, ymax, x)
     tensors = sorted(
         (t for t in plan.tensors.values() if (t.region, t.mem_type) == key), key=lambda t: (t.first, t.offset, t.anchor)
     )
@@ -109,13 +121,14 @@ def _panel(
     return out
 
 
-def _axes(px: float, py: float, steps: int, ymax: int, x: Scale, y: Scale) -> list[str]:
+def _axes(px: float, py: float, window: tuple[int, int], ymax: int, x: Scale) -> list[str]:
     out = [
         f'<text x="{num(px + PLOT_W / 2)}" y="{num(py + PLOT_H + 28)}" text-anchor="middle" fill="#57606a">step</text>'
     ]
-    every = max(1, -(-steps // 10))
-    for s in range(0, steps + 1, every):
-        sx = px + s / max(steps, 1) * PLOT_W
+    lo, hi = window
+    every = max(1, -(-(hi - lo) // 10))
+    for s in range(lo, hi + 1, every):
+        sx = x(s)
         out.append(f'<text x="{num(sx)}" y="{num(py + PLOT_H + 14)}" text-anchor="middle" font-size="9">{s}</text>')
     for k in range(5):
         addr = ymax * k // 4

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .dot import decision_lines, verdict
+from ..pipeline import verdict
+from .dot import decision_lines
 from .graphviz import INSTALL_HINT, dot_digest
 from .memory_svg import memory_svg
 from .svg import esc, human_bytes
@@ -152,7 +153,7 @@ def report_html(view: CompileView, dot_text: str, graph_svg: str | None, section
         ReportSection(
             "memory",
             "Memory: time × address",
-            f'<div class="picture">{memory_svg(panels, view.steps(), f"memory of {name}")}</div>',
+            f'<div class="picture">{memory_svg(panels, f"memory of {name}")}</div>',
         ),
         ReportSection(
             "timeline", "Tasks per stream", f'<div class="picture">{timeline_svg(view.tasks, f"tasks of {name}")}</div>'

@@ -123,12 +123,6 @@ class CompileView:
             groups.append(ZeroCopyGroup(n.name, n.type, members))
         return groups
 
-    def steps(self) -> int:
-        """The number of execution steps the plans span (at least 1)."""
-        plans = [self.plan] + ([self.compared] if self.compared is not None else [])
-        last = [t.last for p in plans for t in p.tensors.values()] + [w.step for p in plans for w in p.workspaces]
-        return max(last, default=0) + 1
-
 
 def view_of_graph(
     graph: ComputeGraph,

@@ -191,12 +191,10 @@ def _cmd_catalogue(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _decision_summary(d: Any, undo: Any) -> str:
-    """A decision's final state in one line: undone and undoing decisions say so, by which pass and why."""
-    if d.check_kind == "undo":
-        return f"undid the earlier zero-copy decision: {d.reason.message if d.reason else ''}"
-    if undo is not None:
-        return f"fired, then UNDONE by {undo.by}: {undo.reason}"
-    return str(d.summary())
+    """A decision's final state in one line (`pipeline.verdict`)."""
+    from .compiler.pipeline import verdict
+
+    return verdict(d, undo)
 
 
 def _decision_row(d: Any, undo: Any = None) -> str:
@@ -342,20 +340,9 @@ def _cmd_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _write_reason(out: TextIO, r: Reason, depth: int) -> None:
-    """A reason as `explain` prints it: its message, then the part it narrows to one level deeper, or each
-    alternative to blame, down to the innermost, whose values and place in the rule file close it."""
-    pad = "  " * depth
-    out.write((f"{pad}at {_p(r.element)}\n" if r.element else "") + f"{pad}{_p(r.message)}\n")
-    if r.sub is not None:
-        _write_reason(out, r.sub, depth + 1)
-    elif r.alternatives:  # the operands' values are in each alternative's own lines
-        for a in r.alternatives:
-            _write_reason(out, a, depth + 1)
-    else:
-        for k, v in r.values:
-            out.write(f"{pad}  {k} = {_p(str(v))}\n")
-        if r.span is not None:
-            out.write(f"{pad}  at {r.span}\n")
+    """A reason as `explain` prints it (`Reason.lines`)."""
+    for line in r.lines(depth):
+        out.write(_p(line) + "\n")
 
 
 def _cmd_test(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -393,10 +380,9 @@ def _no_soundness_warning() -> Iterator[None]:
 
 
 def _fmt_bytes(n: int) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if abs(n) >= size:
-            return f"{n} B ({n / size:.2f} {unit})"
-    return f"{n} B"
+    from .compiler.render.svg import human_bytes
+
+    return human_bytes(n)
 
 
 def _cmd_memory(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

@@ -82,7 +82,7 @@ def _cmd_render(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         from .compiler.render.memory_svg import memory_svg
 
         panels = [("with these rules", view.plan)] + ([(view.compared_label, view.compared)] if view.compared else [])
-        data = memory_svg(panels, view.steps(), f"memory of {view.graph.name}")
+        data = memory_svg(panels, f"memory of {view.graph.name}")
     elif fmt == "onnx":
         from .compiler.render.onnx_export import onnx_bytes
 
