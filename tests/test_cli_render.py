@@ -99,3 +99,17 @@ def test_report_writes_one_page(tmp_path: Path) -> None:
 def test_help(command: str) -> None:
     code, out, _ = _run(command, "--help")
     assert code == 0 and "--focus NODE" in out and "--before-rules PATH" in out
+
+
+def test_a_report_of_a_graph_too_large_to_lay_out_says_how_to_see_a_part(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import rulepass.compiler.render.report as report
+
+    monkeypatch.setattr(report, "MAX_LAID_OUT", 3)
+    page = tmp_path / "r.html"
+    code, _, err = _run("report", "-o", str(page))
+    assert code == 0 and "more than the 3 the report lays out" in err
+    assert "--focus NODE --depth K" in page.read_text() and "<pre>digraph" not in page.read_text()
+    code, _, err = _run("report", "-o", str(page), "--focus", "concat", "--depth", "0")
+    assert code == 0 and "lays out" not in err

@@ -140,8 +140,11 @@ def graph_dot(view: CompileView, *, focus: str | None = None, depth: int = 2) ->
         '  node [fontname="Helvetica", fontsize=10, penwidth=1.2];',
         '  edge [fontname="Helvetica", fontsize=8, color="#57606a"];',
     ]
+    by_graph: dict[int, list[Node]] = {}
+    for n in nodes:
+        by_graph.setdefault(id(n.graph), []).append(n)
     for sub in [g, *g.all_subgraphs()]:
-        mine = [n for n in nodes if n.graph is sub]
+        mine = by_graph.get(id(sub), [])
         if not mine:
             continue
         indent = "  " if sub is g else "    "

@@ -20,10 +20,11 @@ from .svg import esc, human_bytes
 from .timeline_svg import timeline_svg
 from .view import CompileView
 
-__all__ = ["GRAPH_SVG_END", "GRAPH_SVG_START", "ReportSection", "report_html"]
+__all__ = ["GRAPH_SVG_END", "GRAPH_SVG_START", "MAX_LAID_OUT", "ReportSection", "report_html"]
 
 GRAPH_SVG_START = "<!-- graph-svg dot-sha256:"  # the graph picture sits between these marks
 GRAPH_SVG_END = "<!-- /graph-svg -->"
+MAX_LAID_OUT = 2000  # nodes: Graphviz's time grows faster than the graph (1,000 nodes take seconds, 8,000 minutes)
 
 
 @dataclass(frozen=True)
@@ -129,7 +130,9 @@ def _groups(view: CompileView) -> str:
     return f"<table>{head}{''.join(rows)}</table>"
 
 
-def _graph_picture(dot_text: str, graph_svg: str | None) -> str:
+def _graph_picture(dot_text: str, graph_svg: str | None, graph_note: str | None) -> str:
+    if graph_note is not None:
+        return f'<p class="note">{esc(graph_note)}</p>'
     if graph_svg is None:
         return (
             f'<p class="note">Graphviz is not installed, so the graph is given as DOT: {esc(INSTALL_HINT)}.</p>'
@@ -141,9 +144,17 @@ def _graph_picture(dot_text: str, graph_svg: str | None) -> str:
     )
 
 
-def report_html(view: CompileView, dot_text: str, graph_svg: str | None, sections: Sequence[ReportSection] = ()) -> str:
+def report_html(
+    view: CompileView,
+    dot_text: str,
+    graph_svg: str | None,
+    sections: Sequence[ReportSection] = (),
+    *,
+    graph_note: str | None = None,
+) -> str:
     """The report page of `view`: `dot_text` is its graph's DOT, `graph_svg` Graphviz's SVG of it (None when
-    Graphviz is absent); `sections` are appended as they are."""
+    Graphviz is absent: the DOT is shown); `graph_note`, when given, stands in the graph's place instead (a graph
+    too large to lay out); `sections` are appended as they are."""
     name = view.graph.name
     panels = [("with these rules", view.plan)] + ([(view.compared_label, view.compared)] if view.compared else [])
     parts = [
@@ -158,7 +169,7 @@ def report_html(view: CompileView, dot_text: str, graph_svg: str | None, section
         ReportSection(
             "timeline", "Tasks per stream", f'<div class="picture">{timeline_svg(view.tasks, f"tasks of {name}")}</div>'
         ),
-        ReportSection("graph", "Graph", _graph_picture(dot_text, graph_svg)),
+        ReportSection("graph", "Graph", _graph_picture(dot_text, graph_svg, graph_note)),
         *sections,
     ]
     nav = "".join(f'<a href="#{esc(s.id)}">{esc(s.title)}</a>' for s in parts)

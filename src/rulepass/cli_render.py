@@ -103,20 +103,28 @@ def _cmd_render(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _cmd_report(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .base.files import check_writable
-    from .compiler.render.dot import graph_dot
+    from .compiler.render.dot import focus_nodes, graph_dot
     from .compiler.render.graphviz import INSTALL_HINT, dot_program, layout
-    from .compiler.render.report import report_html
+    from .compiler.render.report import MAX_LAID_OUT, report_html
 
     _check_focus(args)
     check_writable(args.output, what="report")  # before any work
     view = _view(args, err)
-    dot = graph_dot(view, focus=args.focus, depth=args.depth if args.depth is not None else 2)
-    svg = None
-    if dot_program() is not None:
+    depth = args.depth if args.depth is not None else 2
+    dot = graph_dot(view, focus=args.focus, depth=depth)
+    shown = len(focus_nodes(view, args.focus, depth)) if args.focus else len(view.graph.all_nodes())
+    svg, note = None, None
+    if shown > MAX_LAID_OUT:
+        note = (
+            f"The graph's {shown} nodes are more than the {MAX_LAID_OUT} the report lays out; "
+            "`rulepass report GRAPH --focus NODE --depth K` draws a part, `rulepass render GRAPH -o graph.svg` all."
+        )
+        err.write(f"rulepass: note: {note}\n")
+    elif dot_program() is not None:
         svg = layout(dot, "svg").decode()
     else:
         err.write(f"rulepass: note: Graphviz is not installed, so the report gives the graph as DOT: {INSTALL_HINT}\n")
-    _write(args.output, report_html(view, dot, svg), out, "report")
+    _write(args.output, report_html(view, dot, svg, graph_note=note), out, "report")
     out.write(f"wrote {args.output}\n")
     return EXIT_OK
 
