@@ -123,8 +123,14 @@ def load_model_or_graph(path: str | Path) -> dict[str, Any] | ComputeGraph:
             f"'{path}' holds {kind}: expected a model (an object with 'model_def') or a graph file ('nodes')",
             doc.span(()),
         )
-    if "nodes" in data:
+    if "nodes" in data or ("graph" in data and "expect" in data):  # a graph file (a rule fixture is told so there)
         return graph_from_doc(doc, Path(path).stem)
+    if "model_def" not in data:
+        raise error(
+            "model",
+            f"'{path}' is neither a model file (it has no 'model_def') nor a graph file (it has no 'nodes')",
+            doc.span(()),
+        )
     diags = schema_diagnostics(doc, "rulepass.compiler", "model.schema.json", what="the model file")
     if diags:
         raise RulepassError(diags)

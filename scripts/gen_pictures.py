@@ -68,14 +68,19 @@ def _view(path: Path, input_shape: str | None):  # type: ignore[no-untyped-def]
 
 
 def _focus(view) -> str | None:  # type: ignore[no-untyped-def]
-    """The node a large graph's picture is drawn around (None: the whole graph)."""
+    """The node a large graph's picture is drawn around (None: the whole graph): its first zero-copy op, else the
+    first node a rule decided on, else the node with the most edges."""
     if len(view.graph.all_nodes()) <= MAX_NODES:
         return None
     virtual = view.virtual_nodes()
     if virtual:
         return str(virtual[0].name)
     shown = view.shown_decisions()
-    return str(shown[0][0].node) if shown else str(view.graph.all_nodes()[0].name)
+    if shown:
+        return str(shown[0][0].node)
+    nodes = view.graph.all_nodes()  # no decision at all: the busiest node
+    degree = {n.name: sum(p is not None for p in n.in_peers) + len(n.out_data_nodes()) for n in nodes}
+    return max(nodes, key=lambda n: degree[n.name]).name
 
 
 def build() -> tuple[dict[str, str], dict[str, str], object]:

@@ -113,3 +113,18 @@ def test_a_report_of_a_graph_too_large_to_lay_out_says_how_to_see_a_part(
     assert "--focus NODE --depth K" in page.read_text() and "<pre>digraph" not in page.read_text()
     code, _, err = _run("report", "-o", str(page), "--focus", "concat", "--depth", "0")
     assert code == 0 and "lays out" not in err
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{}\n", "is neither a model file (it has no 'model_def') nor a graph file (it has no 'nodes')"),
+        ("", "holds nothing: expected a model"),
+        ("graph: {nodes: []}\nexpect: []\n", "this is a rule fixture"),
+    ],
+)
+def test_a_file_that_is_neither_graph_nor_model_is_one_error(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "x.yaml"
+    path.write_text(text)
+    code, _, err = _run("render", str(path))
+    assert code == 1 and message in err and err.count("error[") == 1
