@@ -23,6 +23,7 @@ LAYERS = {
     "rulepass.compiler": 3,
     "rulepass.api": 4,
     "rulepass.cli": 5,
+    "rulepass.cli_render": 5,
     "rulepass.cli_lsp": 5,
     "rulepass.cli_schema": 5,
     "rulepass.cli_junit": 5,

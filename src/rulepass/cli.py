@@ -200,12 +200,10 @@ def _cmd_catalogue(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _decision_summary(d: Any, undo: Any) -> str:
-    """A decision's final state in one line: undone and undoing decisions say so, by which pass and why."""
-    if d.check_kind == "undo":
-        return f"undid the earlier zero-copy decision: {d.reason.message if d.reason else ''}"
-    if undo is not None:
-        return f"fired, then UNDONE by {undo.by}: {undo.reason}"
-    return str(d.summary())
+    """A decision's final state in one line (`pipeline.verdict`)."""
+    from .compiler.pipeline import verdict
+
+    return verdict(d, undo)
 
 
 def _decision_row(d: Any, undo: Any = None) -> str:
@@ -352,20 +350,9 @@ def _cmd_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _write_reason(out: TextIO, r: Reason, depth: int) -> None:
-    """A reason as `explain` prints it: its message, then the part it narrows to one level deeper, or each
-    alternative to blame, down to the innermost, whose values and place in the rule file close it."""
-    pad = "  " * depth
-    out.write((f"{pad}at {_p(r.element)}\n" if r.element else "") + f"{pad}{_p(r.message)}\n")
-    if r.sub is not None:
-        _write_reason(out, r.sub, depth + 1)
-    elif r.alternatives:  # the operands' values are in each alternative's own lines
-        for a in r.alternatives:
-            _write_reason(out, a, depth + 1)
-    else:
-        for k, v in r.values:
-            out.write(f"{pad}  {k} = {_p(str(v))}\n")
-        if r.span is not None:
-            out.write(f"{pad}  at {r.span}\n")
+    """A reason as `explain` prints it (`Reason.lines`)."""
+    for line in r.lines(depth):
+        out.write(_p(line) + "\n")
 
 
 def _cmd_test(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -408,10 +395,9 @@ def _no_soundness_warning() -> Iterator[None]:
 
 
 def _fmt_bytes(n: int) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if abs(n) >= size:
-            return f"{n} B ({n / size:.2f} {unit})"
-    return f"{n} B"
+    from .compiler.render.svg import human_bytes
+
+    return human_bytes(n)
 
 
 def _cmd_memory(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -615,33 +601,17 @@ def _compile_text(report: dict[str, Any]) -> str:
 
 def _run_model_doc(args: argparse.Namespace, err: TextIO) -> dict[str, Any]:
     """The model to run: a model file as it is, or a graph file (or ONNX model) compiled first."""
-    from pathlib import Path
-
     from .api import compile_graph, load_rules
-    from .base.diagnostics import RulepassError, error
-    from .base.schema import schema_diagnostics
-    from .base.yaml_source import load_file
-    from .compiler.graph_file import graph_from_doc
+    from .compiler.model import load_model_or_graph
 
     path = args.model or _default_graph(err)
     if path.lower().endswith(".onnx"):
         graph = _load_graph_arg(path, err)
     else:
-        doc = load_file(path, what="model file")
-        data = doc.data
-        if not isinstance(data, dict):
-            kind = "nothing" if data is None else f"a {type(data).__name__}"
-            raise error(
-                "model",
-                f"'{path}' holds {kind}: expected a model (an object with 'model_def') or a graph file ('nodes')",
-                doc.span(()),
-            )
-        if "nodes" not in data:
-            diags = schema_diagnostics(doc, "rulepass.compiler", "model.schema.json", what="the model file")
-            if diags:
-                raise RulepassError(diags)
-            return data
-        graph = graph_from_doc(doc, Path(path).stem)
+        loaded = load_model_or_graph(path)
+        if isinstance(loaded, dict):
+            return loaded
+        graph = loaded
     rules = load_rules(args.rules or None)
     with _no_soundness_warning():
         return compile_graph(
@@ -1093,7 +1063,9 @@ def build_parser() -> argparse.ArgumentParser:
     tst.set_defaults(handler=_cmd_test)
 
     from . import cli_completion, cli_lsp, cli_schema
+    from .cli_render import add_commands as add_render_commands
 
+    add_render_commands(sub)
     cli_lsp.add_parser(sub)
     cli_schema.add_parser(sub)
     cli_completion.add_parser(sub, parser)
