@@ -21,6 +21,7 @@ import yaml
 
 from .diagnostics import Diagnostic, RulepassError, Source, Span, error
 from .files import read_text
+from .json_positions import json_ranges
 from .limits import LimitError, int_literal
 
 PathKey = tuple[str | int, ...]
@@ -338,7 +339,7 @@ def load_text(
     if name.lower().endswith(".json"):
         read = _strict_json(text, name, max_depth)
         if read is not None and read[1]:
-            return YamlDoc(Source(name, text), read[0], locate=located)
+            return _json_doc(Source(name, text), read[0])
         try:
             return _load_yaml(text, name, max_depth=max_depth, max_alias_expansion=max_alias_expansion)
         except RulepassError as exc:
@@ -352,6 +353,13 @@ def load_text(
     except RulepassError:  # read again with positions: the same error, with all it says (e.g. the first key's line)
         return _load_yaml(text, name, max_depth=max_depth, max_alias_expansion=max_alias_expansion)
     return YamlDoc(doc.source, doc.data, locate=located)
+
+
+def _json_doc(source: Source, data: Any) -> YamlDoc:
+    """A document read by the json module, its ranges found from the text when asked (base.json_positions)."""
+    doc = YamlDoc(source, data)
+    doc._ranges, doc._key_ranges, doc._styles = json_ranges(source, data)  # type: ignore[assignment]
+    return doc
 
 
 def _load_yaml(
