@@ -235,7 +235,9 @@ class _Builder:
 
     def producer(self, g: ComputeGraph, ref: str, path: PathT, consumer: str) -> tuple[Node, int] | None:
         name, _, idx = ref.strip().partition(":")
-        index = int(idx) if idx else 0
+        # an index of more digits than any output count has is out of range, however it is written (and never
+        # reaches int(), which refuses over 4300 digits)
+        index = int(idx) if idx and len(idx.lstrip("0")) <= 18 else 0 if not idx else 1 << 62
         src = g.node(name)
         if src is None:
             local = [n.name for n in g.nodes_in_insertion_order() if n.name != consumer]
@@ -249,7 +251,7 @@ class _Builder:
         if not 0 <= index < len(src.out_peers):
             self.fail(
                 f"node '{consumer}': producer '{name}' has {len(src.out_peers)} output(s); "
-                f"output {index} does not exist",
+                f"output {index if index < 1 << 62 else idx[:24] + '...'} does not exist",
                 path,
             )
             return None
