@@ -8,7 +8,7 @@ source so later phases can still point into the file.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -554,16 +554,9 @@ def _bind_params(shared: Check, use: Check, diags: list[Diagnostic]) -> Check | 
                 )
             )
             bad = True
-    missing = [p for p in declared if p not in given]
-    if missing:
-        diags.append(
-            Diagnostic(
-                "shared-check-params",
-                f"`use: {shared.name}` gives no value for its parameter(s) {', '.join(missing)}",
-                use.span,
-                hint="with: {" + ", ".join(f"{p}: NAME" for p in missing) + "}, NAME a binding of this scope",
-            )
-        )
+    missing = _missing(declared, given, "shared-check-params", f"`use: {shared.name}` gives", use.span, "NAME")
+    if missing is not None:
+        diags.append(missing)
         bad = True
     if bad:
         return None
@@ -581,6 +574,21 @@ def _bind_params(shared: Check, use: Check, diags: list[Diagnostic]) -> Check | 
         return None
     args = tuple(replace(a, type=declared[a.param].type) for a in use.args)
     return replace(_renamed(shared, names) if names else shared, args=args, shared=shared.name)
+
+
+def _missing(
+    declared: Iterable[str], given: Container[str], code: str, who: str, span: Span, value: str
+) -> Diagnostic | None:
+    """The error for the declared parameters a use gives no value for (None when it gives them all)."""
+    missing = [p for p in declared if p not in given]
+    if not missing:
+        return None
+    return Diagnostic(
+        code,
+        f"{who} no value for its parameter(s) {', '.join(missing)}",
+        span,
+        hint="with: {" + ", ".join(f"{p}: {value}" for p in missing) + "}",
+    )
 
 
 def _bound_inside(c: Check) -> set[str]:
@@ -679,16 +687,9 @@ def _take_template(r: Rule, templates: dict[str, Template], diags: list[Diagnost
             )
         else:
             consts.append(Binding(k, _constant(v, span, path), span))
-    missing = [p for p in declared if p not in given]
-    if missing:
-        diags.append(
-            Diagnostic(
-                "template-params",
-                f"template '{t.name}' needs a value for {', '.join(missing)}",
-                use.span,
-                hint="with: {" + ", ".join(f"{p}: VALUE" for p in missing) + "}",
-            )
-        )
+    missing = _missing(declared, given, "template-params", f"`template: {t.name}` gives", use.span, "VALUE")
+    if missing is not None:
+        diags.append(missing)
     if len(diags) > n:
         return None
     return replace(
