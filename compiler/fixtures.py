@@ -2,7 +2,8 @@
 
 A rule author tests an edit the way a Semgrep user does: `fixtures/<stem>/*.yaml` beside `<stem>.yaml` holds
 graphs and, per candidate node, `fired` or the name of the check it must miss at (optionally the element it
-must stop at), plus attributes that must hold afterwards. Every candidate must be listed, so a rule that
+must stop at), plus attributes (`expect_attrs`) and node fields such as the engine and kernel library
+(`expect_fields`) that must hold afterwards. Every candidate must be listed, so a rule that
 starts firing where it should not is caught. `rulepass test` and the test suite both run them.
 """
 
@@ -13,12 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..base.diagnostics import Diagnostic, RulepassError, error
+from ..base.diagnostics import Diagnostic, RulepassError, did_you_mean, error
 from ..base.schema import schema_diagnostics
 from ..base.yaml_source import load_file
 from ..dsl.load import RuleSet
 from ..engine.decisions import Decision
+from .facts import ge_catalogue
 from .graph_file import graph_from_doc
+from .ir import ComputeGraph
 from .passes import build_pass_manager, load_ge_rules
 
 FIXTURES_DIR = "fixtures"
@@ -176,13 +179,35 @@ def run_fixture(rule_file: Path, fixture: Path, rule_sets: dict[Path, RuleSet] |
                 what = "fired" if d.fired else "missed at " + str(d.check)
                 label = node if len(found) == 1 else f"{node}@{pass_name}"
                 results.append(CaseResult(name, label, False, f"candidate '{label}' has no expectation (it {what})"))
-    for node, attrs in (data.get("expect_attrs") or {}).items():
-        n = next((g.node(node) for g in [graph, *graph.all_subgraphs()] if g.node(node) is not None), None)
-        if n is None:
-            results.append(CaseResult(name, f"{node} attrs", False, f"no node '{node}' in the graph"))
-            continue
-        bad = [f"{k}={n.op.attrs.get(k)!r} (expected {v!r})" for k, v in attrs.items() if n.op.attrs.get(k) != v]
-        results.append(CaseResult(name, f"{node} attrs", not bad, "ok" if not bad else "; ".join(bad)))
+    results.extend(_expected_values(name, graph, data))
+    return results
+
+
+def _expected_values(name: str, graph: ComputeGraph, data: dict[str, Any]) -> list[CaseResult]:
+    """The results of `expect_attrs` (node -> attributes) and `expect_fields` (node -> fields of the catalogue's
+    Node, read as rules read them: engine, kernel_lib, ...) after the passes ran."""
+    cat = ge_catalogue()
+    results: list[CaseResult] = []
+    for key, what in (("expect_attrs", "attrs"), ("expect_fields", "fields")):
+        for node, want in (data.get(key) or {}).items():
+            n = next((g.node(node) for g in [graph, *graph.all_subgraphs()] if g.node(node) is not None), None)
+            if n is None:
+                results.append(CaseResult(name, f"{node} {what}", False, f"no node '{node}' in the graph"))
+                continue
+            bad = []
+            for k, v in want.items():
+                if what == "attrs":
+                    got = n.op.attrs.get(k)
+                else:
+                    spec = cat.field("Node", k)
+                    if spec is None:
+                        hint = did_you_mean(k, cat.field_names("Node")) or "see `rulepass catalogue`"
+                        bad.append(f"Node has no field '{k}' ({hint})")
+                        continue
+                    got = spec.get(n)
+                if got != v:
+                    bad.append(f"{k}={got!r} (expected {v!r})")
+            results.append(CaseResult(name, f"{node} {what}", not bad, "ok" if not bad else "; ".join(bad)))
     return results
 
 

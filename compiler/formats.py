@@ -2,8 +2,8 @@
 
 This module exists because the no-task checks (spec §2.4 CheckTensorAlign, §3 CheckDim) and the memory planner
 (§5.1 tensor sizes) depend on GE's dtype size table, its Format enum, `TransferShapeUtils::GetAlignedShape` /
-`TransferDims` and the CheckRealDim / CheckDimAlignment walk. Rules reach these through the catalogue;
-`check_dim_for_input` is the plain-Python reference the rule file is cross-checked against.
+`TransferDims`. Rules reach these through the catalogue; the CheckRealDim / CheckDimAlignment walk itself is
+the rules' (rules/notask_base.yaml CheckDim), cross-checked against the test oracle tests/check_dim_oracle.py.
 
 Sources, in order of authority: `/work/shared/spec/ge_reference.md` (§2.4, §3, §5.1); where the spec is
 silent, GE's public source (`hicann/ge`: transfer_shape_utils.cc, axis_util.cc, expand_dimension.cc,
@@ -25,7 +25,6 @@ __all__ = [
     "c0_of",
     "canonical_dtype",
     "canonical_format",
-    "check_dim_for_input",
     "default_reshape_type",
     "dtype_size",
     "get_aligned_shape",
@@ -776,102 +775,4 @@ def transfer_shape(
         c1hw = -1 if min(c, h, w) < 0 else _product(_ceil_div(c, c0), h, w)
         n0 = n0_of(canon_dtype)
         return (c1hw, _ceil_div(n, n0), n0, c0)
-    return None
-
-
-# ----------------------------------------------------------------------------------------------------------
-# CheckDimForInput (spec §3.1–3.3)
-# ----------------------------------------------------------------------------------------------------------
-
-
-def _front_all_ones(storage: tuple[int, ...], real: int) -> str | None:
-    # GE tells merged and plain storage axes apart here but tests both the same way: the dim must be 1.
-    for axis in range(real):
-        if storage[axis] != 1:
-            return f"CheckRealDim: storage axis {axis} is {storage[axis]}, not 1"
-    return None
-
-
-def _front_all_ones_in_merged(
-    origin: tuple[int, ...], align: tuple[int, ...], amap: AxisMap, real: int, dim: int
-) -> str | None:
-    merged = amap.dst_to_src[real]
-    if dim not in merged:
-        return f"CheckRealDim: origin axis {dim} is not in merged storage axis {real}"
-    for from_axis in merged[: merged.index(dim)]:
-        # [GE source] IsFromAxisOne asserts the origin axis exists; -1 (an expanded-away axis) fails it.
-        if not 0 <= from_axis < len(amap.src_to_dst):
-            return f"CheckRealDim: merged storage axis {real} lists invalid origin axis {from_axis}"
-        parts = amap.src_to_dst[from_axis]
-        if len(parts) > 1:  # from_axis is split over several storage axes
-            if parts[0] == real:  # its outer part is this merged axis: it must fit in one inner block
-                if origin[from_axis] > align[from_axis]:
-                    return (
-                        f"CheckRealDim: origin axis {from_axis} is {origin[from_axis]} > aligned "
-                        f"{align[from_axis]} in merged storage axis {real}"
-                    )
-            elif align[from_axis] != 1:
-                value = align[from_axis]
-                return f"CheckRealDim: aligned value of split origin axis {from_axis} is {value}, not 1"
-        elif origin[from_axis] != 1:
-            return f"CheckRealDim: origin axis {from_axis} is {origin[from_axis]}, not 1 " + (
-                f"(merged into storage axis {real})"
-            )
-    return None
-
-
-def check_dim_for_input(
-    origin_format: str,
-    format: str,
-    origin_shape: Sequence[int],
-    storage_shape: Sequence[int],
-    dtype: str,
-    dim: int,
-    reshape_type_mask: int = 0,
-) -> str | None:
-    """GE's CheckDimForInput for one input along origin axis `dim`: None when it passes, else the reason."""
-    # `dim` must already be normalised by the caller (CheckDim adds the first input's origin rank to a
-    # negative concat_dim once and asserts 0 <= dim < rank); the range is re-checked so a bad dim fails here.
-    origin = tuple(origin_shape)
-    storage = tuple(storage_shape)
-    if canonical_format(origin_format) is None:
-        return f"unknown origin format {origin_format!r}"
-    if canonical_format(format) is None:
-        return f"unknown format {format!r}"
-    if canonical_dtype(dtype) is None:
-        return f"unknown dtype {dtype!r}"
-    if not 0 <= dim < len(origin):
-        return f"CheckDim: dim {dim} out of range for origin rank {len(origin)}"
-
-    align = get_aligned_shape(origin_format, format, origin, dtype, reshape_type_mask)
-    if align is None:
-        return "GetAlignedShape failed"
-    if len(align) != len(origin):
-        return f"GetAlignedShape: aligned rank {len(align)} != origin rank {len(origin)}"
-    amap = transfer_dims(origin_format, format, origin, reshape_type_mask)
-    if amap is None:
-        return "TransferDims failed"
-    if len(amap.src_to_dst) != len(origin):
-        return f"TransferDims: src_to_dst has {len(amap.src_to_dst)} entries, origin rank is {len(origin)}"
-    if len(amap.dst_to_src) != len(storage):
-        return f"TransferDims: dst_to_src has {len(amap.dst_to_src)} entries, storage rank is {len(storage)}"
-
-    # CheckRealDim: every storage axis before the first one the concat axis lands on must be 1.
-    parts = amap.src_to_dst[dim]
-    if not parts:
-        return f"CheckRealDim: origin axis {dim} has no storage axis"
-    real = parts[0]
-    if not 0 <= real < len(storage):
-        return f"CheckRealDim: storage axis {real} out of range for storage rank {len(storage)}"
-    reason = _front_all_ones(storage, real)
-    if reason is None and len(amap.dst_to_src[real]) > 1:
-        reason = _front_all_ones_in_merged(origin, align, amap, real, dim)
-    if reason is not None:
-        return reason
-
-    # CheckDimAlignment: no padding on the concat axis.
-    if align[dim] <= 0:
-        return f"CheckDimAlignment: aligned value {align[dim]} at dim {dim} is not positive"
-    if origin[dim] % align[dim] != 0:
-        return f"CheckDimAlignment: {origin[dim]} % {align[dim]} != 0"
     return None

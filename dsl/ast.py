@@ -24,13 +24,25 @@ class ExprSource:
     path: tuple[str | int, ...] = ()
     file: str = "<expr>"
     offset: int = 0  # where the expression starts inside its YAML string (a part of a longer value)
+    # an expression written by the loader (a table, a lock): the pieces of its text copied from YAML strings,
+    # (start, end, path of the string, offset in it), and the span every other character maps to
+    pieces: tuple[tuple[int, int, tuple[str | int, ...], int], ...] = ()
+    at: Span | None = None
     _spans: dict[tuple[int, int], Span] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def span(self, start: int, end: int) -> Span:
         """The file span of characters [start, end) of the expression (computed once per range)."""
         got = self._spans.get((start, end))
         if got is None:
-            if self.doc is not None:
+            if self.at is not None:
+                # a piece's node may take in the parentheses written around it: one character either side
+                piece = next((p for p in self.pieces if p[0] - 1 <= start and end <= p[1] + 1), None)
+                if piece is None or self.doc is None:
+                    got = self.at
+                else:
+                    lo, hi = max(start, piece[0]), min(end, piece[1])
+                    got = self.doc.span_in_scalar(piece[2], piece[3] + lo - piece[0], max(hi - lo, 1))
+            elif self.doc is not None:
                 got = self.doc.span_in_scalar(self.path, start + self.offset, max(end - start, 1))
             else:
                 got = Span(self.file, 1, start + 1, 1, max(end, start + 1))

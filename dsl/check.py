@@ -16,7 +16,21 @@ from typing import Any
 from ..base.diagnostics import Diagnostic, Span, did_you_mean
 from ..base.limits import MAX_EXPR_DEPTH
 from . import ast
-from .catalogue import ANY, BOOL, FLOAT, INT, NOTHING, NULL, STR, Catalogue, FieldSpec, HelperSpec, Type, list_of
+from .catalogue import (
+    ANY,
+    BOOL,
+    FLOAT,
+    INT,
+    NOTHING,
+    NULL,
+    STR,
+    Catalogue,
+    FieldSpec,
+    HelperSpec,
+    Type,
+    list_of,
+    parse_type,
+)
 from .rules import Binding, Check, Expr, Rule
 
 _NUMERIC = ("int", "float")
@@ -77,9 +91,16 @@ class _Var:
 
 
 class _Scope:
-    def __init__(self, parent: _Scope | None = None) -> None:
+    def __init__(self, parent: _Scope | None = None, shared: Check | None = None) -> None:
         self.vars: dict[str, _Var] = {}
         self.parent = parent
+        self.shared = shared  # the scope of this shared check: the root bindings and its parameters alone
+
+    def shared_check(self) -> Check | None:
+        s: _Scope | None = self
+        while s is not None and s.shared is None:
+            s = s.parent
+        return s.shared if s is not None else None
 
     def lookup(self, name: str) -> _Var | None:
         s: _Scope | None = self
@@ -181,6 +202,52 @@ class _Checker:
                 scope.vars[b.name].used = True
                 self.early.discard(b.name)
 
+    def shared_scope(self, c: Check, scope: _Scope, roots: _Scope) -> _Scope:
+        """The scope a shared check is checked in: the root bindings and, under the names the caller passes,
+        its parameters (the caller's own bindings, so their uses count and the compiler finds their lets)."""
+        inner = _Scope(roots, shared=c)
+        for a in c.args:
+            var = scope.lookup(a.name)
+            if var is None:
+                self.diags.append(
+                    Diagnostic(
+                        "unknown-name",
+                        f"no binding '{a.name}' here to pass as parameter '{a.param}' of '{c.shared}'",
+                        a.span,
+                        hint=did_you_mean(a.name, scope.names()),
+                    )
+                )
+                inner.vars[a.name] = _Var(ANY, a.span, "root", poisoned=True)
+                continue
+            var.used = True
+            inner.vars[a.name] = var
+            try:
+                want = parse_type(a.type)
+            except ValueError:
+                want = None
+            if want is None or not self.known_type(want):
+                self.diags.append(
+                    Diagnostic(
+                        "type-mismatch", f"parameter '{a.param}' of '{c.shared}': unknown type '{a.type}'", a.span
+                    )
+                )
+            elif var.type.name != "any" and not self.cat.assignable(var.type, want):
+                self.diags.append(
+                    Diagnostic(
+                        "type-mismatch",
+                        f"parameter '{a.param}' of '{c.shared}' is {want}, but '{a.name}' is {var.type}",
+                        a.span,
+                    )
+                )
+                # the check's body is checked against the declared type: no error of the mismatch's making there
+                inner.vars[a.name] = _Var(want, var.span, var.kind, True, var.binding, var.poisoned, var.group)
+        return inner
+
+    def known_type(self, t: Type) -> bool:
+        if t.is_list:
+            return t.elem is not None and self.known_type(t.elem)
+        return t.name in ("int", "float", "str", "bool", "any") or t.name in self.cat.entities
+
     def unused(self, scope: _Scope) -> None:
         for name, v in scope.vars.items():
             if not v.used and v.kind in ("let", "var") and not name.startswith("_"):
@@ -234,6 +301,16 @@ class _Checker:
                         f"'{n.id}' is not bound in skip_graph (only `graph` is)",
                         n,
                         hint="skip_graph conditions are evaluated once per graph, before any candidate",
+                    )
+                shared = scope.shared_check()
+                if shared is not None:
+                    given = ", ".join(f"{a.param}: {a.name}" if a.param != a.name else a.param for a in shared.args)
+                    return self.err(
+                        "unknown-name",
+                        f"shared check '{shared.shared}' reads '{n.id}', which is none of its parameters"
+                        f" ({given or 'it has none'}) nor a root binding",
+                        n,
+                        hint="declare it under `params:` and pass it with `with:` where the check is used",
                     )
                 return self.err("unknown-name", f"unknown name '{n.id}'", n, hint=did_you_mean(n.id, scope.names()))
             var.used = True
@@ -346,7 +423,7 @@ class _Checker:
             return self.err_at(
                 "unknown-field",
                 f"{obj.non_null()} has no field '{n.name}'",
-                n.end - len(n.name),
+                n.start + self.text(n).rfind(n.name),  # not n.end - len(name): `(x.f)` ends at its parenthesis
                 len(n.name),
                 hint=hint,
             )
@@ -644,8 +721,9 @@ def check_rule(rule: Rule, catalogue: Catalogue) -> tuple[Resolution, list[Diagn
     rule_scope = _Scope(roots)
     ch.check_lets(rule.lets, rule_scope)
 
-    def run_checks(checks: Sequence[Check], scope: _Scope) -> None:
+    def run_checks(checks: Sequence[Check], outer: _Scope) -> None:
         for c in checks:
+            scope = ch.shared_scope(c, outer, roots) if c.shared is not None else outer
             if c.kind == "use":  # load_rules resolves these (rules.resolve_shared) before checking
                 ch.diags.append(
                     Diagnostic("unknown-shared-check", f"`use: {c.name}` was not resolved to a shared check", c.span)

@@ -19,6 +19,7 @@ from typing import Any, cast
 from ..base.diagnostics import Diagnosed, Diagnostic, RulepassError
 from ..base.files import read_bytes
 from ..base.limits import MAX_RULE_FILE_BYTES
+from .analyse import Analysed, analyse
 from .cache import Store, code_digest, digest
 from .catalogue import Catalogue
 from .check import Resolution, check_rule, check_rule_set
@@ -117,9 +118,11 @@ def validate_rules(
     known_passes: Iterable[str] = (),
     texts: Mapping[Path, bytes] | None = None,
 ) -> Validation:
-    """Check the rules of `paths` as `load_rules` does, without generating code; the outcome of files read
-    before with the same bytes, catalogue and code comes from the cache (identical to checking them again).
-    `texts`: the content of some files by resolved path, read instead of the disk (an editor's unsaved buffers)."""
+    """Check the rules of `paths` as `load_rules` does, without generating code, and analyse them
+    (:mod:`.analyse`: constant conditions, unreachable checks, write conflicts, order hazards; `known_passes`
+    are taken to run in the order given); the outcome of files read before with the same bytes, catalogue and
+    code comes from the cache (identical to checking them again). `texts`: the content of some files by
+    resolved path, read instead of the disk (an editor's unsaved buffers)."""
     files, diags = rule_files(paths)
     store = Store.open()
     given = texts or {}
@@ -136,7 +139,7 @@ def validate_rules(
         hit = decode_validation(store.get(key), [str(f) for f in files], cast(list[bytes], raws))
         if hit is not None:
             return hit
-    rs = _load(files, raws, diags, catalogue, known_passes, DEFAULT_STEP_LIMIT, False, store)
+    rs = _load(files, raws, diags, catalogue, known_passes, DEFAULT_STEP_LIMIT, False, store, analysed=True)
     found = Validation(rs.files, [r.name for r in rs.rules], rs.diagnostics)
     if store is not None and key is not None:
         data = encode_validation(found, dict(zip(rs.files, cast(list[bytes], raws), strict=True)))
@@ -162,6 +165,8 @@ def _load(
     step_limit: int,
     generate: bool,
     store: Store | None,
+    *,
+    analysed: bool = False,
 ) -> RuleSet:
     result = RuleSet(files=[str(f) for f in files], diagnostics=diags)
     models: list[RuleFile] = []
@@ -192,6 +197,8 @@ def _load(
         context = f"found checking the rule(s) that use this shared check: {', '.join(users)}"
         result.diagnostics[at] = replace(d, hint=f"{d.hint} ({context})" if d.hint else context)
     result.diagnostics.extend(check_rule_set(all_rules, known_passes))
+    if analysed and not any(d.severity == "error" for d in result.diagnostics):
+        result.diagnostics.extend(analyse([Analysed(r, res) for r, res, _ in checked], tuple(known_passes)))
     for r, res, bad in checked:
         if not bad:
             result.rules.append(compile_rule(r, res, step_limit=step_limit, generate=generate))

@@ -104,6 +104,9 @@ def rule_file_exprs(model: RuleFile) -> Iterator[tuple[str, Expr]]:
         for e in r.actions:
             yield "action", e
     yield from of_checks(model.shared)
+    for t in model.templates:
+        for e in (*(s.when for s in t.skip_graph), *(b.expr for b in t.lets)):
+            yield "expr", e
 
 
 def encode_validation(found: Validation, raws: dict[str, bytes]) -> dict[str, Any] | None:

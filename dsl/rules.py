@@ -8,7 +8,7 @@ source so later phases can still point into the file.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from ..base.limits import MAX_RULE_FILE_BYTES
 from ..base.schema import schema_diagnostics
 from ..base.yaml_source import YamlDoc, load_text
 from . import ast
+from .desugar import Text, binders, lookup_text, rename
 
 LEVELS = ("O0", "O1", "O2", "O3")
 DEFAULT_LEVELS = ("O3",)  # GE's default working level; passes register the levels they run at
@@ -49,10 +50,30 @@ class Binding:
 
 
 @dataclass(frozen=True)
+class Param:
+    """A declared parameter (of a shared check or a template): its name, its type as written, where."""
+
+    name: str
+    type: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class Arg:
+    """`with: {param: name}` at a use of a shared check: the caller's binding `name` passed as `param`."""
+
+    param: str
+    name: str
+    span: Span
+    type: str = ""  # the parameter's declared type, once resolved
+
+
+@dataclass(frozen=True)
 class Check:
     """A named check: `require` (passes when true), `reject_if` (fails when true), or a `for_each` group; or, as
     read, `use: NAME` (kind "use", `name` the shared check's, `span` that of the name), which `resolve_shared`
-    replaces by the shared check itself."""
+    replaces by the shared check itself, its parameters read under the names of the caller's bindings (`args`,
+    `shared` its name: it is checked in a scope of the root bindings and those names alone)."""
 
     name: str
     span: Span
@@ -65,6 +86,9 @@ class Check:
     where: Expr | None = None
     checks: tuple[Check, ...] = ()
     description: str = ""
+    params: tuple[Param, ...] = ()
+    args: tuple[Arg, ...] = ()
+    shared: str | None = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +121,33 @@ class Rule:
     lets: tuple[Binding, ...]
     checks: tuple[Check, ...]
     actions: tuple[Expr, ...]
+    template: TemplateUse | None = None  # until `resolve_shared` takes the template in
+
+
+@dataclass(frozen=True)
+class Template:
+    """`templates:` what rules share: levels and tags (a rule's own win), skip_graph and lets (before its own);
+    `params` are constants each rule gives with `with:`, bound as lets before the template's."""
+
+    name: str
+    span: Span
+    params: tuple[Param, ...]
+    levels: tuple[str, ...] | None
+    tags: tuple[str, ...] | None
+    skip_graph: tuple[GraphSkip, ...]
+    lets: tuple[Binding, ...]
+    doc: YamlDoc
+
+
+@dataclass(frozen=True)
+class TemplateUse:
+    """A rule's `template: NAME` and `with:` (parameter -> (constant, span)); which of levels/tags it wrote."""
+
+    name: str
+    span: Span
+    args: tuple[tuple[str, object, Span, tuple[str | int, ...]], ...]
+    own_levels: bool
+    own_tags: bool
 
 
 @dataclass(frozen=True)
@@ -107,6 +158,7 @@ class RuleFile:
     rules: tuple[Rule, ...]
     doc: YamlDoc
     shared: tuple[Check, ...] = ()
+    templates: tuple[Template, ...] = ()
 
 
 # an expression's AST by (start symbol, text): what parsing gives, kept so a file read again needs no parser
@@ -118,12 +170,24 @@ class _Reader:
         self.doc = doc
         self.diags: list[Diagnostic] = []
         self.parsed: Parsed = parsed if parsed is not None else {}
+        self.tables: dict[str, dict[str, list[str]]] = (doc.data or {}).get("tables", {})
+        self.tables_read: set[str] = set()
 
     def expr(
-        self, path: list[str | int], *, action: bool = False, text: str | None = None, offset: int = 0
+        self,
+        path: list[str | int],
+        *,
+        action: bool = False,
+        text: str | None = None,
+        offset: int = 0,
+        written: Text | None = None,
     ) -> Expr | None:
-        raw = text if text is not None else self.doc.value_at(path)
+        """The expression at `path` (or `text`, a part of it from `offset`; or `written` by the loader, its
+        spans those of the pieces it copied and the value at `path` elsewhere)."""
+        raw = written.text if written is not None else text if text is not None else self.doc.value_at(path)
         src = ast.ExprSource(raw, self.doc, tuple(path), self.doc.source.name, offset)
+        if written is not None:
+            src = replace(src, pieces=tuple(written.pieces), at=self.doc.span(path))
         key = ("action" if action else "expr", raw)
         node = self.parsed.get(key)
         if node is None:
@@ -139,15 +203,46 @@ class _Reader:
 
     def lets(self, raw: dict[str, Any], path: list[str | int]) -> tuple[Binding, ...]:
         out = []
-        for name in raw:
-            e = self.expr([*path, name])
+        for name, value in raw.items():
+            e = self.lookup(value, [*path, name]) if isinstance(value, dict) else self.expr([*path, name])
             if e is not None:
                 out.append(Binding(name, e, self.doc.span([*path, name], key=True)))
         return tuple(out)
 
+    def lookup(self, raw: dict[str, str], path: list[str | int]) -> Expr | None:
+        """A table lookup `{row_holding|first_in_row: KEY, in: TABLE, else: DEFAULT}`, written as an if-chain."""
+        table = self.tables.get(raw["in"])
+        if table is None:
+            self.diags.append(
+                Diagnostic(
+                    "unknown-table",
+                    f"no table named '{raw['in']}' in this file",
+                    self.doc.span([*path, "in"]),
+                    hint=did_you_mean(raw["in"], list(self.tables)) or "declare it under the file's `tables:`",
+                )
+            )
+            return None
+        self.tables_read.add(raw["in"])
+        kind = "row_holding" if "row_holding" in raw else "first_in_row"
+        text = lookup_text(kind, raw[kind], raw["else"], table, [*path, kind], [*path, "else"])
+        return self.expr(path, written=text)
+
+    def params(self, raw: dict[str, str], path: list[str | int]) -> tuple[Param, ...]:
+        """Declared parameters `{name: type}`; a type the catalogue may not know is found when checking."""
+        return tuple(Param(k, v, self.doc.span([*path, k], key=True)) for k, v in raw.items())
+
     def check(self, raw: dict[str, Any], path: list[str | int]) -> Check | None:
+        if "params" in raw and path[0] != "shared_checks":
+            self.diags.append(
+                Diagnostic(
+                    "rule-shape",
+                    "only a shared check (`shared_checks`) declares `params`",
+                    self.doc.span([*path, "params"], key=True),
+                )
+            )
+            return None
         if "use" in raw:
-            others = [k for k in raw if k != "use"]
+            others = [k for k in raw if k not in ("use", "with")]
             if others:
                 self.diags.append(
                     Diagnostic(
@@ -159,7 +254,13 @@ class _Reader:
                     )
                 )
                 return None
-            return Check(raw["use"], self.doc.span([*path, "use"]), "use", None)
+            args = tuple(Arg(k, v, self.doc.span([*path, "with", k])) for k, v in raw.get("with", {}).items())
+            return Check(raw["use"], self.doc.span([*path, "use"]), "use", None, args=args)
+        if "with" in raw:
+            self.diags.append(
+                Diagnostic("rule-shape", "'with' only goes with 'use'", self.doc.span([*path, "with"], key=True))
+            )
+            return None
         name = raw["name"]
         span = self.doc.span([*path, "name"])
         kinds = [k for k in ("require", "reject_if", "for_each") if k in raw]
@@ -188,10 +289,11 @@ class _Reader:
                 return None
         lets = self.lets(raw.get("let", {}), [*path, "let"])
         desc = raw.get("description", "")
+        params = self.params(raw.get("params", {}), [*path, "params"])
         kind = kinds[0]
         if kind != "for_each":
             e = self.expr([*path, kind])
-            return Check(name, span, kind, e, lets, description=desc) if e is not None else None
+            return Check(name, span, kind, e, lets, description=desc, params=params) if e is not None else None
         m = _FOR_EACH.match(raw["for_each"])
         assert m is not None  # the schema's pattern
         var = m.group(2)
@@ -202,21 +304,73 @@ class _Reader:
         if coll is None or ("where" in raw and where is None) or any(s is None for s in subs):
             return None
         return Check(
-            name, span, "group", None, lets, var, var_span, coll, where, tuple(s for s in subs if s is not None), desc
+            name,
+            span,
+            "group",
+            None,
+            lets,
+            var,
+            var_span,
+            coll,
+            where,
+            tuple(s for s in subs if s is not None),
+            desc,
+            params=params,
+        )
+
+    def skips(self, raw: list[dict[str, str]], path: list[str | int]) -> tuple[GraphSkip, ...]:
+        out = []
+        for k, s in enumerate(raw):
+            e = self.expr([*path, k, "when"])
+            if e is not None:
+                out.append(GraphSkip(s["name"], self.doc.span([*path, k, "name"]), e, s.get("description", "")))
+        return tuple(out)
+
+    def lock(self, attr: str, path: list[str | int]) -> tuple[Binding | None, Expr | None]:
+        """`lock: ATTR`: the let `lock` (the string ATTR) the checks read, and the action claiming the producers."""
+        at = [*path, "lock"]
+        let = self.expr(at, written=Text().add("'").copy(attr, at).add("'"))
+        claim = Text().add("for i in node.inputs where i.connected: set i.peer.desc.").copy(attr, at).add(" = false")
+        action = self.expr(at, action=True, written=claim)
+        return (Binding("lock", let, self.doc.span(at, key=True)) if let is not None else None), action
+
+    def template_use(self, raw: dict[str, Any], path: list[str | int]) -> TemplateUse | None:
+        if "template" not in raw:
+            if "with" in raw:
+                self.diags.append(
+                    Diagnostic(
+                        "rule-shape", "'with' only goes with 'template'", self.doc.span([*path, "with"], key=True)
+                    )
+                )
+            return None
+        args = tuple(
+            (k, v, self.doc.span([*path, "with", k]), (*path, "with", k)) for k, v in raw.get("with", {}).items()
+        )
+        return TemplateUse(raw["template"], self.doc.span([*path, "template"]), args, "levels" in raw, "tags" in raw)
+
+    def template(self, raw: dict[str, Any], path: list[str | int]) -> Template:
+        return Template(
+            raw["name"],
+            self.doc.span([*path, "name"]),
+            self.params(raw.get("params", {}), [*path, "params"]),
+            tuple(raw["levels"]) if "levels" in raw else None,
+            tuple(raw["tags"]) if "tags" in raw else None,
+            self.skips(raw.get("skip_graph", []), [*path, "skip_graph"]),
+            self.lets(raw.get("let", {}), [*path, "let"]),
+            self.doc,
         )
 
     def rule(self, raw: dict[str, Any], path: list[str | int]) -> Rule | None:
         before = len(self.diags)
-        skips = []
-        for k, s in enumerate(raw.get("skip_graph", [])):
-            e = self.expr([*path, "skip_graph", k, "when"])
-            if e is not None:
-                skips.append(
-                    GraphSkip(s["name"], self.doc.span([*path, "skip_graph", k, "name"]), e, s.get("description", ""))
-                )
+        skips = self.skips(raw.get("skip_graph", []), [*path, "skip_graph"])
         lets = self.lets(raw.get("let", {}), [*path, "let"])
         checks = [self.check(c, [*path, "checks", k]) for k, c in enumerate(raw["checks"])]
         actions = [self.expr([*path, "actions", k], action=True) for k in range(len(raw.get("actions", [])))]
+        if "lock" in raw:
+            let, claim = self.lock(raw["lock"], path)
+            lets = (*lets, let) if let is not None else lets
+            actions.append(claim)
+        template = self.template_use(raw, path)
         if len(self.diags) > before:
             return None
         return Rule(
@@ -232,10 +386,11 @@ class _Reader:
             enabled=bool(raw.get("enabled", True)),
             tags=tuple(raw.get("tags", [])),
             match=tuple(raw["match"]),
-            skip_graph=tuple(skips),
+            skip_graph=skips,
             lets=lets,
             checks=tuple(c for c in checks if c is not None),
             actions=tuple(a for a in actions if a is not None),
+            template=template,
         )
 
 
@@ -258,25 +413,43 @@ def read_rule_doc(
     diags = [] if schema_ok else schema_diagnostics(doc, "rulepass.dsl", "rule.schema.json", what="the rule file")
     if diags:
         return None, diags
-    if "rules" not in doc.data and "shared_checks" not in doc.data:
+    if not any(k in doc.data for k in ("rules", "shared_checks", "templates")):
         return None, [
             Diagnostic(
                 "rule-shape",
-                "the rule file has neither 'rules' nor 'shared_checks'; expected at least one of them",
+                "the rule file has none of 'rules', 'shared_checks' or 'templates'; expected at least one of them",
                 doc.span([]),
             )
         ]
     reader = _Reader(doc, parsed)
     rules = [reader.rule(r, ["rules", k]) for k, r in enumerate(doc.data.get("rules", []))]
     shared = [reader.check(c, ["shared_checks", k]) for k, c in enumerate(doc.data.get("shared_checks", []))]
-    model = RuleFile(name, tuple(r for r in rules if r is not None), doc, tuple(c for c in shared if c is not None))
+    templates = [reader.template(t, ["templates", k]) for k, t in enumerate(doc.data.get("templates", []))]
+    for name in reader.tables:
+        if name not in reader.tables_read:
+            reader.diags.append(
+                Diagnostic(
+                    "unused-table",
+                    f"table '{name}' is read by no lookup of this file",
+                    doc.span(["tables", name], key=True),
+                    severity="warning",
+                )
+            )
+    model = RuleFile(
+        name,
+        tuple(r for r in rules if r is not None),
+        doc,
+        tuple(c for c in shared if c is not None),
+        tuple(templates),
+    )
     return model, reader.diags
 
 
 def resolve_shared(files: Sequence[RuleFile]) -> tuple[list[Rule], list[Diagnostic]]:
     """The rules of `files` with every `use: NAME` replaced by the shared check NAME of any of them (nested uses
     too), and the problems: a name defined twice, a use of an unknown name or of a check that uses itself, a
-    shared check no rule uses. A rule with a use that cannot be resolved is left out."""
+    shared check no rule uses; and with its template (`template: NAME`) taken in. A rule with a use or a template
+    that cannot be resolved is left out."""
     diags: list[Diagnostic] = []
     table: dict[str, Check] = {}
     for f in files:
@@ -322,7 +495,11 @@ def resolve_shared(files: Sequence[RuleFile]) -> tuple[list[Rule], list[Diagnost
                     ok = False
                     continue
                 used.add(c.name)
-                c, stack_c = shared, (*stack, c.name)
+                bound = _bind_params(shared, c, diags)
+                if bound is None:
+                    ok = False
+                    continue
+                c, stack_c = bound, (*stack, c.name)
             else:
                 stack_c = stack
             if c.kind == "group":
@@ -335,24 +512,201 @@ def resolve_shared(files: Sequence[RuleFile]) -> tuple[list[Rule], list[Diagnost
             out.append(c)
         return tuple(out) if ok else None
 
+    templates = _templates(files, diags)
     rules: list[Rule] = []
     for f in files:
         for r in f.rules:
             checks = expand(r.checks, ())
             if checks is not None:
-                rules.append(replace(r, checks=checks) if _changed(checks, r.checks) else r)
-    for name, c in table.items():
-        if name not in used:
-            diags.append(
-                Diagnostic(
-                    "unused-shared-check",
-                    f"shared check '{name}' is used by no rule (so it is not checked either)",
-                    c.span,
-                    severity="warning",
-                )
+                whole = _take_template(replace(r, checks=checks) if _changed(checks, r.checks) else r, templates, diags)
+                if whole is not None:
+                    rules.append(whole)
+    unused = [(n, c.span, "shared check") for n, c in table.items() if n not in used]
+    unused += [(n, t.span, "template") for n, t in templates.items() if n not in _templates_used(files)]
+    for name, span, what in unused:
+        diags.append(
+            Diagnostic(
+                f"unused-{what.replace(' ', '-')}",
+                f"{what} '{name}' is used by no rule (so it is not checked either)",
+                span,
+                severity="warning",
             )
+        )
     # a problem inside a shared check is met by every rule that uses it: report it once
     return rules, list(dict.fromkeys(diags))
+
+
+def _bind_params(shared: Check, use: Check, diags: list[Diagnostic]) -> Check | None:
+    """`shared` as used by `use`: each parameter read under the name of the caller's binding `with:` gives it
+    (`args` keep which, with the declared type, for the checker). None when the arguments do not fit."""
+    declared = {p.name: p for p in shared.params}
+    given = {a.param: a for a in use.args}
+    bad = False
+    for a in use.args:
+        if a.param not in declared:
+            listed = ", ".join(declared) or "none"
+            diags.append(
+                Diagnostic(
+                    "shared-check-params",
+                    f"shared check '{shared.name}' has no parameter '{a.param}' (its parameters: {listed})",
+                    a.span,
+                    hint=did_you_mean(a.param, list(declared)),
+                )
+            )
+            bad = True
+    missing = _missing(declared, given, "shared-check-params", f"`use: {shared.name}` gives", use.span, "NAME")
+    if missing is not None:
+        diags.append(missing)
+        bad = True
+    if bad:
+        return None
+    names = {a.param: a.name for a in use.args if a.name != a.param}
+    captured = sorted(set(names.values()) & _bound_inside(shared))
+    if captured:
+        diags.append(
+            Diagnostic(
+                "shared-check-params",
+                f"shared check '{shared.name}' binds '{captured[0]}' itself, so it cannot be passed in under that name",
+                given[next(p for p, n in names.items() if n == captured[0])].span,
+                hint="bind the value to another name with a `let` and pass that",
+            )
+        )
+        return None
+    args = tuple(replace(a, type=declared[a.param].type) for a in use.args)
+    return replace(_renamed(shared, names) if names else shared, args=args, shared=shared.name)
+
+
+def _missing(
+    declared: Iterable[str], given: Container[str], code: str, who: str, span: Span, value: str
+) -> Diagnostic | None:
+    """The error for the declared parameters a use gives no value for (None when it gives them all)."""
+    missing = [p for p in declared if p not in given]
+    if not missing:
+        return None
+    return Diagnostic(
+        code,
+        f"{who} no value for its parameter(s) {', '.join(missing)}",
+        span,
+        hint="with: {" + ", ".join(f"{p}: {value}" for p in missing) + "}",
+    )
+
+
+def _bound_inside(c: Check) -> set[str]:
+    """The names a check binds itself: lets, group variables, quantifier variables."""
+    out = {b.name for b in c.lets} | ({c.var} if c.var else set())
+    for e in (c.expr, c.coll, c.where, *(b.expr for b in c.lets)):
+        if e is not None:
+            out |= binders(e.node)
+    for sub in c.checks:
+        out |= _bound_inside(sub)
+    return out
+
+
+def _renamed(c: Check, names: dict[str, str]) -> Check:
+    """`c` with its free variables in `names` read under their new names (nested uses pass them on)."""
+
+    def ex(e: Expr | None) -> Expr | None:
+        return None if e is None else Expr(e.text, rename(e.node, names), e.src)
+
+    return replace(
+        c,
+        expr=ex(c.expr),
+        coll=ex(c.coll),
+        where=ex(c.where),
+        lets=tuple(replace(b, expr=Expr(b.expr.text, rename(b.expr.node, names), b.expr.src)) for b in c.lets),
+        checks=tuple(_renamed(sub, names) for sub in c.checks),
+        args=tuple(replace(a, name=names.get(a.name, a.name)) for a in c.args),
+    )
+
+
+def _templates(files: Sequence[RuleFile], diags: list[Diagnostic]) -> dict[str, Template]:
+    """The templates of `files` by name (one defined twice is reported, the first kept)."""
+    out: dict[str, Template] = {}
+    for f in files:
+        for t in f.templates:
+            if t.name in out:
+                diags.append(
+                    Diagnostic(
+                        "duplicate-template", f"template '{t.name}' is already defined at {out[t.name].span}", t.span
+                    )
+                )
+            else:
+                out[t.name] = t
+    return out
+
+
+def _templates_used(files: Sequence[RuleFile]) -> set[str]:
+    return {r.template.name for f in files for r in f.rules if r.template is not None}
+
+
+_CONSTANT_TYPES = {"str": (str,), "int": (int,), "float": (int, float), "bool": (bool,)}
+
+
+def _take_template(r: Rule, templates: dict[str, Template], diags: list[Diagnostic]) -> Rule | None:
+    """`r` with its template's levels and tags (unless it wrote its own), skip_graph and lets (the parameters'
+    constants first) before its own; None, with the problem reported, when they do not fit."""
+    use = r.template
+    if use is None:
+        return r
+    t = templates.get(use.name)
+    if t is None:
+        diags.append(
+            Diagnostic(
+                "unknown-template",
+                f"no template named '{use.name}'",
+                use.span,
+                hint=did_you_mean(use.name, list(templates)) or "load the rule file that defines it with this one",
+            )
+        )
+        return None
+    declared = {p.name: p for p in t.params}
+    given = {k for k, *_ in use.args}
+    consts: list[Binding] = []
+    n = len(diags)
+    for k, v, span, path in use.args:
+        p = declared.get(k)
+        kinds = _CONSTANT_TYPES.get(p.type) if p is not None else None
+        if p is None:
+            diags.append(
+                Diagnostic(
+                    "template-params",
+                    f"template '{t.name}' has no parameter '{k}'",
+                    span,
+                    hint=did_you_mean(k, list(declared)),
+                )
+            )
+        elif kinds is None:
+            diags.append(
+                Diagnostic(
+                    "template-params", f"a template parameter is a constant (str, int, float, bool): {p.type}", p.span
+                )
+            )
+        elif not isinstance(v, kinds) or (isinstance(v, bool) and p.type != "bool"):
+            diags.append(
+                Diagnostic("template-params", f"parameter '{k}' of template '{t.name}' is {p.type}, not {v!r}", span)
+            )
+        else:
+            consts.append(Binding(k, _constant(v, span, path), span))
+    missing = _missing(declared, given, "template-params", f"`template: {t.name}` gives", use.span, "VALUE")
+    if missing is not None:
+        diags.append(missing)
+    if len(diags) > n:
+        return None
+    return replace(
+        r,
+        levels=r.levels if use.own_levels or t.levels is None else t.levels,
+        tags=r.tags if use.own_tags or t.tags is None else t.tags,
+        skip_graph=(*t.skip_graph, *r.skip_graph),
+        lets=(*consts, *t.lets, *r.lets),
+        template=None,
+    )
+
+
+def _constant(v: object, span: Span, path: tuple[str | int, ...]) -> Expr:
+    """A constant a rule gives a template, as the expression of a literal (its spans all `span`)."""
+    text = repr(v).lower() if isinstance(v, bool) else repr(v)
+    src = ast.ExprSource(text, None, path, span.file, at=span)
+    return Expr(text, ast.Lit(0, len(text), 1, v), src)
 
 
 def _changed(new: tuple[Check, ...], old: tuple[Check, ...]) -> bool:

@@ -1,8 +1,10 @@
-"""Tests for rulepass.compiler.formats: every worked example of spec §3.6, dtype sizes and tensor sizes."""
+"""Tests for rulepass.compiler.formats: every worked example of spec §3.6, dtype sizes and tensor sizes; the
+worked examples also pin the CheckDim test oracle (tests/check_dim_oracle.py)."""
 
 from __future__ import annotations
 
 import pytest
+from check_dim_oracle import check_dim_for_input
 from rulepass.compiler.formats import (
     DTYPES,
     FORMATS,
@@ -11,7 +13,6 @@ from rulepass.compiler.formats import (
     c0_of,
     canonical_dtype,
     canonical_format,
-    check_dim_for_input,
     default_reshape_type,
     dtype_size,
     get_aligned_shape,

@@ -68,10 +68,10 @@ def test_edit_validate_revert(rules: Path) -> None:
 
     concat = rules / "concat_notask.yaml"
     original = concat.read_text(encoding="utf-8")
-    concat.write_text(original.replace("node.attr_int('concat_dim', 0)", "node.attr_int('concat_dim', 0).nope"))
+    concat.write_text(original.replace("set node._no_task = true", "set node._no_task = true.nope"))
     broken = validate()
     assert broken[0] == 1, broken
-    assert "concat_notask.yaml:27:" in broken[2] and "nope" in broken[2], broken[2]
+    assert "concat_notask.yaml:26:" in broken[2] and "nope" in broken[2], broken[2]
     assert validate() == broken  # warm, the error too
     assert validate("--no-cache") == broken  # and as a load without any cache says
     assert len(entries(cache, "file")) == 6  # one more file entry: the edited file's; the others were reused
@@ -139,9 +139,9 @@ def test_an_edited_file_parses_only_the_expressions_the_edit_changed(
     concat.write_text(original.replace("Mark a concat", "Mark a ConcatD"), encoding="utf-8")  # no expression
     edited = load_rules([rules], ge_catalogue(), known_passes=GE_PLACEHOLDER_PASSES)
     assert texts == [] and not edited.diagnostics
-    concat.write_text(original.replace("attr_int('concat_dim', 0)", "attr_int('concat_dim', 1)"), encoding="utf-8")
+    concat.write_text(original.replace("dim_index = 0", "dim_index = 1"), encoding="utf-8")
     edited = load_rules([rules], ge_catalogue(), known_passes=GE_PLACEHOLDER_PASSES)
-    assert texts == ["node.attr_int('concat_dim', 1)"] and not edited.diagnostics
+    assert texts == ["set node._reuse_input_on_dim_index = 1"] and not edited.diagnostics
 
 
 def test_ast_data_round_trip_and_refusals() -> None:
@@ -161,7 +161,7 @@ def test_tampered_or_corrupt_entries_are_ignored_and_rebuilt(rules: Path) -> Non
     clean = validate()
     files = entries(cache, "file")  # the entries of the files as they are now
     concat = rules / "concat_notask.yaml"
-    concat.write_text(concat.read_text(encoding="utf-8").replace("'concat_dim', 0)", "'concat_dim', 0) + true"))
+    concat.write_text(concat.read_text(encoding="utf-8").replace("_no_task = true", "_no_task = 1 + true"))
     broken = validate()
     assert broken[0] == 1
     concat.write_text((bundled_rules_dir() / concat.name).read_text(encoding="utf-8"), encoding="utf-8")

@@ -55,6 +55,11 @@ HINTS = {
     "let_before_binding.yaml": "a `let` may only use the bindings listed before it",
     "shared_check_unknown.yaml": "did you mean 'InputCheck'?",
     "shared_check_with_other_keys.yaml": "copy it into the rule instead of using it",
+    "shared_check_reads_undeclared.yaml": "declare it under `params:` and pass it with `with:`",
+    "analysis_constant_condition.yaml": "the left side lies in [0, inf], the right side in [0, 0]",
+    "analysis_unreachable_check.yaml": "remove it, or move it before the check that covers it",
+    "analysis_order_hazard.yaml": "add `after: [MarkProducers]` or `before: [MarkProducers]` to 'ReluFusion'",
+    "analysis_write_conflict.yaml": "order the rules (after/before) to say which value stays",
     "shared_check_across_files": (
         "did you mean 'input_count'? (found checking the rule(s) that use this shared check: ConcatDemo, PackDemo)"
     ),

@@ -109,3 +109,25 @@ def test_a_fixture_rule_file_outside_its_rule_folder_is_refused(tmp_path: Path, 
     fixture.write_text(f"rule_file: {given}\ngraph: {{nodes: []}}\nexpect: {{x: fired}}\n")
     (result,) = run_fixtures([fixture])[0]
     assert not result.ok and "is outside the fixture's rule folder" in result.message and "secret" not in result.message
+
+
+def test_expect_fields_compares_node_fields_and_names_unknown_ones(tmp_path: Path) -> None:
+    rules = tmp_path / "rules"
+    (rules / "fixtures" / "engine_placement").mkdir(parents=True)
+    for f in RULES_DIR.glob("*.yaml"):  # the placement rule is ordered against the others
+        (rules / f.name).write_text(f.read_text())
+    fixture = rules / "fixtures" / "engine_placement" / "case.yaml"
+    fixture.write_text(
+        "graph: {nodes: [{name: x, type: Data, attrs: {index: 0}, outputs: ['float16[2]']},"
+        " {name: r, type: ReLU, inputs: [x], outputs: ['float16[2]']}]}\n"
+        "expect: {x: fired, r: fired}\n"
+        "expect_fields:\n"
+        "  x: {engine: DNN_VM_GE_LOCAL, kernel_lib: DNN_VM_GE_LOCAL_OP_STORE}\n"
+        "  r: {engine: DNN_VM_AICPU, kernel_lib: AIcoreEngine, kernel: x}\n"
+    )
+    results = {r.node: r for r in run_fixtures([fixture])[0]}
+    assert results["x fields"].ok
+    bad = results["r fields"]
+    assert not bad.ok
+    assert "engine='AIcoreEngine' (expected 'DNN_VM_AICPU')" in bad.message
+    assert "Node has no field 'kernel'" in bad.message and "kernel_lib" not in bad.message.split(";")[0]
