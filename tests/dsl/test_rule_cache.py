@@ -288,9 +288,9 @@ def test_unsaved_texts_are_read_instead_of_the_disk(rules: Path) -> None:
     the disk's text checked after it is judged on its own bytes, warm cache or not."""
     from rulepass.compiler.passes import validate_ge_rules
 
-    concat = rules / "concat_notask.yaml"
-    edited = concat.read_text(encoding="utf-8").replace("origin_rank", "origin_rnak", 1).encode()
+    base = rules / "notask_base.yaml"
+    edited = base.read_text(encoding="utf-8").replace("origin_rank", "origin_rnak", 1).encode()
     for _ in range(2):  # cold, then from the cache
-        found = validate_ge_rules([rules], texts={concat.resolve(): edited})
+        found = validate_ge_rules([rules], texts={base.resolve(): edited})
         assert [d.code for d in found.errors] == ["unknown-field"] and "origin_rnak" in found.errors[0].message
         assert not validate_ge_rules([rules]).errors
