@@ -133,10 +133,11 @@ def rules(tmp_path: Path) -> Path:
 def test_diagnostics_as_you_type(session: Session, rules: Path) -> None:
     """A clean file publishes no diagnostic; a misspelt field is the located error `validate` reports, with its
     hint; fixing it clears it."""
-    concat = rules / "concat_notask.yaml"
+    concat = rules / "notask_base.yaml"  # where the shared expressions live
     text = concat.read_text(encoding="utf-8")
     assert session.open(concat) == []
     bad = text.replace("node.input_descs[0].origin_rank", "node.input_descs[0].origin_rnak", 1)
+    assert bad != text
     diags = session.change(concat, bad, 2)
     assert len(diags) == 1
     d = diags[0]
@@ -152,7 +153,7 @@ def test_an_unknown_use_target_and_a_yaml_error(session: Session, rules: Path) -
     that is not YAML is one located error."""
     pack = rules / "pack_notask.yaml"
     text = pack.read_text(encoding="utf-8")
-    diags = session.open(pack, text.replace("- use: InputCheck", "- use: InputChek", 1))
+    diags = session.open(pack, text.replace("{use: InputCheck,", "{use: InputChek,", 1))
     assert [d.code for d in diags if d.severity == lsp.DiagnosticSeverity.Error] == ["unknown-shared-check"] or any(
         "InputChek" in d.message for d in diags
     )
@@ -167,43 +168,45 @@ def test_hover(session: Session, rules: Path) -> None:
     concat = rules / "concat_notask.yaml"
     base = rules / "notask_base.yaml"
     session.open(concat)
-    field = session.hover(concat, "origin_rank", 2)
+    session.open(base)
+    field = session.hover(base, "origin_rank", 2)
     assert field is not None and "TensorDesc.origin_rank: int" in field
-    helper = session.hover(concat, "attr_int(", 1)
+    helper = session.hover(base, "attr_int(", 1)
     assert helper is not None and "attr_int(" in helper and "->" in helper
-    root = session.hover(concat, "when: graph.is_single_op_scene", len("when: g"))
+    root = session.hover(base, "when: graph.is_single_op_scene", len("when: g"))
     assert root is not None and "graph: Graph" in root
     use = session.hover(concat, "use: InputCheck", len("use: I"))
     assert use is not None and "InputCheck" in use and "shared check" in use and "notask_base.yaml" in use
-    key = session.hover(concat, "skip_graph:", 2)
+    key = session.hover(base, "skip_graph:", 2)
     assert key is not None and "Graph-level exclusions" in key
-    session.open(base)
     let = session.hover(base, "reject_if: src in earlier(src)", len("reject_if: s"))
     assert let is not None and "ref_source(i.peer)" in let
-    assert session.hover(concat, "# ShouldSkipGraph", 4) is None
+    assert session.hover(base, "# ShouldSkipGraph", 4) is None
 
 
 def test_completion(session: Session, rules: Path) -> None:
     """Fields of the receiver's type after a `.`, shared checks after `use:`, passes in `after`/`before`, names
     and helpers in an expression."""
     concat = rules / "concat_notask.yaml"
-    text = concat.read_text(encoding="utf-8")
+    base = rules / "notask_base.yaml"
+    text = base.read_text(encoding="utf-8")
     session.open(concat)
+    session.open(base)
     typed = text.replace("when: graph.is_single_op_scene", "when: graph.", 1)
-    session.change(concat, typed, 2)
-    concat.write_text(typed, encoding="utf-8")  # where the test looks the position up
-    items = {i.label: i for i in session.complete(concat, "when: graph.", len("when: graph."))}
+    session.change(base, typed, 2)
+    base.write_text(typed, encoding="utf-8")  # where the test looks the position up
+    items = {i.label: i for i in session.complete(base, "when: graph.", len("when: graph."))}
     assert {"is_single_op_scene", "unknown_shape", "name", "is_root"} <= set(items)
     assert "input_descs" not in items  # a Node's field, not a Graph's
     assert items["unknown_shape"].kind == lsp.CompletionItemKind.Field
     assert items["unknown_shape"].detail == "Graph.unknown_shape: bool"
-    chain = {i.label for i in session.complete(concat, "node.input_descs[0].origin_rank", len("node.input_descs[0]."))}
+    chain = {i.label for i in session.complete(base, "node.input_descs[0].origin_rank", len("node.input_descs[0]."))}
     assert {"origin_rank", "dtype", "shape"} <= chain and "is_root" not in chain
-    uses = {i.label for i in session.complete(concat, "- use: InputCheck", len("- use: "))}
+    uses = {i.label for i in session.complete(concat, "{use: InputCheck", len("{use: "))}
     assert {"InputCheck", "CheckDim", "IsUnknownShapeOp", "OutputCheck"} <= uses
     passes = {i.label for i in session.complete(concat, "after: [ParallelGroupPass]", len("after: ["))}
     assert {"ConcatNotaskPass", "PackNotaskPass", "SplitNotaskPass"} <= passes
-    names = {i.label for i in session.complete(concat, "raw_dim: node.attr_int", len("raw_dim: "))}
+    names = {i.label for i in session.complete(base, "raw_dim: node.attr_int", len("raw_dim: "))}
     assert {"node", "graph", "len", "shape_size", "any", "raw_dim", "dim"} <= names
 
 
@@ -213,7 +216,7 @@ def test_definition(session: Session, rules: Path) -> None:
     concat = rules / "concat_notask.yaml"
     base = rules / "notask_base.yaml"
     session.open(concat)
-    p = session.doc_pos(concat, "- use: CheckDim", len("- use: C"))
+    p = session.doc_pos(concat, "{use: CheckDim", len("{use: C"))
     loc = session.run(session.client.text_document_definition_async(lsp.DefinitionParams(p.text_document, p.position)))
     assert isinstance(loc, lsp.Location) and loc.uri == from_fs_path(str(base))
     line = base.read_text(encoding="utf-8").splitlines()[loc.range.start.line]
@@ -221,10 +224,11 @@ def test_definition(session: Session, rules: Path) -> None:
     p = session.doc_pos(concat, "before: [PackNotaskPass]", len("before: [P"))
     loc = session.run(session.client.text_document_definition_async(lsp.DefinitionParams(p.text_document, p.position)))
     assert isinstance(loc, lsp.Location) and loc.uri == from_fs_path(str(rules / "pack_notask.yaml"))
-    p = session.doc_pos(concat, 'dim: "if raw_dim < 0', len('dim: "if r'))
+    session.open(base)
+    p = session.doc_pos(base, 'dim: "if raw_dim < 0', len('dim: "if r'))
     loc = session.run(session.client.text_document_definition_async(lsp.DefinitionParams(p.text_document, p.position)))
-    assert isinstance(loc, lsp.Location) and loc.uri == from_fs_path(str(concat))
-    line = concat.read_text(encoding="utf-8").splitlines()[loc.range.start.line]
+    assert isinstance(loc, lsp.Location) and loc.uri == from_fs_path(str(base))
+    line = base.read_text(encoding="utf-8").splitlines()[loc.range.start.line]
     assert line.strip().startswith("raw_dim: node.attr_int")
 
 
@@ -238,7 +242,7 @@ def test_the_settings_rule_set_and_nested_check_names(session: Session, tmp_path
     (tmp_path / "rulepass.toml").write_text('rules = ["shared", "mine"]\n', encoding="utf-8")
     concat = tmp_path / "mine" / "concat_notask.yaml"
     assert session.open(concat) == []
-    p = session.doc_pos(concat, "- use: InputCheck", len("- use: I"))
+    p = session.doc_pos(concat, "{use: InputCheck", len("{use: I"))
     loc = session.run(session.client.text_document_definition_async(lsp.DefinitionParams(p.text_document, p.position)))
     assert isinstance(loc, lsp.Location) and loc.uri == from_fs_path(str(tmp_path / "shared" / "notask_base.yaml"))
     base = tmp_path / "shared" / "notask_base.yaml"

@@ -33,7 +33,7 @@ from .dsl.rules import Check, Expr, Rule, RuleFile, read_rule_text, resolve_shar
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _KEY = re.compile(r"^(\s*)(-\s+)?([A-Za-z_$][A-Za-z0-9_]*)\s*:")
-_USE = re.compile(r"^\s*(?:-\s+)?use:\s*([A-Za-z0-9_]*)$")
+_USE = re.compile(r"^\s*(?:-\s+)?(?:\{\s*)?use:\s*([A-Za-z0-9_]*)$")  # `- use: X` or `- {use: X, with: ...}`
 _ORDER = re.compile(r"^\s*(?:-\s+)?(?:after|before):.*?([A-Za-z0-9_]*)$")
 _RECEIVER = re.compile(r"([A-Za-z_][A-Za-z0-9_]*(?:\[[^\[\]]*\]|\.[A-Za-z_][A-Za-z0-9_]*)*)\.([A-Za-z0-9_]*)$")
 _RULE_FILE = re.compile(r"^(rules|shared_checks)\s*:", re.M)
