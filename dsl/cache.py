@@ -145,9 +145,10 @@ class Store:
         except ValueError:  # pragma: no cover - a tagged entry was written by json.dumps
             return None
 
-    def put(self, name: str, data: Any) -> None:
+    def put(self, name: str, data: Any, *, prune: bool = True) -> None:
         """Store `data` (JSON data) as entry `name`: written whole to a unique file, then renamed into place.
-        A folder that cannot be written is no error: the cache only saves time."""
+        A folder that cannot be written is no error: the cache only saves time. `prune`: keep the folder within
+        its limit now (a writer of many entries calls `prune` once at the end instead)."""
         body = json.dumps(data, separators=(",", ":")).encode("utf-8")
         tmp = self.folder / f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
         try:
@@ -159,9 +160,10 @@ class Store:
             with contextlib.suppress(OSError):
                 tmp.unlink()
             return
-        self._prune()
+        if prune:
+            self.prune()
 
-    def _prune(self) -> None:
+    def prune(self) -> None:
         """Keep the folder bounded: past its limit of entries, remove the oldest (another process may be doing
         the same, or reading one: it then finds no entry and rebuilds it)."""
         with contextlib.suppress(OSError):

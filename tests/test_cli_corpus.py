@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import pytest
 from rulepass.examples import example_path
 from rulepass.rules import bundled_rules_dir
 
@@ -60,3 +66,39 @@ def test_usage_errors(tmp_path: Path) -> None:
         "corpus", "optimize", EXAMPLES, "--no-cache", "--cluster", "tcp://127.0.0.1:9", "--connect-timeout", "1"
     )
     assert code == 1 and "cannot reach the Dask scheduler" in err
+
+
+def _children(pid: int) -> set[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text(encoding="utf-8")
+    except OSError:
+        return set()
+    return {int(x) for x in text.split()}
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads the worker processes from /proc")
+def test_ctrl_c_stops_the_workers_and_writes_nothing(tmp_path: Path) -> None:
+    graph = Path(example_path()).read_text(encoding="utf-8")
+    for i in range(300):
+        (tmp_path / "g" / f"g{i:03}.yaml").parent.mkdir(exist_ok=True)
+        (tmp_path / "g" / f"g{i:03}.yaml").write_text(graph, encoding="utf-8")
+    report = tmp_path / "report.json"
+    argv = [sys.executable, "-m", "rulepass", "corpus", "compile", str(tmp_path / "g"), "-j", "2", "--no-cache"]
+    proc = subprocess.Popen([*argv, "-o", str(report)], stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while len(workers := _children(proc.pid)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(workers) >= 2, "the workers never started"
+    os.killpg(proc.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted" in err
+    assert not report.exists() and not list(tmp_path.glob(".report.json*"))
+    time.sleep(0.2)
+    assert not [w for w in workers if Path(f"/proc/{w}").exists() and "zombie" not in _state(w)]
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/status").read_text(encoding="utf-8").split("State:")[1].split("\n")[0].lower()
+    except (OSError, IndexError):
+        return "zombie"

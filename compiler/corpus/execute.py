@@ -89,6 +89,8 @@ def run_corpus(
         if result.error is None:
             cached[i] = ((result.name, result.op_types), {**cached[i][1], **dict(result.results)})
             _to_cache(store, base[i], result)
+    if store is not None and found:
+        store.prune()
     return [_outcome(job, *cached[i], found.get(i)) for i, job in enumerate(base)]
 
 
@@ -121,9 +123,9 @@ def _remaining(job: Job, named: tuple[str, tuple[str, ...]] | None, known: dict[
 def _to_cache(store: Store | None, job: Job, result: JobResult) -> None:
     if store is None:
         return
-    store.put(types_key(job.graph), {"name": result.name, "types": list(result.op_types)})
+    store.put(types_key(job.graph), {"name": result.name, "types": list(result.op_types)}, prune=False)
     for key, value in result.results:
-        store.put(key, value)
+        store.put(key, value, prune=False)
 
 
 def _outcome(
