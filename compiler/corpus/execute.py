@@ -160,7 +160,11 @@ def _local(jobs: Sequence[Job], workers: int, tick: Callable[[], None]) -> list[
             tick()
         return [r for r in out if r is not None]
     order = sorted(range(len(jobs)), key=lambda i: (-len(jobs[i].graph.data), i))
-    pool = multiprocessing.get_context().Pool(min(workers, len(jobs)), initializer=_ignore_sigint)
+    # forkserver where there is one: a fork of this process would copy whatever threads it runs (a library's, a
+    # test runner's) in whatever state they are, which can deadlock a worker
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("forkserver" if "forkserver" in methods else None)
+    pool = context.Pool(min(workers, len(jobs)), initializer=_ignore_sigint)
     try:
         for i, result in pool.imap_unordered(_indexed, [(i, jobs[i]) for i in order], chunksize=1):
             out[i] = result

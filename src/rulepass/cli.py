@@ -1048,7 +1048,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .cli_corpus import add_corpus_parser
 
-    add_corpus_parser(sub)
+    add_corpus_parser(sub, count=_positive_int, seconds=_budget)
     return parser
 
 

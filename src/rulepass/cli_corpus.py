@@ -8,33 +8,15 @@ on local worker processes or a Dask cluster; one report (text, JSON, markdown or
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any, TextIO
 
 EXIT_OK, EXIT_INVALID = 0, 1
 
 
-def _workers(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive number of workers, got {text!r}")
-    return n
-
-
-def _seconds(text: str) -> float:
-    try:
-        s = float(text)
-    except ValueError:
-        s = 0.0
-    if not 0 < s < 3600:
-        raise argparse.ArgumentTypeError(f"expected seconds (0 < S < 3600), got {text!r}")
-    return s
-
-
-def add_corpus_parser(sub: Any) -> None:
-    """Add `corpus diff|compile|optimize` to the subparsers `sub` of the `rulepass` parser."""
+def add_corpus_parser(sub: Any, *, count: Callable[[str], int], seconds: Callable[[str], float]) -> None:
+    """Add `corpus diff|compile|optimize` to the subparsers `sub` of the `rulepass` parser; `count` and `seconds`
+    are the argument types of a positive count and of seconds (the command line's own)."""
     corpus = sub.add_parser("corpus", help="a rule edit's impact, or a batch run, over a corpus of graphs")
     csub = corpus.add_subparsers(dest="corpus_command", metavar="SUBCOMMAND", parser_class=type(corpus))
     csub.required = True
@@ -43,13 +25,13 @@ def add_corpus_parser(sub: Any) -> None:
     comp = csub.add_parser("compile", help="compile every graph; one summary")
     opt = csub.add_parser("optimize", help="run the rule passes over every graph; one summary")
     for p in (diff, comp, opt):
-        _options(p)
+        _options(p, count, seconds)
     for p in (comp, opt):
         p.add_argument("--rules", action="append", metavar="PATH", help="rule file or folder (default: the bundled)")
     diff.add_argument("--rules", action="append", metavar="PATH", help="the rules after (default: the bundled rules)")
 
 
-def _options(p: argparse.ArgumentParser) -> None:
+def _options(p: argparse.ArgumentParser, count: Callable[[str], int], seconds: Callable[[str], float]) -> None:
     p.add_argument("corpus", nargs="*", metavar="CORPUS", help="graph or ONNX files, folders, globs")
     p.add_argument("--manifest", action="append", default=[], metavar="FILE", help="a file listing graphs (repeatable)")
     p.add_argument("--level", choices=["O0", "O1", "O2", "O3"], default="O3", help="optimisation level (O3)")
@@ -58,10 +40,10 @@ def _options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dim", action="append", default=[], metavar="NAME=N", help="ONNX files: a symbolic dim's size")
     p.add_argument("--input-shape", metavar='"NAME:D0,D1,...;..."', help="ONNX files: whole input shapes")
     p.add_argument("--weights", choices=["inline", "placeholder"], default="inline", help="ONNX files: weights")
-    p.add_argument("-j", "--jobs", type=_workers, metavar="N", help="local worker processes (default: one per core)")
+    p.add_argument("-j", "--jobs", type=count, metavar="N", help="local worker processes (default: one per core)")
     p.add_argument("--cluster", metavar="ADDRESS", help="run on the Dask scheduler at ADDRESS (rulepass[cluster])")
     p.add_argument(
-        "--connect-timeout", type=_seconds, default=10.0, metavar="S", help="seconds to reach the cluster (10)"
+        "--connect-timeout", type=seconds, default=10.0, metavar="S", help="seconds to reach the cluster (10)"
     )
     p.add_argument("--cache", metavar="DIR", help="the cache folder (default: corpus/ in the user's cache folder)")
     p.add_argument("--no-cache", dest="corpus_no_cache", action="store_true", help="neither read nor write the cache")

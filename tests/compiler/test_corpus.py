@@ -20,9 +20,10 @@ from rulepass.compiler.corpus.inputs import (
     fingerprint,
     result_key,
 )
-from rulepass.compiler.corpus.jobs import Job, Product, run_job
+from rulepass.compiler.corpus.jobs import Job, Product, load_graph_data, run_job
 from rulepass.compiler.corpus.render import FORMATS, render
 from rulepass.compiler.corpus.report import batch_report, diff_report
+from rulepass.compiler.graph_file import dump_graph
 from rulepass.examples import example_path
 from rulepass.rules import bundled_rules_dir
 
@@ -207,6 +208,8 @@ def test_jobs_and_results_pickle() -> None:
     assert again == job and again.products[0].rules.load() is rules.load()  # compiled once per process
     result = run_job(again)
     assert pickle.loads(pickle.dumps(result)) == result and result.error is None
+    graph = load_graph_data(job.graph)  # graphs pickle too (a job carries bytes: the worker parses them)
+    assert dump_graph(pickle.loads(pickle.dumps(graph))) == dump_graph(graph)
 
 
 def test_onnx_entries_are_imported_with_their_options() -> None:
