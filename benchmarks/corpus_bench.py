@@ -137,7 +137,7 @@ def run(jobs: int, keep: Path | None) -> str:
     kinds = ", ".join(f"{v} {k}" for k, v in counts.items())
     rows = [
         ("1 worker, no cache", t1, "", products),
-        (f"{jobs} workers, no cache", tn, f"{t1 / tn:.2f}x faster than 1 worker", products),
+        (f"{jobs} workers, no cache", tn, f"speed-up {t1 / tn:.2f}", products),
         (f"{jobs} workers, first run (empty cache)", tfirst, "", products - cached_first),
         (
             f"{jobs} workers, rerun, nothing edited",
