@@ -16,7 +16,7 @@ import math
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -235,7 +235,9 @@ class _Builder:
 
     def producer(self, g: ComputeGraph, ref: str, path: PathT, consumer: str) -> tuple[Node, int] | None:
         name, _, idx = ref.strip().partition(":")
-        index = int(idx) if idx else 0
+        # an index of more digits than any output count has is out of range, however it is written (and never
+        # reaches int(), which refuses over 4300 digits)
+        index = int(idx) if idx and len(idx.lstrip("0")) <= 18 else 0 if not idx else 1 << 62
         src = g.node(name)
         if src is None:
             local = [n.name for n in g.nodes_in_insertion_order() if n.name != consumer]
@@ -249,7 +251,7 @@ class _Builder:
         if not 0 <= index < len(src.out_peers):
             self.fail(
                 f"node '{consumer}': producer '{name}' has {len(src.out_peers)} output(s); "
-                f"output {index} does not exist",
+                f"output {index if index < 1 << 62 else idx[:24] + '...'} does not exist",
                 path,
             )
             return None
@@ -323,30 +325,8 @@ class _Builder:
                 )
 
 
-_Paths = dict[tuple[int, int, int, int], tuple[Any, ...]]
-
-
-def _paths_by_range(doc: YamlDoc) -> tuple[_Paths, _Paths]:
-    """The deepest path of each key range and of each value range: built once for all diagnostics, so that
-    reporting N errors is linear in N and the document's size, not their product."""
-    keys: _Paths = {}
-    values: _Paths = {}
-    for index, ranges in ((keys, doc.key_ranges), (values, doc.ranges)):
-        for p, r in ranges.items():
-            if r not in index or len(p) > len(index[r]):
-                index[r] = p
-    return keys, values
-
-
-def _with_context(doc: YamlDoc, diag: Diagnostic, paths: tuple[_Paths, _Paths]) -> Diagnostic:
-    """A schema diagnostic prefixed with the node or subgraph and the field it is about."""
-    span = diag.span
-    if span is None:
-        return diag
-    at = (span.line, span.col, span.end_line, span.end_col)
-    # The schema check reports at a value's span or, for an unknown key, at the key's: find that path again.
-    key_path = paths[0].get(at)
-    path = key_path[:-1] if key_path is not None else paths[1].get(at, ())
+def _context(doc: YamlDoc, path: list[str | int]) -> str:
+    """The node or subgraph and the field a schema problem at `path` is in, as a message prefix ('' for none)."""
     owner = -1
     for i in range(1, len(path)):
         if path[i - 1] in ("nodes", "subgraphs") and isinstance(path[i], int):
@@ -357,15 +337,13 @@ def _with_context(doc: YamlDoc, diag: Diagnostic, paths: tuple[_Paths, _Paths]) 
     else:
         field = path[owner + 1 :]
         kind = "node" if path[owner - 1] == "nodes" else "subgraph"
-        item: Any = doc.data
-        for k in path[: owner + 1]:
-            item = item[k]
+        item = doc.value_at(path[: owner + 1])
         name = item.get("name") if isinstance(item, dict) else None
         prefix = f"{kind} '{name}'" if isinstance(name, str) and name else f"{path[owner - 1]}[{path[owner]}]"
     if field:
         text = "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in field).lstrip(".")
         prefix = f"{prefix} field '{text}'" if prefix else f"field '{text}'"
-    return replace(diag, message=f"{prefix}: {diag.message}") if prefix else diag
+    return prefix
 
 
 def graph_from_doc(doc: YamlDoc, default_name: str) -> ComputeGraph:
@@ -387,10 +365,11 @@ def graph_from_doc(doc: YamlDoc, default_name: str) -> ComputeGraph:
             "file; run it with `rulepass test FILE`, or give the graph on its own",
             doc.span(("graph",), key=True),
         )
-    diags = schema_diagnostics(doc, SCHEMA_PACKAGE, SCHEMA_NAME, what="the graph file")
+    diags = schema_diagnostics(
+        doc, SCHEMA_PACKAGE, SCHEMA_NAME, what="the graph file", context=lambda path: _context(doc, path)
+    )
     if diags:
-        paths = _paths_by_range(doc)
-        raise RulepassError([_with_context(doc, d, paths) for d in diags])
+        raise RulepassError(diags)
     b = _Builder(doc)
     graph = b.graph(doc.data, [], doc.data.get("name", default_name), None, {})
     if b.diags:

@@ -14,8 +14,11 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
+from ..base.diagnostics import RulepassError, error
 from ..base.files import atomic_output
-from .graph_file import gc_paused, graph_to_data
+from ..base.schema import schema_diagnostics
+from ..base.yaml_source import load_file
+from .graph_file import gc_paused, graph_from_doc, graph_to_data
 from .ir import ComputeGraph
 from .memory.assign import MemoryPlan
 from .streams import StreamPlan
@@ -106,3 +109,29 @@ def write_model(model: dict[str, Any], path: str | Path) -> None:
     file appears complete or not at all (see `atomic_output`)."""
     with gc_paused(), atomic_output(path, what="model file") as f:
         f.writelines(model_chunks(model))
+
+
+def load_model_or_graph(path: str | Path) -> dict[str, Any] | ComputeGraph:
+    """A model file's data (checked against its schema), or the graph of a graph file (YAML/JSON, told apart by
+    'nodes'); raises one located error for anything else."""
+    doc = load_file(path, what="model file")
+    data = doc.data
+    if not isinstance(data, dict):
+        kind = "nothing" if data is None else f"a {type(data).__name__}"
+        raise error(
+            "model",
+            f"'{path}' holds {kind}: expected a model (an object with 'model_def') or a graph file ('nodes')",
+            doc.span(()),
+        )
+    if "nodes" in data or ("graph" in data and "expect" in data):  # a graph file (a rule fixture is told so there)
+        return graph_from_doc(doc, Path(path).stem)
+    if "model_def" not in data:
+        raise error(
+            "model",
+            f"'{path}' is neither a model file (it has no 'model_def') nor a graph file (it has no 'nodes')",
+            doc.span(()),
+        )
+    diags = schema_diagnostics(doc, "rulepass.compiler", "model.schema.json", what="the model file")
+    if diags:
+        raise RulepassError(diags)
+    return data

@@ -114,13 +114,14 @@ class ImportResult:
     unmapped: dict[str, int] = field(default_factory=dict)
 
 
-def _need_onnx() -> Any:
+def need_onnx(what: str = "importing ONNX models") -> Any:
+    """The `onnx` module, or one clear error saying `what` needs it and how to install it."""
     try:
         import onnx
     except ImportError:
         raise error(
             "onnx-missing",
-            "importing ONNX models needs the 'onnx' package",
+            f"{what} needs the 'onnx' package",
             hint="install it with: pip install 'rulepass[onnx]'",
         ) from None
     return onnx
@@ -510,7 +511,7 @@ def import_onnx(
         raise error("usage", f"unknown format mode '{format_mode}'; expected 'keep' or 'ascend'")
     if weights not in ("placeholder", "inline"):
         raise error("usage", f"unknown weights mode '{weights}'; expected 'placeholder' or 'inline'")
-    onnx = _need_onnx()
+    onnx = need_onnx()
     p = Path(path)
     model = load_model(onnx, p)
     where = f"'{p}'"

@@ -7,7 +7,8 @@
 - after the external data is read, every tensor's payload (raw_data or the typed fields) holds exactly
   product(dims) elements of its type: a payload shorter or longer, or raw bytes that are not a whole number of
   elements, is an error naming the tensor;
-- every node of the default ONNX domain carries the attributes its schema marks as required.
+- every node of the default ONNX domain carries the attributes its schema marks as required, and as many
+  inputs and outputs as its schema admits; every tensor has an element type.
 """
 
 from __future__ import annotations
@@ -158,6 +159,8 @@ def _typed_count(onnx: Any, t: Any) -> int | None:
 
 def _check_payload(onnx: Any, t: Any, where: str) -> None:
     what = f"tensor '{t.name}'"
+    if t.data_type == onnx.TensorProto.UNDEFINED:
+        raise error("onnx", f"{where}: {what} has no element type (UNDEFINED)", where=where)
     if any(d < 0 for d in t.dims):
         raise error("onnx", f"{where}: {what} has a negative dim in {list(t.dims)}", where=where)
     count = math.prod(t.dims)
@@ -180,27 +183,59 @@ def _check_payload(onnx: Any, t: Any, where: str) -> None:
         raise error("onnx", f"{where}: {what} holds {n} values, but its dims {list(t.dims)} need {count}", where=where)
 
 
+def _check_node(n: Any, schema: Any, where: str) -> None:
+    """`n` carries its schema's required attributes, and as many inputs and outputs as the schema admits."""
+    what = f"{where}: node '{n.name or n.op_type}' ({n.op_type})"
+    have = {a.name for a in n.attribute}
+    for name, attr in sorted(schema.attributes.items()):
+        if attr.required and name not in have:
+            raise error("onnx", f"{what} lacks its required attribute '{name}'", where=n.name or where)
+    for kind, count, low, high in (
+        ("inputs", len(n.input), schema.min_input, schema.max_input),
+        ("outputs", len(n.output), schema.min_output, schema.max_output),
+    ):
+        if not low <= count <= high:
+            expected = f"{low}" if low == high else f"{low} to {high}" if high < 1 << 30 else f"at least {low}"
+            raise error("onnx", f"{what} has {count} {kind}; its schema expects {expected}", where=n.name or where)
+
+
 def _check_attributes(onnx: Any, model: Any, where: str) -> None:
     opsets = {o.domain or "": o.version for o in model.opset_import}
     default = opsets.get("", opsets.get("ai.onnx", 0))
 
+    newest = onnx.defs.onnx_opset_version()
+    if default < 1 and any(n.domain in ("", "ai.onnx") for n in model.graph.node):
+        raise error(
+            "onnx",
+            f"{where}: the model imports no ONNX opset (opset_import has no version >= 1 for the default domain), "
+            "so its ops have no meaning",
+            where=where,
+        )
+    if default > newest:
+        raise error(
+            "onnx",
+            f"{where}: the model asks for ONNX opset {default}; the installed onnx knows opsets up to {newest}",
+            where=where,
+        )
+    fields = {onnx.AttributeProto.TENSOR: "t", onnx.AttributeProto.GRAPH: "g"}
+
     def walk(g: Any) -> None:
         for n in g.node:
+            for a in n.attribute:
+                if a.type in fields and not a.HasField(fields[a.type]):
+                    raise error(
+                        "onnx",
+                        f"{where}: node '{n.name or n.op_type}' attribute '{a.name}' is declared a "
+                        f"{onnx.AttributeProto.AttributeType.Name(a.type).lower()} but holds none",
+                        where=n.name or where,
+                    )
             if n.domain in ("", "ai.onnx") and default:
                 try:
                     schema = onnx.defs.get_schema(n.op_type, default, "")
                 except Exception:
                     schema = None  # an op ONNX does not know at this opset: kept, placed on AI CPU
                 if schema is not None:
-                    have = {a.name for a in n.attribute}
-                    for name, attr in sorted(schema.attributes.items()):
-                        if attr.required and name not in have:
-                            raise error(
-                                "onnx",
-                                f"{where}: node '{n.name or n.op_type}' ({n.op_type}) lacks its required "
-                                f"attribute '{name}'",
-                                where=n.name or where,
-                            )
+                    _check_node(n, schema, where)
             for a in n.attribute:
                 if a.HasField("g"):
                     walk(a.g)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import heapq
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Protocol
@@ -383,12 +383,18 @@ def load_ge_rule_sources(sources: Sequence[tuple[str, bytes]]) -> RuleSet:
     return load_rules_from(sources, ge_catalogue(), known_passes=GE_PLACEHOLDER_PASSES)
 
 
-def validate_ge_rules(paths: Sequence[str | Path] | None = None) -> Validation:
-    """Check rule files (default: the bundled rules) as `load_ge_rules` loads them, generating no code."""
+def validate_ge_rules(
+    paths: Sequence[str | Path] | None = None, *, texts: Mapping[Path, bytes] | None = None
+) -> Validation:
+    """Check rule files (default: the bundled rules) as `load_ge_rules` loads them, generating no code; `texts`
+    as for `validate_rules` (unsaved editor buffers by resolved path)."""
     from ..rules import bundled_rules_dir
 
     return validate_rules(
-        list(paths) if paths else [bundled_rules_dir()], ge_catalogue(), known_passes=GE_PLACEHOLDER_PASSES
+        list(paths) if paths else [bundled_rules_dir()],
+        ge_catalogue(),
+        known_passes=GE_PLACEHOLDER_PASSES,
+        texts=texts,
     )
 
 

@@ -45,6 +45,7 @@ __all__ = [
     "optimize",
     "plan_memory",
     "undone_decisions",
+    "verdict",
 ]
 
 
@@ -96,6 +97,15 @@ def undone_decisions(decisions: Sequence[Decision]) -> dict[int, Undo]:
         elif d.fired and not d.dry_run:
             latest[key] = i
     return out
+
+
+def verdict(d: Decision, undo: Undo | None) -> str:
+    """A decision's final state in one line: undone and undoing decisions say so, by which pass and why."""
+    if d.check_kind == UNDO_KIND:
+        return f"undid the earlier zero-copy decision: {d.reason.message if d.reason else ''}"
+    if undo is not None:
+        return f"fired, then UNDONE by {undo.by}: {undo.reason}"
+    return d.summary()
 
 
 def optimize(

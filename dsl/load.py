@@ -11,7 +11,7 @@ expressions from it.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
@@ -125,13 +125,19 @@ def load_rules_from(
 
 
 def validate_rules(
-    paths: Sequence[str | Path], catalogue: Catalogue, *, known_passes: Iterable[str] = ()
+    paths: Sequence[str | Path],
+    catalogue: Catalogue,
+    *,
+    known_passes: Iterable[str] = (),
+    texts: Mapping[Path, bytes] | None = None,
 ) -> Validation:
     """Check the rules of `paths` as `load_rules` does, without generating code; the outcome of files read
-    before with the same bytes, catalogue and code comes from the cache (identical to checking them again)."""
+    before with the same bytes, catalogue and code comes from the cache (identical to checking them again).
+    `texts`: the content of some files by resolved path, read instead of the disk (an editor's unsaved buffers)."""
     files, diags = rule_files(paths)
     store = Store.open()
-    raws = [_read(f) for f in files]
+    given = texts or {}
+    raws: list[bytes | RulepassError] = [given[f.resolve()] if f.resolve() in given else _read(f) for f in files]
     known_passes = tuple(known_passes)
     key = None
     if store is not None and not diags and all(isinstance(r, bytes) for r in raws):

@@ -62,7 +62,7 @@ def read_rule_bytes(
         _take_asts(store.get(last), parsed, need_schema_ok=False)
     model, diags = read_rule_doc(doc, parsed, schema_ok=schema_ok)
     if not schema_ok:
-        asts = [[kind, e.text, ast.to_data(e.node)] for kind, e in _exprs(model)] if model is not None else []
+        asts = [[kind, e.text, ast.to_data(e.node)] for kind, e in rule_file_exprs(model)] if model is not None else []
         store.put(key, {"schema_ok": model is not None, "asts": asts})
         if asts:
             store.put(last, {"schema_ok": False, "asts": asts})
@@ -87,7 +87,7 @@ def _take_asts(entry: Any, parsed: Parsed, *, need_schema_ok: bool = True) -> bo
     return True
 
 
-def _exprs(model: RuleFile) -> Iterator[tuple[str, Expr]]:
+def rule_file_exprs(model: RuleFile) -> Iterator[tuple[str, Expr]]:
     """Every expression of a rule file's model (kind 'expr' or 'action')."""
 
     def of_checks(checks: tuple[Check, ...]) -> Iterator[tuple[str, Expr]]:

@@ -63,6 +63,19 @@ class Reason:
             parts.append(a.summary() + (f" (at {', '.join(at)})" if at else ""))
         return f"{r.message}: " + "; ".join(parts)
 
+    def lines(self, depth: int = 0) -> list[str]:
+        """The reason as `explain` prints it, indented two spaces a level from `depth`: its message, then the part
+        it narrows to one level deeper, or each alternative to blame, down to the innermost, whose values and
+        place in the rule file close it."""
+        pad = "  " * depth
+        out = ([f"{pad}at {self.element}"] if self.element else []) + [f"{pad}{self.message}"]
+        if self.sub is not None:
+            return out + self.sub.lines(depth + 1)
+        if self.alternatives:  # the operands' values are in each alternative's own lines
+            return out + [x for a in self.alternatives for x in a.lines(depth + 1)]
+        out += [f"{pad}  {k} = {v}" for k, v in self.values]
+        return out + ([f"{pad}  at {self.span}"] if self.span is not None else [])
+
     def to_json(self) -> dict[str, Any]:
         """The reason as a JSON object."""
         return {

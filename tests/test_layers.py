@@ -23,6 +23,14 @@ LAYERS = {
     "rulepass.compiler": 3,
     "rulepass.api": 4,
     "rulepass.cli": 5,
+    "rulepass.cli_render": 5,
+    "rulepass.cli_lsp": 5,
+    "rulepass.cli_schema": 5,
+    "rulepass.cli_junit": 5,
+    "rulepass.config": 5,
+    "rulepass.cli_completion": 5,
+    "rulepass.lsp": 5,  # front-ends beside the command line (the language server)
+    "rulepass.lsp_analysis": 5,
     "rulepass.cli_corpus": 5,
     "rulepass.__main__": 6,
     "rulepass": 0,  # the package's own __init__ (its version)
@@ -93,3 +101,10 @@ def test_no_module_imports_a_higher_layer(module: str) -> None:
 def test_no_import_cycle() -> None:
     cycles = sorted(sorted(c) for c in nx.simple_cycles(GRAPH))
     assert cycles == []
+
+
+def test_only_its_command_imports_the_language_server() -> None:
+    """The language server is a front-end: only `rulepass lsp` starts it, and only it reads its analysis."""
+    assert sorted(GRAPH.predecessors("rulepass.lsp")) == ["rulepass.cli_lsp"]
+    assert sorted(GRAPH.predecessors("rulepass.lsp_analysis")) == ["rulepass.lsp"]
+    assert sorted(GRAPH.predecessors("rulepass.config")) == ["rulepass.cli", "rulepass.lsp_analysis"]

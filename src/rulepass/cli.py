@@ -16,6 +16,7 @@ import sys
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from . import __version__
@@ -53,9 +54,15 @@ def check_writable(path: str, *, what: str) -> None:
     check(path, what=what)
 
 
+def _verbosity(err: TextIO) -> int:
+    """The command's verbosity (-v adds 1, -q takes 1 away), which `main` gives its stderr stream."""
+    return int(getattr(err, "verbosity", 0))
+
+
 def _print_diagnostics(diags: Sequence[Diagnostic], err: TextIO) -> None:
     for d in diags:
-        err.write(d.render() + "\n")
+        if d.severity == "error" or _verbosity(err) >= 0:  # -q: errors only
+            err.write(d.render() + "\n")
 
 
 def _cmd_graph_check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -112,7 +119,7 @@ def _load_graph_arg(path: str, err: TextIO) -> Any:
     """A graph file, or an ONNX model imported on the fly (its warnings go to stderr)."""
     from .api import load_graph
 
-    return load_graph(path, warn=lambda w: err.write(f"rulepass: warning: {_p(w)}\n"))
+    return load_graph(path, warn=lambda w: _verbosity(err) < 0 or err.write(f"rulepass: warning: {_p(w)}\n"))
 
 
 def _cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -153,6 +160,8 @@ def _cmd_validate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(json.dumps(doc, indent=1) + "\n")
     else:
         _print_diagnostics(rs.diagnostics, err)
+        if args.verbose:  # -v: what was read and what compiled
+            out.write("".join(f"file {_p(f)}\n" for f in rs.files) + "".join(f"rule {r}\n" for r in rs.rules))
         state = "valid" if not rs.errors else "invalid"
         out.write(
             f"{len(rs.files)} rule file(s), {len(rs.rules)} rule(s) compiled: {state} "
@@ -184,12 +193,10 @@ def _cmd_catalogue(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _decision_summary(d: Any, undo: Any) -> str:
-    """A decision's final state in one line: undone and undoing decisions say so, by which pass and why."""
-    if d.check_kind == "undo":
-        return f"undid the earlier zero-copy decision: {d.reason.message if d.reason else ''}"
-    if undo is not None:
-        return f"fired, then UNDONE by {undo.by}: {undo.reason}"
-    return str(d.summary())
+    """A decision's final state in one line (`pipeline.verdict`)."""
+    from .compiler.pipeline import verdict
+
+    return verdict(d, undo)
 
 
 def _decision_row(d: Any, undo: Any = None) -> str:
@@ -214,7 +221,8 @@ def _default_graph(err: TextIO) -> str:
     from .examples import example_path
 
     path = example_path()
-    err.write(f"(no GRAPH given: using the bundled example {path.name})\n")
+    if _verbosity(err) >= 0:
+        err.write(f"(no GRAPH given: using the bundled example {path.name})\n")
     return str(path)
 
 
@@ -335,28 +343,22 @@ def _cmd_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _write_reason(out: TextIO, r: Reason, depth: int) -> None:
-    """A reason as `explain` prints it: its message, then the part it narrows to one level deeper, or each
-    alternative to blame, down to the innermost, whose values and place in the rule file close it."""
-    pad = "  " * depth
-    out.write((f"{pad}at {_p(r.element)}\n" if r.element else "") + f"{pad}{_p(r.message)}\n")
-    if r.sub is not None:
-        _write_reason(out, r.sub, depth + 1)
-    elif r.alternatives:  # the operands' values are in each alternative's own lines
-        for a in r.alternatives:
-            _write_reason(out, a, depth + 1)
-    else:
-        for k, v in r.values:
-            out.write(f"{pad}  {k} = {_p(str(v))}\n")
-        if r.span is not None:
-            out.write(f"{pad}  at {r.span}\n")
+    """A reason as `explain` prints it (`Reason.lines`)."""
+    for line in r.lines(depth):
+        out.write(_p(line) + "\n")
 
 
 def _cmd_test(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .compiler.fixtures import run_fixtures
 
     results, diags = run_fixtures(_rule_paths(args.paths))
-    _print_diagnostics(diags, err)
     failed = [r for r in results if not r.ok]
+    if args.format != "text":
+        from .cli_junit import fixtures_json, fixtures_junit
+
+        out.write((fixtures_json if args.format == "json" else fixtures_junit)(results, diags))
+        return EXIT_INVALID if failed or diags or not results else EXIT_OK
+    _print_diagnostics(diags, err)
     for r in results:
         if not r.ok or args.verbose:
             out.write(f"{'PASS' if r.ok else 'FAIL'} {r.id}" + ("" if r.ok else f"\n     {r.message}") + "\n")
@@ -386,10 +388,9 @@ def _no_soundness_warning() -> Iterator[None]:
 
 
 def _fmt_bytes(n: int) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if abs(n) >= size:
-            return f"{n} B ({n / size:.2f} {unit})"
-    return f"{n} B"
+    from .compiler.render.svg import human_bytes
+
+    return human_bytes(n)
 
 
 def _cmd_memory(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -507,7 +508,7 @@ def _cmd_compile(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .api import compile_graph, load_rules
 
     graph = _load_graph_arg(args.graph or _default_graph(err), err)
-    show_progress = not args.quiet and (err.isatty() or len(graph) >= 5000)
+    show_progress = args.verbose > 0 or (not args.quiet and (err.isatty() or len(graph) >= 5000))
 
     def progress(stage: str) -> None:
         if show_progress:
@@ -593,33 +594,17 @@ def _compile_text(report: dict[str, Any]) -> str:
 
 def _run_model_doc(args: argparse.Namespace, err: TextIO) -> dict[str, Any]:
     """The model to run: a model file as it is, or a graph file (or ONNX model) compiled first."""
-    from pathlib import Path
-
     from .api import compile_graph, load_rules
-    from .base.diagnostics import RulepassError, error
-    from .base.schema import schema_diagnostics
-    from .base.yaml_source import load_file
-    from .compiler.graph_file import graph_from_doc
+    from .compiler.model import load_model_or_graph
 
     path = args.model or _default_graph(err)
     if path.lower().endswith(".onnx"):
         graph = _load_graph_arg(path, err)
     else:
-        doc = load_file(path, what="model file")
-        data = doc.data
-        if not isinstance(data, dict):
-            kind = "nothing" if data is None else f"a {type(data).__name__}"
-            raise error(
-                "model",
-                f"'{path}' holds {kind}: expected a model (an object with 'model_def') or a graph file ('nodes')",
-                doc.span(()),
-            )
-        if "nodes" not in data:
-            diags = schema_diagnostics(doc, "rulepass.compiler", "model.schema.json", what="the model file")
-            if diags:
-                raise RulepassError(diags)
-            return data
-        graph = graph_from_doc(doc, Path(path).stem)
+        loaded = load_model_or_graph(path)
+        if isinstance(loaded, dict):
+            return loaded
+        graph = loaded
     rules = load_rules(args.rules or None)
     with _no_soundness_warning():
         return compile_graph(
@@ -871,6 +856,25 @@ def budget_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def verbosity_options(p: argparse.ArgumentParser, *, top: bool = False) -> None:
+    """`-v/--verbose` and `-q/--quiet` (counted), before the command or after it (a command's own options of
+    those names are left alone)."""
+    default = 0 if top else argparse.SUPPRESS  # after the command, only what is given overrides the top's
+    if "-v" not in p._option_string_actions and "--verbose" not in p._option_string_actions:
+        p.add_argument("-v", "--verbose", action="count", default=default, help="say more (repeatable)")
+    if "-q" not in p._option_string_actions and "--quiet" not in p._option_string_actions:
+        p.add_argument("-q", "--quiet", action="count", default=default, help="errors only: no notes, no warnings")
+
+
+def _leaf_parsers(sub: argparse._SubParsersAction[Any]) -> Iterator[argparse.ArgumentParser]:
+    """The parsers of every command and subcommand below `sub`."""
+    for p in dict.fromkeys(sub.choices.values()):  # aliases share one parser
+        nested = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
+        if nested:
+            yield from _leaf_parsers(nested[0])
+        yield p
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the `rulepass` command."""
     parser = _Parser(
@@ -881,6 +885,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"rulepass {__version__}")
     parser.add_argument(
         "--no-cache", action="store_true", help="neither read nor write the cache of loaded rules (RULEPASS_NO_CACHE=1)"
+    )
+    verbosity_options(parser, top=True)
+    parser.add_argument(
+        "--no-config", action="store_true", help="ignore rulepass.toml and [tool.rulepass] of pyproject.toml"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
@@ -909,7 +917,9 @@ def build_parser() -> argparse.ArgumentParser:
             metavar="PATH",
             help="rule file or folder (repeatable; default: the bundled rules)",
         )
-        p.add_argument("--level", choices=["O0", "O1", "O2", "O3"], default="O3", help="optimisation level (O3)")
+        p.add_argument(
+            "--level", choices=["O0", "O1", "O2", "O3"], help="optimisation level (default: the settings', else O3)"
+        )
         p.add_argument("--disable", action="append", default=[], metavar="PASS", help="disable a pass (repeatable)")
         p.add_argument("--format", choices=["text", "json"], default="text")
 
@@ -966,7 +976,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="also plan the graph without the no-task passes, to report the feature-map memory they save",
     )
     budget_option(comp)
-    comp.add_argument("--quiet", action="store_true", help="no progress messages")
     check_option(comp, "compile")
     soundness_option(comp)
     pass_options(comp)
@@ -1043,12 +1052,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     tst = sub.add_parser("test", help="run rule fixtures (default: the bundled rules' fixtures)")
     tst.add_argument("paths", nargs="*", metavar="PATH", help="rule files, fixture files or folders")
-    tst.add_argument("-v", "--verbose", action="store_true", help="list passing cases too")
+    tst.add_argument("--format", choices=["text", "json", "junit"], default="text", help="junit: JUnit XML for CI")
     tst.set_defaults(handler=_cmd_test)
 
+    from . import cli_completion, cli_lsp, cli_schema
+    from .cli_render import add_commands as add_render_commands
+
+    add_render_commands(sub)
+    cli_lsp.add_parser(sub)
+    cli_schema.add_parser(sub)
+    cli_completion.add_parser(sub, parser)
     from .cli_corpus import add_corpus_parser
 
     add_corpus_parser(sub, count=_positive_int, seconds=_budget)
+    for p in _leaf_parsers(sub):  # last: every command takes -v/-q after its name too
+        verbosity_options(p)
     return parser
 
 
@@ -1058,6 +1076,7 @@ class _Printable(io.TextIOBase):
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
+        self.verbosity = 0  # what -v/-q asked for (see `_verbosity`)
 
     def writable(self) -> bool:
         return True
@@ -1084,9 +1103,15 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
     except SystemExit as exc:
         return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
     handler: Handler = args.handler
+    cast(_Printable, err).verbosity = args.verbose - args.quiet
     from .base.diagnostics import RulepassError
 
     try:
+        from .config import apply_config
+
+        config = apply_config(args, Path.cwd())
+        if config is not None and args.verbose > 0:
+            err.write(f"rulepass: settings from {_p(str(config.path))}\n")
         if args.no_cache:
             from .dsl.cache import disabled
 

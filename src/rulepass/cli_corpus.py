@@ -34,7 +34,9 @@ def add_corpus_parser(sub: Any, *, count: Callable[[str], int], seconds: Callabl
 def _options(p: argparse.ArgumentParser, count: Callable[[str], int], seconds: Callable[[str], float]) -> None:
     p.add_argument("corpus", nargs="*", metavar="CORPUS", help="graph or ONNX files, folders, globs")
     p.add_argument("--manifest", action="append", default=[], metavar="FILE", help="a file listing graphs (repeatable)")
-    p.add_argument("--level", choices=["O0", "O1", "O2", "O3"], default="O3", help="optimisation level (O3)")
+    p.add_argument(
+        "--level", choices=["O0", "O1", "O2", "O3"], help="optimisation level (default: the settings', else O3)"
+    )
     p.add_argument("--disable", action="append", default=[], metavar="PASS", help="disable a pass (repeatable)")
     p.add_argument("--formats", choices=["keep", "ascend"], default="keep", help="ONNX files: as `rulepass import`")
     p.add_argument("--dim", action="append", default=[], metavar="NAME=N", help="ONNX files: a symbolic dim's size")
@@ -49,7 +51,6 @@ def _options(p: argparse.ArgumentParser, count: Callable[[str], int], seconds: C
     p.add_argument("--no-cache", dest="corpus_no_cache", action="store_true", help="neither read nor write the cache")
     p.add_argument("--format", choices=["text", "json", "markdown", "html"], default="text")
     p.add_argument("-o", "--output", metavar="FILE", help="write the report here (default: standard output)")
-    p.add_argument("--quiet", action="store_true", help="no progress line or cache note on stderr")
     p.set_defaults(handler=_cmd_corpus)
 
 
@@ -73,7 +74,8 @@ def _cmd_corpus(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     new = RuleSource.read(args.rules)
     sides = [("compile", RuleSource.read(args.base)), ("compile", new)] if args.corpus_command == "diff" else []
     store = None if args.no_cache or args.corpus_no_cache else open_cache(args.cache)
-    tty = err.isatty() and not args.quiet
+    quiet = bool(getattr(args, "quiet", 0))  # the global -q/--quiet
+    tty = err.isatty() and not quiet
 
     def progress(done: int, total: int) -> None:
         if tty:
@@ -101,7 +103,7 @@ def _cmd_corpus(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             f.write(text)
     else:
         out.write(text)
-    if not args.quiet:
+    if not quiet:
         products = sum(len(o.results) for o in outcomes)
         cached = sum(o.cached for o in outcomes)
         err.write(f"rulepass corpus: {len(outcomes)} graph(s), {cached} of {products} result(s) from the cache\n")

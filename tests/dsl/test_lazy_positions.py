@@ -15,6 +15,7 @@ import yaml
 from rulepass.compiler.graph_file import graph_from_doc, load_graph_text
 
 from rulepass.base.diagnostics import RulepassError
+from rulepass.base.json_positions import JsonRanges
 from rulepass.base.yaml_source import MAX_ALIAS_EXPANSION, MAX_DEPTH, YamlDoc, _load_yaml, load_text
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,7 +70,7 @@ def test_json_reports_as_eager(name: str) -> None:
 def test_json_positions_are_found_only_when_asked() -> None:
     text = json.dumps({"name": "g", "nodes": [{"name": "x", "type": "Data", "outputs": ["float[2]"]}]}, indent=1)
     doc = load_text(text, "g.json")
-    assert doc._locate is not None  # nothing read with positions yet
+    assert isinstance(doc.ranges, JsonRanges)  # found from the text when asked, not read again as YAML
     load_graph_text(text, "g.json")
     ref = eager(text, "g.json")
     assert doc.data == ref.data
@@ -111,3 +112,31 @@ def test_json_duplicate_key_in_lazy_yaml_names_the_first() -> None:
     text = "name: g\nnodes: []\nname: h\n"
     with pytest.raises(RulepassError, match=r"duplicate key 'name' \(first defined on line 1\)"):
         load_text(text, "dup.yaml", lazy_positions=True)
+
+
+@pytest.mark.parametrize("indent", [None, 0, 1, 3, "\t"])
+def test_json_ranges_equal_the_yaml_readers(indent: int | str | None) -> None:
+    """The ranges found on demand from JSON text are the YAML reader's, whatever the layout and escapes."""
+    data = {
+        "name": 'g\u00e9 "q" \\',  # (not U+2028: YAML counts it a line break, the diagnostics do not)
+        "k\u00e9y": [[], {}, [1, -2.5e-3, True, None, {"a": [{"b": "c"}]}]],
+        "nodes": [{"name": "x", "type": "Data", "outputs": ["float[2]"], "attrs": {"n": 10**30}}],
+    }
+    for ascii_only in (True, False):
+        text = json.dumps(data, indent=indent, ensure_ascii=ascii_only)
+        doc, ref = load_text(text, "g.json"), eager(text, "g.json")
+        assert (doc.ranges, doc.key_ranges, doc.styles) == (ref.ranges, ref.key_ranges, ref.styles)
+
+
+def test_json_error_reads_only_the_containers_on_its_path() -> None:
+    """Reporting a problem deep in a large JSON document scans the containers on the problem's path, not the whole
+    document (which held hundreds of megabytes of ranges for a few megabytes of text)."""
+    nodes = [{"name": f"n{i}", "type": "Relu", "outputs": ["float16[4]"]} for i in range(2000)]
+    nodes[1500]["type"] = 5  # type: ignore[assignment]
+    text = json.dumps({"nodes": nodes})
+    doc = load_text(text, "big.json")
+    with pytest.raises(RulepassError) as got:
+        graph_from_doc(doc, "big")
+    assert "node 'n1500' field 'type': expected a string" in str(got.value)
+    positions = doc.ranges.positions  # type: ignore[attr-defined]
+    assert positions.containers_scanned() <= 6

@@ -281,3 +281,16 @@ def test_the_folder_stays_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     kept = sorted(p.stem for p in (tmp_path / "cache").glob("*.json"))
     assert kept == [f"set-{k:02d}" for k in range(5, 11)] and store.get("set-10") == {"k": 10}
     assert (tmp_path / "cache" / KEY_FILE).exists()  # the key is not an entry
+
+
+def test_unsaved_texts_are_read_instead_of_the_disk(rules: Path) -> None:
+    """`validate_ge_rules(texts=...)` (the language server's unsaved buffers) checks the given text, not the file;
+    the disk's text checked after it is judged on its own bytes, warm cache or not."""
+    from rulepass.compiler.passes import validate_ge_rules
+
+    concat = rules / "concat_notask.yaml"
+    edited = concat.read_text(encoding="utf-8").replace("origin_rank", "origin_rnak", 1).encode()
+    for _ in range(2):  # cold, then from the cache
+        found = validate_ge_rules([rules], texts={concat.resolve(): edited})
+        assert [d.code for d in found.errors] == ["unknown-field"] and "origin_rnak" in found.errors[0].message
+        assert not validate_ge_rules([rules]).errors

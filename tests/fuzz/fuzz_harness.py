@@ -22,6 +22,7 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from hypothesis import strategies as st
 
@@ -91,7 +92,27 @@ def _inputs(path: Path) -> Result:
 
 
 def _fixture(path: Path) -> Result:
-    return _cli(["test", str(path)])
+    # a copy of the bundled rules beside it, so `rule_file: ../x.yaml` in a mutated fixture can name them
+    rules = path.parent / "rules"
+    if not rules.exists():
+        rules.mkdir()
+        for f in sorted((REPO / "rules").glob("*.yaml")):
+            (rules / f.name).write_bytes(f.read_bytes())
+        (rules / "fixtures" / "fuzz").mkdir(parents=True)
+    target = rules / "fixtures" / "fuzz" / path.name
+    target.write_bytes(path.read_bytes())
+    try:
+        return _cli(["test", str(target)])
+    finally:
+        target.unlink()
+
+
+def _onnx(path: Path) -> Result:
+    out = path.with_name("imported.json")
+    try:
+        return _cli(["import", str(path), "-o", str(out)])
+    finally:
+        out.unlink(missing_ok=True)
 
 
 ENTRY_POINTS: dict[str, tuple[str, Callable[[Path], Result]]] = {
@@ -101,6 +122,8 @@ ENTRY_POINTS: dict[str, tuple[str, Callable[[Path], Result]]] = {
     "model": ("model.json", _model),
     "memplan": ("buffers.csv", _memplan),
     "inputs": ("inputs.npz", _inputs),
+    "fixture": ("fixture.yaml", _fixture),
+    "onnx": ("model.onnx", _onnx),
 }
 
 
@@ -158,7 +181,19 @@ def seeds(entry: str) -> list[bytes]:
         return [f.read_bytes()[:3000] for f in sorted((REPO / "tests/data/memplan").glob("*.csv"))]
     if entry == "inputs":
         return [_npz_seed()]
+    if entry == "fixture":  # each names its rule file, as the fixture runs from a folder of its own
+        files = sorted((REPO / "rules" / "fixtures").glob("*/*.yaml"))
+        return [
+            f.read_bytes() if b"\nrule_file:" in f.read_bytes() else
+            f"rule_file: ../../{f.parent.name}.yaml\n".encode() + f.read_bytes()
+            for f in files
+        ]  # fmt: skip
+    if entry == "onnx":
+        return [(REPO / "tests/data/models" / f"{m}.onnx").read_bytes() for m in ONNX_SEEDS]
     raise KeyError(entry)
+
+
+ONNX_SEEDS = ("branches_tiny", "shape_math", "audio_kws", "crnn_ocr", "yolo_head")  # the small corpus models
 
 
 # ---- mutation ------------------------------------------------------------------------------------------------
@@ -248,11 +283,57 @@ def mutate_npz(data: bytes, rng: random.Random) -> bytes:
     return out.getvalue()
 
 
+def _mutate_proto(model: Any, rng: random.Random) -> None:
+    """One structural edit of an ONNX ModelProto: a dim, an attribute, an op type, an input name, an
+    initializer's dims or raw data, or the opset."""
+    graph = model.graph
+    node = rng.choice(graph.node) if graph.node else None
+    op = rng.randrange(7)
+    number = rng.choice([0, -1, 1, 2, 3, 7, 1 << 31, 1 << 62, -(1 << 62)])
+    if op == 0 and graph.input:
+        dims = graph.input[0].type.tensor_type.shape.dim
+        if dims:
+            dims[rng.randrange(len(dims))].dim_value = max(number, 0)
+    elif op == 1 and node is not None and node.attribute:
+        attr = rng.choice(node.attribute)
+        if attr.ints:
+            attr.ints[rng.randrange(len(attr.ints))] = number
+        else:
+            attr.i = number
+    elif op == 2 and node is not None:
+        node.op_type = rng.choice(["Concat", "Split", "If", "Loop", "Reshape", "NoSuchOp", "", "Resize"])
+    elif op == 3 and node is not None and node.input:
+        node.input[rng.randrange(len(node.input))] = rng.choice(["", "missing", graph.node[0].output[0]])
+    elif op == 4 and graph.initializer:
+        init = rng.choice(graph.initializer)
+        if init.dims:
+            init.dims[rng.randrange(len(init.dims))] = number
+        else:
+            init.raw_data = init.raw_data[: rng.randrange(len(init.raw_data) + 1)]
+    elif op == 5 and model.opset_import:
+        model.opset_import[0].version = rng.choice([0, 1, 6, 99, 1 << 40])
+    elif graph.output:
+        graph.output[rng.randrange(len(graph.output))].name = rng.choice(["", "\x1b[31m", "a\nb"])
+
+
+def mutate_onnx(data: bytes, rng: random.Random) -> bytes:
+    """An ONNX model with one to three structural edits (so the protobuf stays readable and the importer's checks
+    are what is exercised), or mutated byte-wise as a whole."""
+    if rng.random() < 0.3:
+        return mutate(data, rng)
+    import onnx
+
+    model = onnx.load_from_string(data)
+    for _ in range(rng.choice((1, 1, 2, 3))):
+        _mutate_proto(model, rng)
+    return bytes(model.SerializeToString())
+
+
 def inputs_for(entry: str, seed: int, count: int) -> list[bytes]:
     """`count` mutated inputs of `entry`, reproducible from `seed`."""
     rng = random.Random(f"{entry}:{seed}")
     base = seeds(entry)
-    mutator = mutate_npz if entry == "inputs" else mutate
+    mutator = {"inputs": mutate_npz, "onnx": mutate_onnx}.get(entry, mutate)
     return [mutator(rng.choice(base), rng) for _ in range(count)]
 
 

@@ -22,6 +22,7 @@ COMMANDS = {
     "memplan": ["memplan", "FILE"],
     "inputs": ["run", str(EXAMPLE), "--inputs", "FILE", "--max-memory", "1G"],
     "model": ["run", "FILE", "--max-memory", "256M"],
+    "onnx": ["import", "FILE", "-o", "-"],
 }
 CASES = sorted(p for p in CORPUS.glob("*/*") if p.suffix != ".expected")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -188,15 +189,27 @@ def _to_diagnostic(doc: YamlDoc, err: ValidationError, what: str) -> Iterable[Di
     yield Diagnostic("schema", err.message, doc.span(path))
 
 
-def schema_diagnostics(doc: YamlDoc, package: str, schema_name: str, *, what: str) -> list[Diagnostic]:
-    """Every schema violation of `doc` against a packaged schema, one located diagnostic each, file order."""
+def schema_diagnostics(
+    doc: YamlDoc,
+    package: str,
+    schema_name: str,
+    *,
+    what: str,
+    context: Callable[[list[str | int]], str] | None = None,
+) -> list[Diagnostic]:
+    """Every schema violation of `doc` against a packaged schema, one located diagnostic each, file order.
+
+    `context`, given the path of the value a violation is about, returns a prefix for its message (e.g. the node
+    and field it is in; '' for none)."""
     if is_valid(doc.data, package, schema_name):
         return []
     validator = _validator(package, schema_name)
     out: list[Diagnostic] = []
     seen: set[tuple[str, int, int]] = set()
     for err in validator.iter_errors(doc.data):
-        for diag in _to_diagnostic(doc, err, what):
+        prefix = context(list(_pick(err).absolute_path)) if context is not None else ""
+        for found in _to_diagnostic(doc, err, what):
+            diag = replace(found, message=f"{prefix}: {found.message}") if prefix else found
             key = (diag.message, diag.span.line if diag.span else 0, diag.span.col if diag.span else 0)
             if key not in seen:
                 seen.add(key)

@@ -21,6 +21,7 @@ import yaml
 
 from .diagnostics import Diagnostic, RulepassError, Source, Span, error
 from .files import read_text
+from .json_positions import json_ranges
 from .limits import LimitError, int_literal
 
 PathKey = tuple[str | int, ...]
@@ -338,7 +339,7 @@ def load_text(
     if name.lower().endswith(".json"):
         read = _strict_json(text, name, max_depth)
         if read is not None and read[1]:
-            return YamlDoc(Source(name, text), read[0], locate=located)
+            return _json_doc(Source(name, text), read[0])
         try:
             return _load_yaml(text, name, max_depth=max_depth, max_alias_expansion=max_alias_expansion)
         except RulepassError as exc:
@@ -354,164 +355,175 @@ def load_text(
     return YamlDoc(doc.source, doc.data, locate=located)
 
 
+def _json_doc(source: Source, data: Any) -> YamlDoc:
+    """A document read by the json module, its ranges found from the text when asked (base.json_positions)."""
+    doc = YamlDoc(source, data)
+    doc._ranges, doc._key_ranges, doc._styles = json_ranges(source, data)  # type: ignore[assignment]
+    return doc
+
+
+class _TreeBuilder:
+    """Builds a YamlDoc from YAML events with an explicit stack (see the module docstring for what it refuses)."""
+
+    def __init__(self, source: Source, *, max_depth: int, max_alias_expansion: int, positions: bool) -> None:
+        self.source = source
+        self.doc = YamlDoc(source, None)
+        self.max_depth = max_depth
+        self.max_alias_expansion = max_alias_expansion
+        self.positions = positions
+        self.anchors: dict[str, tuple[Any, int]] = {}
+        self.stack: list[_Frame] = []
+        self.expanded = 0
+        self.documents = 0
+        self.root_set = False
+
+    def sp(self, start: Any, end: Any | None = None) -> Span:
+        r = _mark_range(start, end if end is not None else start)
+        return Span(self.source.name, r[0], r[1], r[2], r[3] if end is not None else r[1], self.source)
+
+    def attach(self, value: Any, start: Any, end: Any, nodes: int, style: str | None) -> None:
+        """Put a finished value in its parent (or make it the root), recording where it stands."""
+        doc, stack = self.doc, self.stack
+        if not stack:
+            doc.data = value
+            if self.positions:
+                doc._ranges[()] = _mark_range(start, end)
+                doc._styles[()] = style
+            self.root_set = True
+            return
+        parent = stack[-1]
+        parent.nodes += nodes
+        if parent.kind == "seq":
+            if self.positions:
+                path = (*parent.path, len(parent.container))
+                doc._ranges[path] = _mark_range(start, end)
+                doc._styles[path] = style
+            parent.container.append(value)
+        elif not parent.key_pending:
+            self._key(parent, value, start, end)
+        else:
+            parent.container[parent.key] = value
+            if self.positions:
+                path = (*parent.path, str(parent.key))
+                doc._ranges[path] = _mark_range(start, end)
+                doc._styles[path] = style
+                if parent.key_range is not None:
+                    doc._key_ranges[path] = parent.key_range
+            parent.key_pending = False
+
+    def _key(self, parent: _Frame, value: Any, start: Any, end: Any) -> None:
+        if isinstance(value, (dict, list)):
+            raise error("yaml-key", "a mapping key must be a plain scalar, not a mapping or list", self.sp(start))
+        key = (
+            value
+            if isinstance(value, str)
+            else ("null" if value is None else str(value).lower() if isinstance(value, bool) else str(value))
+        )
+        if key in parent.container:
+            first = self.doc._key_ranges.get((*parent.path, key))
+            where = f" (first defined on line {first[0]})" if first else ""
+            raise error(
+                "duplicate-key",
+                f"duplicate key '{key}'{where}",
+                self.sp(start),
+                hint="each key may appear once in a mapping",
+            )
+        parent.key, parent.key_pending = key, True
+        if self.positions:
+            parent.key_range = _mark_range(start, end)
+
+    def next_path(self) -> PathKey:
+        if not self.stack or not self.positions:
+            return ()
+        parent = self.stack[-1]
+        if parent.kind == "seq":
+            return (*parent.path, len(parent.container))
+        return (*parent.path, str(parent.key)) if parent.key_pending else (*parent.path, "<key>")
+
+    def check_tag(self, tag: str | None, at: Any) -> None:
+        if tag is not None and tag not in _STD_TAGS:
+            shown = "!!" + tag[len("tag:yaml.org,2002:") :] if tag.startswith("tag:yaml.org,2002:") else tag
+            raise error(
+                "yaml-tag", f"tag '{shown}' is not allowed: these files hold plain data only", self.sp(at),
+                hint="remove the tag",
+            )  # fmt: skip
+
+    def event(self, ev: Any) -> None:
+        """Take one parser event."""
+        if isinstance(ev, yaml.ScalarEvent):
+            self.scalar(ev)
+        elif isinstance(ev, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            self.check_tag(ev.tag, ev.start_mark)
+            if len(self.stack) >= self.max_depth:
+                raise error(
+                    "yaml-depth", f"nesting deeper than {self.max_depth} levels", self.sp(ev.start_mark),
+                    hint="these files never need such depth; is the file generated wrongly?",
+                )  # fmt: skip
+            is_map = isinstance(ev, yaml.MappingStartEvent)
+            frame = _Frame("map" if is_map else "seq", {} if is_map else [], self.next_path(), ev.start_mark, ev.anchor)
+            self.stack.append(frame)
+        elif isinstance(ev, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            frame = self.stack.pop()
+            if frame.anchor:
+                self.anchors[frame.anchor] = (frame.container, frame.nodes)
+            self.attach(frame.container, frame.start_mark, ev.end_mark, frame.nodes, None)
+        elif isinstance(ev, yaml.AliasEvent):
+            self.alias(ev)
+        elif isinstance(ev, yaml.DocumentStartEvent):
+            self.documents += 1
+            if self.documents > 1:
+                raise error(
+                    "yaml-documents", "expected a single YAML document, found another one", self.sp(ev.start_mark),
+                    hint="split the file or remove the '---' separator",
+                )  # fmt: skip
+
+    def scalar(self, ev: Any) -> None:
+        self.check_tag(ev.tag, ev.start_mark)
+        try:
+            if ev.tag is not None and ev.tag != "!":
+                value = _tagged_scalar(ev.tag, ev.value, self.sp(ev.start_mark, ev.end_mark))
+            elif ev.implicit[0] and not ev.style:
+                value = plain_scalar(ev.value)
+            else:
+                value = ev.value
+        except LimitError as exc:
+            raise error("limit", str(exc), self.sp(ev.start_mark, ev.end_mark)) from None
+        if ev.anchor:
+            self.anchors[ev.anchor] = (value, 1)
+        self.attach(value, ev.start_mark, ev.end_mark, 1, ev.style or None)
+
+    def alias(self, ev: Any) -> None:
+        if ev.anchor not in self.anchors:
+            raise error("yaml-alias", f"unknown alias '*{ev.anchor}'", self.sp(ev.start_mark))
+        value, nodes = self.anchors[ev.anchor]
+        self.expanded += nodes
+        if self.expanded > self.max_alias_expansion:
+            raise error(
+                "yaml-alias",
+                f"aliases expand to more than {self.max_alias_expansion} values (an alias bomb?)",
+                self.sp(ev.start_mark, ev.end_mark),
+            )
+        self.attach(value, ev.start_mark, ev.end_mark, nodes, None)
+
+
 def _load_yaml(
     text: str, name: str, *, max_depth: int, max_alias_expansion: int, positions: bool = True, loader: Any = _Loader
 ) -> YamlDoc:
     """The event-stream loader behind load_text (without `positions`, the ranges and styles stay empty)."""
     source = Source(name, text)
-    doc = YamlDoc(source, None)
-    ranges, key_ranges, styles = doc._ranges, doc._key_ranges, doc._styles
-    anchors: dict[str, tuple[Any, int]] = {}
-    stack: list[_Frame] = []
-    expanded = 0
-    documents = 0
-    root_set = False
-
-    def sp(start: Any, end: Any | None = None) -> Span:
-        r = _mark_range(start, end if end is not None else start)
-        return Span(name, r[0], r[1], r[2], r[3] if end is not None else r[1], source)
-
-    def attach(value: Any, start: Any, end: Any, nodes: int, style: str | None) -> None:
-        nonlocal root_set
-        if not stack:
-            doc.data = value
-            if positions:
-                ranges[()] = _mark_range(start, end)
-                styles[()] = style
-            root_set = True
-            return
-        parent = stack[-1]
-        parent.nodes += nodes
-        if parent.kind == "seq":
-            if positions:
-                path = (*parent.path, len(parent.container))
-                ranges[path] = _mark_range(start, end)
-                styles[path] = style
-            parent.container.append(value)
-            return
-        if not parent.key_pending:
-            if isinstance(value, (dict, list)):
-                raise error("yaml-key", "a mapping key must be a plain scalar, not a mapping or list", sp(start))
-            key = (
-                value
-                if isinstance(value, str)
-                else ("null" if value is None else str(value).lower() if isinstance(value, bool) else str(value))
-            )
-            if key in parent.container:
-                first = key_ranges.get((*parent.path, key))
-                where = f" (first defined on line {first[0]})" if first else ""
-                raise error(
-                    "duplicate-key",
-                    f"duplicate key '{key}'{where}",
-                    sp(start),
-                    hint="each key may appear once in a mapping",
-                )
-            parent.key, parent.key_pending = key, True
-            if positions:
-                parent.key_range = _mark_range(start, end)
-            return
-        parent.container[parent.key] = value
-        if positions:
-            path = (*parent.path, str(parent.key))
-            ranges[path] = _mark_range(start, end)
-            styles[path] = style
-            if parent.key_range is not None:
-                key_ranges[path] = parent.key_range
-        parent.key_pending = False
-
-    def next_path() -> PathKey:
-        if not stack or not positions:
-            return ()
-        parent = stack[-1]
-        if parent.kind == "seq":
-            return (*parent.path, len(parent.container))
-        return (*parent.path, str(parent.key)) if parent.key_pending else (*parent.path, "<key>")
-
-    def check_tag(tag: str | None, at: Any) -> None:
-        if tag is not None and tag not in _STD_TAGS:
-            shown = "!!" + tag[len("tag:yaml.org,2002:") :] if tag.startswith("tag:yaml.org,2002:") else tag
-            raise error(
-                "yaml-tag",
-                f"tag '{shown}' is not allowed: these files hold plain data only",
-                sp(at),
-                hint="remove the tag",
-            )
-
+    builder = _TreeBuilder(source, max_depth=max_depth, max_alias_expansion=max_alias_expansion, positions=positions)
     try:
         for ev in yaml.parse(text, Loader=loader):
-            if isinstance(ev, yaml.DocumentStartEvent):
-                documents += 1
-                if documents > 1:
-                    raise error(
-                        "yaml-documents",
-                        "expected a single YAML document, found another one",
-                        sp(ev.start_mark),
-                        hint="split the file or remove the '---' separator",
-                    )
-            elif isinstance(ev, yaml.ScalarEvent):
-                check_tag(ev.tag, ev.start_mark)
-                try:
-                    if ev.tag is not None and ev.tag != "!":
-                        value = _tagged_scalar(ev.tag, ev.value, sp(ev.start_mark, ev.end_mark))
-                    elif ev.implicit[0] and not ev.style:
-                        value = plain_scalar(ev.value)
-                    else:
-                        value = ev.value
-                except LimitError as exc:
-                    raise error("limit", str(exc), sp(ev.start_mark, ev.end_mark)) from None
-                if ev.anchor:
-                    anchors[ev.anchor] = (value, 1)
-                attach(value, ev.start_mark, ev.end_mark, 1, ev.style or None)
-            elif isinstance(ev, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
-                check_tag(ev.tag, ev.start_mark)
-                if len(stack) >= max_depth:
-                    raise error(
-                        "yaml-depth",
-                        f"nesting deeper than {max_depth} levels",
-                        sp(ev.start_mark),
-                        hint="these files never need such depth; is the file generated wrongly?",
-                    )
-                is_map = isinstance(ev, yaml.MappingStartEvent)
-                path = next_path()
-                stack.append(_Frame("map" if is_map else "seq", {} if is_map else [], path, ev.start_mark, ev.anchor))
-            elif isinstance(ev, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-                frame = stack.pop()
-                if frame.anchor:
-                    anchors[frame.anchor] = (frame.container, frame.nodes)
-                attach(frame.container, frame.start_mark, ev.end_mark, frame.nodes, None)
-            elif isinstance(ev, yaml.AliasEvent):
-                if ev.anchor not in anchors:
-                    raise error("yaml-alias", f"unknown alias '*{ev.anchor}'", sp(ev.start_mark))
-                value, nodes = anchors[ev.anchor]
-                expanded += nodes
-                if expanded > max_alias_expansion:
-                    raise error(
-                        "yaml-alias",
-                        f"aliases expand to more than {max_alias_expansion} values (an alias bomb?)",
-                        sp(ev.start_mark, ev.end_mark),
-                    )
-                attach(value, ev.start_mark, ev.end_mark, nodes, None)
+            builder.event(ev)
     except yaml.MarkedYAMLError as exc:
         if loader is not yaml.SafeLoader and "maximum nesting depth" in (exc.problem or ""):
             # libyaml (PyYAML 6.0.4 on) scans ahead and stops at its own limit (1000 levels) before this loader's
             # `max_depth` is met; the pure-Python parser streams the events and meets it where it is
             return _load_yaml(
-                text,
-                name,
-                max_depth=max_depth,
-                max_alias_expansion=max_alias_expansion,
-                positions=positions,
+                text, name, max_depth=max_depth, max_alias_expansion=max_alias_expansion, positions=positions,
                 loader=yaml.SafeLoader,
-            )
-        mark = exc.problem_mark or exc.context_mark
-        problem = exc.problem or exc.context or "invalid YAML"
-        if mark is not None:
-            span = Span(name, mark.line + 1, mark.column + 1, mark.line + 1, mark.column + 1, source)
-        else:
-            span = Span(name, 1, 1, 1, 1, source)
-        raise RulepassError(
-            Diagnostic("yaml-syntax", f"YAML syntax error: {problem}", span, hint=_syntax_hint(exc, source))
-        ) from None
+            )  # fmt: skip
+        raise _syntax_error(exc, source) from None
     except yaml.reader.ReaderError as exc:  # a character YAML does not allow (control characters, ...)
         raise _reader_error(exc, source, loader) from None
     except yaml.YAMLError as exc:
@@ -523,9 +535,21 @@ def _load_yaml(
             f"the text holds an invalid character {text[exc.start]!r}",
             Span(name, line, col, line, col, source),
         ) from None
-    if not root_set:
-        doc.data = None
-    return doc
+    if not builder.root_set:
+        builder.doc.data = None
+    return builder.doc
+
+
+def _syntax_error(exc: yaml.MarkedYAMLError, source: Source) -> RulepassError:
+    mark = exc.problem_mark or exc.context_mark
+    problem = exc.problem or exc.context or "invalid YAML"
+    if mark is not None:
+        span = Span(source.name, mark.line + 1, mark.column + 1, mark.line + 1, mark.column + 1, source)
+    else:
+        span = Span(source.name, 1, 1, 1, 1, source)
+    return RulepassError(
+        Diagnostic("yaml-syntax", f"YAML syntax error: {problem}", span, hint=_syntax_hint(exc, source))
+    )
 
 
 def _reader_error(exc: yaml.reader.ReaderError, source: Source, loader: Any) -> RulepassError:

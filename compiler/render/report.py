@@ -1,0 +1,182 @@
+"""The compile report: one self-contained HTML page (inline CSS and SVG, no network, opens from disk).
+
+Its parts, each a `<section>` with an id: the summary and savings, every decision with its explanation, the
+zero-copy groups, the memory picture, the tasks per stream as a timeline, and the graph picture (Graphviz's
+SVG, or a note and the DOT when Graphviz is absent). More parts come in as `ReportSection`s, appended in the
+order given (a corpus diff summary is one: `ReportSection("corpus-diff", "Corpus diff", html)`); each gets a
+link in the page's contents.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..pipeline import verdict
+from .dot import decision_lines
+from .graphviz import INSTALL_HINT, dot_digest
+from .memory_svg import memory_svg
+from .svg import esc, human_bytes
+from .timeline_svg import timeline_svg
+from .view import CompileView
+
+__all__ = ["GRAPH_SVG_END", "GRAPH_SVG_START", "MAX_LAID_OUT", "ReportSection", "report_html"]
+
+GRAPH_SVG_START = "<!-- graph-svg dot-sha256:"  # the graph picture sits between these marks
+GRAPH_SVG_END = "<!-- /graph-svg -->"
+MAX_LAID_OUT = 2000  # nodes: Graphviz's time grows faster than the graph (1,000 nodes take seconds, 8,000 minutes)
+
+
+@dataclass(frozen=True)
+class ReportSection:
+    """One more part of the report: its anchor id, its heading, and its body (trusted HTML, already escaped)."""
+
+    id: str
+    title: str
+    html: str
+
+
+_STYLE = """
+body{font-family:Helvetica,Arial,sans-serif;margin:24px;color:#24292f;max-width:1400px}
+h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #d0d7de;padding-bottom:4px;margin-top:32px}
+table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #d0d7de;padding:4px 8px;text-align:left;
+vertical-align:top}th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}
+tr.fired td.verdict{color:#1a7f37}tr.missed td.verdict{color:#d4700a}tr.undone td.verdict{color:#cf222e}
+pre{background:#f6f8fa;padding:8px;overflow-x:auto;font-size:12px}details pre{margin:4px 0}
+.picture{overflow-x:auto;border:1px solid #d0d7de;padding:4px}nav a{margin-right:12px}
+table.misses-only tr.fired,table.misses-only tr.quiet{display:none}.note{color:#57606a}
+"""
+
+# the one script: the "misses only" switch of the decisions table
+_SCRIPT = """
+var box = document.getElementById('misses-only');
+if (box) {
+  box.addEventListener('change', function (e) {
+    document.getElementById('decision-table').classList.toggle('misses-only', e.target.checked);
+  });
+}
+"""
+
+
+def _summary(view: CompileView) -> str:
+    rows: list[tuple[str, str]] = [("graph", view.graph.name), ("nodes", str(len(view.graph.all_nodes())))]
+    virtual = [n.name for n in view.virtual_nodes()]
+    rows.append(("virtual (zero-copy) ops", f"{len(virtual)}: {', '.join(virtual) or 'none'}"))
+    by_stream: dict[int, int] = {}
+    for t in view.tasks:
+        by_stream[t.stream] = by_stream.get(t.stream, 0) + 1
+    rows.append(
+        ("tasks", f"{len(view.tasks)} (" + ", ".join(f"stream {s}: {c}" for s, c in sorted(by_stream.items())) + ")")
+    )
+    rows.append(("events", str(len(view.events))))
+    mem = view.report["memory"] if view.report is not None else None
+    if mem is not None:
+        rows.append(
+            ("copies saved", f"{len(mem['no_task_nodes'])} kernel task(s), {human_bytes(mem['copy_bytes_saved'])}")
+        )
+        rows.append(("feature-map memory", human_bytes(mem["feature_map"])))
+        if mem["feature_map_without_no_task"] is not None:
+            rows.append(("without the no-task passes", human_bytes(mem["feature_map_without_no_task"])))
+            rows.append(("feature-map bytes saved", human_bytes(mem["bytes_saved"])))
+    for a in view.plan.arenas:
+        rows.append(
+            (
+                f"arena {a.region} (type {a.mem_type})",
+                f"{human_bytes(a.size)}, lower bound {a.lower_bound}, ratio {a.ratio:.4f}",
+            )
+        )
+    if view.compared is not None and (mem is None or mem["feature_map_without_no_task"] is None):
+        rows.append((f"feature map {view.compared_label}", human_bytes(view.compared.total("feature_map"))))
+    body = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in rows)
+    return f"<table>{body}</table>"
+
+
+def _decisions(view: CompileView) -> str:
+    if view.from_model:
+        return '<p class="note">A model file holds no decisions: report the graph file to see them.</p>'
+    rows = []
+    for d, u in view.shown_decisions():
+        state = "undone" if u is not None or d.check_kind == "undo" else ("fired" if d.fired else "missed")
+        lines = decision_lines(d, u)
+        why = (
+            f"<details><summary>why</summary><pre>{esc(chr(10).join(lines[1:]))}</pre></details>"
+            if len(lines) > 1
+            else ""
+        )
+        rows.append(
+            f'<tr class="{state}"><td>{esc(d.rule)}</td><td>{esc(d.graph)}</td><td>{esc(d.node)}</td>'
+            f'<td>{esc(d.op_type)}</td><td class="verdict">{esc(verdict(d, u))}{why}</td></tr>'
+        )
+    if not rows:
+        return '<p class="note">No candidate: no rule that ran found a node to decide on.</p>'
+    return (
+        '<p><label><input type="checkbox" id="misses-only"> misses and undone only</label></p>'
+        '<table id="decision-table"><tr><th>pass</th><th>graph</th><th>node</th><th>op type</th><th>decision</th></tr>'
+        + "".join(rows)
+        + "</table>"
+    )
+
+
+def _groups(view: CompileView) -> str:
+    rows = [
+        f"<tr><td>{esc(g.node)}</td><td>{esc(g.op_type)}</td><td>{esc(m.role)}</td><td>{esc(m.tensor)}</td>"
+        f'<td class="num">+{m.offset}</td><td class="num">{m.size}</td></tr>'
+        for g in view.zero_copy_groups()
+        for m in g.members
+    ]
+    if not rows:
+        return '<p class="note">No zero-copy op.</p>'
+    head = "<tr><th>virtual op</th><th>type</th><th>member</th><th>tensor</th><th>offset</th><th>bytes</th></tr>"
+    return f"<table>{head}{''.join(rows)}</table>"
+
+
+def _graph_picture(dot_text: str, graph_svg: str | None, graph_note: str | None) -> str:
+    if graph_note is not None:
+        return f'<p class="note">{esc(graph_note)}</p>'
+    if graph_svg is None:
+        return (
+            f'<p class="note">Graphviz is not installed, so the graph is given as DOT: {esc(INSTALL_HINT)}.</p>'
+            f"<pre>{esc(dot_text)}</pre>"
+        )
+    start = graph_svg.find("<svg")
+    return (
+        f'{GRAPH_SVG_START}{dot_digest(dot_text)} -->\n<div class="picture">{graph_svg[start:]}</div>\n{GRAPH_SVG_END}'
+    )
+
+
+def report_html(
+    view: CompileView,
+    dot_text: str,
+    graph_svg: str | None,
+    sections: Sequence[ReportSection] = (),
+    *,
+    graph_note: str | None = None,
+) -> str:
+    """The report page of `view`: `dot_text` is its graph's DOT, `graph_svg` Graphviz's SVG of it (None when
+    Graphviz is absent: the DOT is shown); `graph_note`, when given, stands in the graph's place instead (a graph
+    too large to lay out); `sections` are appended as they are."""
+    name = view.graph.name
+    panels = [("with these rules", view.plan)] + ([(view.compared_label, view.compared)] if view.compared else [])
+    parts = [
+        ReportSection("summary", "Summary and savings", _summary(view)),
+        ReportSection("decisions", "Decisions", _decisions(view)),
+        ReportSection("zero-copy", "Zero-copy groups", _groups(view)),
+        ReportSection(
+            "memory",
+            "Memory: time × address",
+            f'<div class="picture">{memory_svg(panels, f"memory of {name}")}</div>',
+        ),
+        ReportSection(
+            "timeline", "Tasks per stream", f'<div class="picture">{timeline_svg(view.tasks, f"tasks of {name}")}</div>'
+        ),
+        ReportSection("graph", "Graph", _graph_picture(dot_text, graph_svg, graph_note)),
+        *sections,
+    ]
+    nav = "".join(f'<a href="#{esc(s.id)}">{esc(s.title)}</a>' for s in parts)
+    body = "\n".join(f'<section id="{esc(s.id)}">\n<h2>{esc(s.title)}</h2>\n{s.html}\n</section>' for s in parts)
+    return (
+        "<!DOCTYPE html>\n"
+        f'<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>rulepass report: {esc(name)}</title>\n'
+        f"<style>{_STYLE}</style>\n</head>\n<body>\n<h1>rulepass report: {esc(name)}</h1>\n<nav>{nav}</nav>\n"
+        f"{body}\n<script>{_SCRIPT}</script>\n</body>\n</html>\n"
+    )
