@@ -51,6 +51,18 @@ def test_diff_writes_each_format_and_caches(tmp_path: Path) -> None:
     assert md.startswith("# rulepass corpus diff") and "| conv_nc1hwc0_concat/concat_c |" in md
 
 
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_terminal_gets_one_progress_line() -> None:
+    out, err = io.StringIO(), _Terminal()
+    assert main(["corpus", "optimize", EXAMPLES, "--no-cache", "-j", "1"], out=out, err=err) == 0
+    line = err.getvalue().split("\n")[0]
+    assert line.startswith("\rrulepass corpus: 0/4 graphs\r") and line.endswith("\rrulepass corpus: 4/4 graphs")
+
+
 def test_an_unreadable_graph_is_one_line_and_exit_1(tmp_path: Path) -> None:
     (tmp_path / "bad.yaml").write_text("nodes: 3\n", encoding="utf-8")
     code, out, _ = run("corpus", "compile", str(example_path()), str(tmp_path / "bad.yaml"), "--no-cache", "--quiet")

@@ -77,10 +77,14 @@ def _cmd_corpus(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     quiet = bool(getattr(args, "quiet", 0))  # the global -q/--quiet
     tty = err.isatty() and not quiet
 
+    # the line is redrawn with a carriage return, which the command line's stream escapes (it shows user text):
+    # this text is ours alone, so it goes to the stream below
+    raw: TextIO = getattr(err, "_stream", err)
+
     def progress(done: int, total: int) -> None:
         if tty:
-            err.write(f"\rrulepass corpus: {done}/{total} graphs" + ("\n" if done == total else ""))
-            err.flush()
+            raw.write(f"\rrulepass corpus: {done}/{total} graphs" + ("\n" if done == total else ""))
+            raw.flush()
 
     outcomes = run_corpus(
         entries,
