@@ -26,7 +26,7 @@ bodies are not folded (their values depend on the iteration).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -38,6 +38,17 @@ MAX_ROUNDS = 32  # fold rounds; each one that changes anything removes a node, s
 _NOT_FOLDED = frozenset(
     {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial", "Bernoulli", "If", "Loop"}
 )
+
+
+def parse_dims(items: Sequence[str]) -> dict[str, int]:
+    """`--dim NAME=N` values (N a positive integer) as {name: size}."""
+    dims: dict[str, int] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not value.strip().isdigit() or int(value) < 1:
+            raise error("usage", f"--dim expects NAME=POSITIVE_INT, got {item!r}")
+        dims[name.strip()] = int(value)
+    return dims
 
 
 def parse_input_shapes(text: str) -> dict[str, list[int]]:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 from ..base.diagnostics import did_you_mean, error
 from ..dsl.check import order_cycle
 from ..dsl.compile import CompiledRule
-from ..dsl.load import RuleSet, load_rules, rule_files, validate_rules
+from ..dsl.load import RuleSet, load_rules, load_rules_from, rule_files, validate_rules
 from ..dsl.rule_cache import Validation
 from ..dsl.rules import LEVELS
 from ..engine.decisions import Decision, Reason, RuleStats
@@ -376,6 +376,11 @@ def load_ge_rules(paths: Sequence[str | Path] | None = None) -> RuleSet:
     return load_rules(
         list(paths) if paths else [bundled_rules_dir()], ge_catalogue(), known_passes=GE_PLACEHOLDER_PASSES
     )
+
+
+def load_ge_rule_sources(sources: Sequence[tuple[str, bytes]]) -> RuleSet:
+    """`load_ge_rules` for rule files given as (name, bytes) (see `dsl.load.load_rules_from`)."""
+    return load_rules_from(sources, ge_catalogue(), known_passes=GE_PLACEHOLDER_PASSES)
 
 
 def validate_ge_rules(

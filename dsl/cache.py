@@ -104,14 +104,16 @@ def _private(st: os.stat_result, forbidden: int) -> bool:
 class Store:
     """A checked cache folder: entries by name, each JSON data under an HMAC tag."""
 
-    def __init__(self, folder: Path, key: bytes) -> None:
+    def __init__(self, folder: Path, key: bytes, max_entries: int | None = None) -> None:
         self.folder = folder
         self.key = key
+        self.max_entries = max_entries
 
     @staticmethod
-    def open() -> Store | None:
-        """The user's cache, or None when it is off or its folder or key is not safe to use."""
-        folder = cache_dir()
+    def open(folder: Path | None = None, *, max_entries: int | None = None) -> Store | None:
+        """The user's cache (or the cache in `folder`), or None when it is off or its folder or key is not safe to
+        use. Past `max_entries` entries (default MAX_ENTRIES), writing one removes the oldest fifth."""
+        folder = folder if folder is not None else cache_dir()
         if folder is None:
             return None
         try:
@@ -121,7 +123,7 @@ class Store:
             key = _read_key(folder / KEY_FILE)
         except OSError:
             return None
-        return Store(folder, key) if key is not None else None
+        return Store(folder, key, max_entries) if key is not None else None
 
     def _tag(self, body: bytes) -> bytes:
         return hmac.new(self.key, body, hashlib.sha256).hexdigest().encode("ascii")
@@ -143,9 +145,10 @@ class Store:
         except ValueError:  # pragma: no cover - a tagged entry was written by json.dumps
             return None
 
-    def put(self, name: str, data: Any) -> None:
+    def put(self, name: str, data: Any, *, prune: bool = True) -> None:
         """Store `data` (JSON data) as entry `name`: written whole to a unique file, then renamed into place.
-        A folder that cannot be written is no error: the cache only saves time."""
+        A folder that cannot be written is no error: the cache only saves time. `prune`: keep the folder within
+        its limit now (a writer of many entries calls `prune` once at the end instead)."""
         body = json.dumps(data, separators=(",", ":")).encode("utf-8")
         tmp = self.folder / f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
         try:
@@ -157,17 +160,20 @@ class Store:
             with contextlib.suppress(OSError):
                 tmp.unlink()
             return
-        self._prune()
+        if prune:
+            self.prune()
 
-    def _prune(self) -> None:
-        """Keep the folder bounded: past MAX_ENTRIES entries, remove the oldest (another process may be doing
+    def prune(self) -> None:
+        """Keep the folder bounded: past its limit of entries, remove the oldest (another process may be doing
         the same, or reading one: it then finds no entry and rebuilds it)."""
         with contextlib.suppress(OSError):
             found = [e for e in os.scandir(self.folder) if e.name.endswith(".json")]
-            if len(found) <= MAX_ENTRIES:
+            limit = MAX_ENTRIES if self.max_entries is None else self.max_entries
+            keep = KEEP_ENTRIES if self.max_entries is None else self.max_entries * 4 // 5
+            if len(found) <= limit:
                 return
             found.sort(key=lambda e: (e.stat().st_mtime_ns, e.name))
-            for e in found[: len(found) - KEEP_ENTRIES]:
+            for e in found[: len(found) - keep]:
                 with contextlib.suppress(OSError):
                     os.unlink(e.path)
 

@@ -111,6 +111,20 @@ def load_rules(
     return _load(files, [_read(f) for f in files], diags, catalogue, known_passes, step_limit, generate, store)
 
 
+def load_rules_from(
+    sources: Sequence[tuple[str, bytes]],
+    catalogue: Catalogue,
+    *,
+    known_passes: Iterable[str] = (),
+    step_limit: int = DEFAULT_STEP_LIMIT,
+) -> RuleSet:
+    """`load_rules` for rule files given as (name, bytes), read elsewhere (e.g. by the process that sends a rule set
+    to workers of a corpus run, which may not share its files)."""
+    files = [Path(name) for name, _ in sources]
+    raws: list[bytes | RulepassError] = [raw for _, raw in sources]
+    return _load(files, raws, [], catalogue, known_passes, step_limit, True, Store.open())
+
+
 def validate_rules(
     paths: Sequence[str | Path],
     catalogue: Catalogue,

@@ -31,6 +31,7 @@ LAYERS = {
     "rulepass.cli_completion": 5,
     "rulepass.lsp": 5,  # front-ends beside the command line (the language server)
     "rulepass.lsp_analysis": 5,
+    "rulepass.cli_corpus": 5,
     "rulepass.__main__": 6,
     "rulepass": 0,  # the package's own __init__ (its version)
 }

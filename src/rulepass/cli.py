@@ -126,17 +126,10 @@ def _cmd_import(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.output:
         check_writable(args.output, what="graph file")  # before any work
     from .compiler.graph_file import save_graph
+    from .compiler.onnx_fold import parse_dims, parse_input_shapes
     from .compiler.onnx_import import import_onnx
 
-    dims: dict[str, int] = {}
-    for item in args.dim:
-        name, sep, value = item.partition("=")
-        if not sep or not value.strip().isdigit() or int(value) < 1:
-            err.write(f"rulepass import: --dim expects NAME=POSITIVE_INT, got {item!r}\n")
-            return EXIT_USAGE
-        dims[name.strip()] = int(value)
-    from .compiler.onnx_fold import parse_input_shapes
-
+    dims = parse_dims(args.dim)
     shapes = parse_input_shapes(args.input_shape) if args.input_shape else None
     result = import_onnx(args.model, format_mode=args.formats, dims=dims, input_shapes=shapes, weights=args.weights)
     for w in result.warnings:
@@ -1069,6 +1062,9 @@ def build_parser() -> argparse.ArgumentParser:
     cli_lsp.add_parser(sub)
     cli_schema.add_parser(sub)
     cli_completion.add_parser(sub, parser)
+    from .cli_corpus import add_corpus_parser
+
+    add_corpus_parser(sub, count=_positive_int, seconds=_budget)
     for p in _leaf_parsers(sub):  # last: every command takes -v/-q after its name too
         verbosity_options(p)
     return parser
