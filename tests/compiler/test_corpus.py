@@ -99,7 +99,7 @@ def test_fingerprint_ignores_positions_and_sees_edits(tmp_path: Path) -> None:
 
 def test_a_rule_edit_keys_only_the_graphs_it_can_match(tmp_path: Path) -> None:
     bundled = fingerprint(RuleSource.read(None).load())
-    concat_edit = edited_rules(tmp_path, "concat_notask.yaml", "attr_int('concat_dim', 0)", "attr_int('concat_dim', 1)")
+    concat_edit = edited_rules(tmp_path, "concat_notask.yaml", "{axis_attr: concat_dim}", "{axis_attr: N}")
     edited = fingerprint(RuleSource.read([concat_edit]).load())
     graph = GraphData(Entry("g.yaml"), b"", "d" * 64)
     opts = {"level": "O3", "disabled": []}
@@ -158,14 +158,14 @@ def test_the_cache_skips_what_a_one_rule_edit_cannot_change(tmp_path: Path, corp
     again = run_corpus(corpus, [("compile", bundled), ("compile", strict)], store=store)
     assert [o.results for o in again] == [o.results for o in first]
     assert sum(o.cached for o in again) == 2 * 5
-    # a one-rule edit (the concat rule's default dim): only the graphs with a concat are computed again
+    # a one-rule edit (the concat rule's axis attribute): only the graphs with a concat are computed again
     concat_edit = RuleSource.read(
         [
             edited_rules(
                 tmp_path,
                 "concat_notask.yaml",
-                "attr_int('concat_dim', 0)",
-                "attr_int('concat_dim', 1)",
+                "{axis_attr: concat_dim}",
+                "{axis_attr: N}",
                 base=Path(strict.files[0][0]).parent,
             )
         ]
