@@ -1,0 +1,240 @@
+"""Incremental task generation (the GenerateTask analysis, §7.2): reuse a previous compile's tasks for every node
+whose tasks cannot have changed, and build only the others.
+
+A node's tasks are a function of what its builder may read (see `task_registry.TaskBuilder`): its own op desc
+(type, attributes, descs, engine, kernel library, stream, workspaces, position in its graph, the subgraphs it
+owns with everything in them: an FFTS+ node's tasks wrap theirs), and the symbolic addresses of its inputs
+(its producers' names and output indices, and for a producer that is a Data/RefData its type and `index`). The
+*signature* of a node is a digest of exactly that, taken from the node's graph-file text (`node_to_data`): the
+text the model file keeps of its graph. So a signature is computed the same way from a live graph and from the
+graph section of a previous model, and the cache is keyed by content, never by a node's index: nodes another
+pass inserted (an Identity) or whose first/last marks, fusion group or fallback library changed (generation
+sets those before any task is built: `tasks.order_tasks`) simply miss, and are built.
+
+The previous compile is read from its model file (`--incremental-from MODEL`): the tasks of each node are the
+model's top-level tasks of that op, less the event tasks the model's `events` put around them. A node whose name
+is not unique in the model, or whose tasks are not contiguous there, or which had none, is not reused (it is
+rebuilt: always correct). A cache folder (`--task-cache DIR`) keeps the model of the last compile of each graph
+name beside a key of what the model file does not record (rulepass version, task builders, generation options);
+a different key reuses nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..base.diagnostics import RulepassError, error
+from ..base.files import atomic_output
+from ..base.schema import is_valid, schema_diagnostics
+from ..base.yaml_source import load_file
+from .graph_file import attr_to_data, node_to_data
+from .ir import ComputeGraph, Node
+from .task_registry import ModelTaskType, TaskDef, builder_for, registered_libraries
+from .tasks import Reuse, TaskResult, generate_tasks
+
+if TYPE_CHECKING:
+    from .memory.assign import MemoryPlan
+    from .streams import StreamPlan
+
+CACHE_FORMAT = 1
+_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
+def _digest(is_root: bool, seq: int, data: dict[str, Any], producers: list[Any]) -> str:
+    text = _ENCODE([CACHE_FORMAT, is_root, seq, data, producers])
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def node_signature(node: Node) -> str:
+    """The digest of everything `node`'s tasks depend on (see the module docstring)."""
+    producers = [
+        None if p is None else [p.node.type, attr_to_data(p.node.op.attrs.get("index"))] for p in node.in_peers
+    ]
+    return _digest(node.graph.is_root, node.seq, node_to_data(node), producers)
+
+
+def _input_ref(item: Any) -> str | None:
+    ref = item.get("from") if isinstance(item, dict) else item
+    return ref if isinstance(ref, str) else None
+
+
+def data_signatures(graph: dict[str, Any], is_root: bool = True) -> Iterator[tuple[str, str]]:
+    """(node name, signature) of every node of a graph's data (`graph_to_data`), its subgraphs' too: the
+    signatures `node_signature` gives the same nodes live."""
+    nodes = graph.get("nodes", [])
+    by_name = {rn["name"]: rn for rn in nodes}
+    for seq, rn in enumerate(nodes):
+        producers: list[Any] = []
+        for item in rn.get("inputs", []):
+            ref = _input_ref(item)
+            peer = by_name.get(ref.rsplit(":", 1)[0]) if ref is not None else None
+            producers.append(None if peer is None else [peer["type"], peer.get("attrs", {}).get("index")])
+        yield rn["name"], _digest(is_root, seq, rn, producers)
+        for sub in rn.get("subgraphs", []):
+            yield from data_signatures(sub, False)
+
+
+def _own_tasks(model: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Each op's own top-level tasks in a model (its event tasks taken off), for ops whose tasks are one run."""
+    waits: dict[str, int] = {}
+    records: dict[str, int] = {}
+    for e in model.get("events", []):
+        waits[e["consumer"]] = waits.get(e["consumer"], 0) + 1
+        records[e["producer"]] = records.get(e["producer"], 0) + 1
+    runs: dict[str, list[dict[str, Any]]] = {}
+    split: set[str] = set()
+    last = None
+    for t in model["model_def"]["task"]:
+        op = t["op"]
+        if op != last and op in runs:
+            split.add(op)  # a second run of the same op: which node made which is not known
+        runs.setdefault(op, []).append(t)
+        last = op
+    out: dict[str, list[dict[str, Any]]] = {}
+    for op, tasks in runs.items():
+        w, r = waits.get(op, 0), records.get(op, 0)
+        if op in split or len(tasks) < w + r:
+            continue
+        head, own, tail = tasks[:w], tasks[w : len(tasks) - r], tasks[len(tasks) - r :]
+        if all(t["type"] == ModelTaskType.EVENT_WAIT for t in head) and all(
+            t["type"] == ModelTaskType.EVENT_RECORD for t in tail
+        ):
+            out[op] = own
+    return out
+
+
+class TaskCache:
+    """A previous compile's tasks by node signature, with the address keys its model bound."""
+
+    def __init__(self, entries: dict[str, list[dict[str, Any]]], addresses: set[str]) -> None:
+        self.entries = entries
+        self.addresses = addresses
+
+    @classmethod
+    def from_model(cls, model: dict[str, Any]) -> TaskCache:
+        """The cache a model (its plain data, schema-checked) holds."""
+        own = _own_tasks(model)
+        seen: dict[str, str | None] = {}
+        for name, sig in data_signatures(model["graph"]):
+            seen[name] = None if name in seen else sig  # a name met twice: its tasks' node is not known
+        entries = {sig: own[name] for name, sig in seen.items() if sig is not None and own.get(name)}
+        return cls(entries, set(model["addresses"]))
+
+    @classmethod
+    def load(cls, path: str | Path) -> TaskCache:
+        """The cache in a model file; a file that is not a model is one error naming it."""
+        doc = load_file(path, what="model file")
+        if not is_valid(doc.data, "rulepass.compiler", "model.schema.json"):
+            diags = schema_diagnostics(doc, "rulepass.compiler", "model.schema.json", what="the previous model")
+            if diags:
+                raise RulepassError(diags)
+        if not isinstance(doc.data, dict) or "graph" not in doc.data:
+            raise error("model", f"'{path}' is not a model file: expected 'model_def', 'addresses' and 'graph'")
+        return cls.from_model(doc.data)
+
+    def reuse(self) -> Reuse:
+        """The lookup generation calls per node: the node's previous tasks (fresh objects), or None."""
+
+        def lookup(node: Node) -> list[TaskDef] | None:
+            entry = self.entries.get(node_signature(node))
+            return None if entry is None else [TaskDef.from_json(t, self.addresses) for t in entry]
+
+        return lookup
+
+
+def generation_key(options: dict[str, str]) -> str:
+    """What a model file does not record but a task depends on: rulepass's version, the task builders
+    registered (by library), the generation options."""
+    builders = {lib: type(builder_for(lib)).__qualname__ for lib in registered_libraries()}
+    try:
+        version = metadata.version("rulepass")
+    except metadata.PackageNotFoundError:  # pragma: no cover - run from a source tree without metadata
+        version = "unknown"
+    return _ENCODE([CACHE_FORMAT, version, builders, sorted(options.items())])
+
+
+class CacheFolder:
+    """A task cache folder: per graph name, the last compile's model file and its generation key."""
+
+    def __init__(self, folder: str | Path, graph_name: str, options: dict[str, str]) -> None:
+        self.folder = Path(folder)
+        if self.folder.exists() and not self.folder.is_dir():
+            raise error("usage", f"task cache '{folder}' is not a folder")
+        stem = hashlib.blake2b(graph_name.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+        self.model_path = self.folder / f"{stem}.model.json"
+        self.key_path = self.folder / f"{stem}.key"
+        self.key = generation_key(options)
+
+    def load(self) -> TaskCache | None:
+        """The cache of the last compile of this graph name with the same key, or None (none, or another key)."""
+        if not self.model_path.is_file() or not self.key_path.is_file():
+            return None
+        if self.key_path.read_text(encoding="utf-8") != self.key:
+            return None
+        return TaskCache.load(self.model_path)
+
+    def store(self, write: Callable[[Path], None] | Path) -> None:
+        """Keep this compile's model: written by `write(path)`, or copied from the model file at a path."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        if isinstance(write, Path):
+            with atomic_output(self.model_path, what="task cache", binary=True) as f, write.open("rb") as src:
+                shutil.copyfileobj(src, f)
+        else:
+            write(self.model_path)
+        with atomic_output(self.key_path, what="task cache") as f:
+            f.write(self.key)
+
+
+@dataclass
+class TaskReuse:
+    """How a compile reuses and writes its tasks: the previous model to reuse (`previous`), or a cache folder
+    (`folder`: read when no previous model is given, and written with this compile's model), and the model
+    file to stream the tasks into as they are made (`model_path`; None keeps the model in memory)."""
+
+    previous: str | Path | None = None
+    folder: str | Path | None = None
+    model_path: Path | None = None
+
+    def compile(
+        self,
+        graph: ComputeGraph,
+        plan: MemoryPlan,
+        streams: StreamPlan,
+        threads: int | None,
+        options: dict[str, str],
+        timed: Callable[[str, Callable[[], Any]], Any],
+    ) -> tuple[TaskResult, dict[str, Any] | None]:
+        """The tasks and the model (None when streamed to `model_path`), each stage timed by `timed`."""
+        from .model import build_model, stream_model, write_model
+
+        folder = None if self.folder is None else CacheFolder(self.folder, graph.name, options)
+
+        def load() -> TaskCache | None:
+            if self.previous is not None:
+                return TaskCache.load(self.previous)
+            return None if folder is None else folder.load()
+
+        cache: TaskCache | None = timed("task cache", load)
+        lookup = None if cache is None else cache.reuse()
+        model: dict[str, Any] | None = None
+        if self.model_path is None:
+            tasks: TaskResult = timed(
+                "tasks", lambda: generate_tasks(graph, plan, streams, threads=threads, options=options, reuse=lookup)
+            )
+            model = timed("model", lambda: build_model(graph, plan, streams, tasks))
+        else:
+            out = self.model_path
+            tasks = timed(
+                "tasks", lambda: stream_model(graph, plan, streams, out, threads=threads, options=options, reuse=lookup)
+            )
+        if folder is not None:
+            doc = model
+            timed("task cache store", lambda: folder.store(self.model_path or (lambda p: write_model(doc or {}, p))))
+        return tasks, model
