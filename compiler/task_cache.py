@@ -137,7 +137,18 @@ class TaskCache:
                 raise RulepassError(diags)
         if not isinstance(doc.data, dict) or "graph" not in doc.data:
             raise error("model", f"'{path}' is not a model file: expected 'model_def', 'addresses' and 'graph'")
-        return cls.from_model(doc.data)
+        try:
+            cache = cls.from_model(doc.data)
+            for entry in cache.entries.values():  # each task reads back (the lookups then cannot fail)
+                for t in entry:
+                    TaskDef.from_json(t, cache.addresses)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise error(
+                "model",
+                f"'{path}' is not a model rulepass wrote: {type(exc).__name__}: {exc}",
+                hint="give --incremental-from a model written by `rulepass compile -o`",
+            ) from None
+        return cache
 
     def reuse(self) -> Reuse:
         """The lookup generation calls per node: the node's previous tasks (fresh objects), or None."""
