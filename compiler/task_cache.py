@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..base.diagnostics import RulepassError, error
-from ..base.files import atomic_output
+from ..base.files import atomic_output, read_text
 from ..base.schema import is_valid, schema_diagnostics
 from ..base.yaml_source import load_file
 from .graph_file import attr_to_data, node_to_data
@@ -81,8 +81,9 @@ def data_signatures(graph: dict[str, Any], is_root: bool = True) -> Iterator[tup
             yield from data_signatures(sub, False)
 
 
-def _own_tasks(model: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """Each op's own top-level tasks in a model (its event tasks taken off), for ops whose tasks are one run."""
+def _own_tasks(model: dict[str, Any]) -> tuple[dict[str, list[dict[str, Any]]], set[str]]:
+    """Each op's own top-level tasks in a model (its event tasks taken off), for ops whose tasks are one run;
+    and every op with a top-level task."""
     waits: dict[str, int] = {}
     records: dict[str, int] = {}
     for e in model.get("events", []):
@@ -107,57 +108,75 @@ def _own_tasks(model: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
             t["type"] == ModelTaskType.EVENT_RECORD for t in tail
         ):
             out[op] = own
-    return out
+    return out, set(runs)
 
 
 class TaskCache:
     """A previous compile's tasks by node signature, with the address keys its model bound."""
 
-    def __init__(self, entries: dict[str, list[dict[str, Any]]], addresses: set[str]) -> None:
+    def __init__(self, entries: dict[str, list[dict[str, Any]]], addresses: set[str], source: str = "") -> None:
         self.entries = entries
         self.addresses = addresses
+        self.source = source
 
     @classmethod
-    def from_model(cls, model: dict[str, Any]) -> TaskCache:
-        """The cache a model (its plain data, schema-checked) holds."""
-        own = _own_tasks(model)
+    def from_model(cls, model: dict[str, Any], source: str = "") -> TaskCache:
+        """The cache a model (its plain data, schema-checked) holds. A root-graph node with no top-level task
+        had none (a node there is a candidate by its own text, which its signature holds); a subgraph's node
+        may have had them inside its FFTS+ owner's: only its own top-level tasks are kept."""
+        own, with_tasks = _own_tasks(model)
         seen: dict[str, str | None] = {}
+        root = {rn["name"] for rn in model["graph"].get("nodes", [])}
         for name, sig in data_signatures(model["graph"]):
             seen[name] = None if name in seen else sig  # a name met twice: its tasks' node is not known
-        entries = {sig: own[name] for name, sig in seen.items() if sig is not None and own.get(name)}
-        return cls(entries, set(model["addresses"]))
+        entries: dict[str, list[dict[str, Any]]] = {}
+        for name, sig in seen.items():
+            if sig is not None and name in own:
+                entries[sig] = own[name]
+            elif sig is not None and name in root and name not in with_tasks:
+                entries[sig] = []
+        return cls(entries, set(model["addresses"]), source)
 
     @classmethod
     def load(cls, path: str | Path) -> TaskCache:
         """The cache in a model file; a file that is not a model is one error naming it."""
-        doc = load_file(path, what="model file")
-        if not is_valid(doc.data, "rulepass.compiler", "model.schema.json"):
+        try:  # the C parser; the loader (positions, strict JSON) only to say what is wrong
+            data = json.loads(read_text(path, what="previous model"))
+        except ValueError:
+            data = load_file(path, what="previous model").data
+        if not is_valid(data, "rulepass.compiler", "model.schema.json"):
+            doc = load_file(path, what="previous model")
             diags = schema_diagnostics(doc, "rulepass.compiler", "model.schema.json", what="the previous model")
             if diags:
                 raise RulepassError(diags)
-        if not isinstance(doc.data, dict) or "graph" not in doc.data:
-            raise error("model", f"'{path}' is not a model file: expected 'model_def', 'addresses' and 'graph'")
         try:
-            cache = cls.from_model(doc.data)
-            for entry in cache.entries.values():  # each task reads back (the lookups then cannot fail)
-                for t in entry:
-                    TaskDef.from_json(t, cache.addresses)
+            return cls.from_model(data, str(path))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise error(
-                "model",
-                f"'{path}' is not a model rulepass wrote: {type(exc).__name__}: {exc}",
-                hint="give --incremental-from a model written by `rulepass compile -o`",
-            ) from None
-        return cache
+            raise _not_ours(str(path), exc) from None
 
     def reuse(self) -> Reuse:
         """The lookup generation calls per node: the node's previous tasks (fresh objects), or None."""
 
         def lookup(node: Node) -> list[TaskDef] | None:
             entry = self.entries.get(node_signature(node))
-            return None if entry is None else [TaskDef.from_json(t, self.addresses) for t in entry]
+            if entry is None:
+                return None
+            try:
+                return [TaskDef.from_json(t, self.addresses) for t in entry]
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise _not_ours(self.source, exc, node.name) from None
 
         return lookup
+
+
+def _not_ours(source: str, exc: Exception, node: str | None = None) -> RulepassError:
+    what = f"the tasks of node '{node}' in it do not read back" if node else "it is not a model rulepass wrote"
+    return error(
+        "model",
+        f"previous model '{source}': {what}: {type(exc).__name__}: {exc}",
+        where=node,
+        hint="give it a model written by `rulepass compile -o`",
+    )
 
 
 def generation_key(options: dict[str, str]) -> str:
