@@ -127,8 +127,8 @@ class TaskCache:
         own, with_tasks = _own_tasks(model)
         seen: dict[str, str | None] = {}
         root = {rn["name"] for rn in model["graph"].get("nodes", [])}
-        for name, sig in data_signatures(model["graph"]):
-            seen[name] = None if name in seen else sig  # a name met twice: its tasks' node is not known
+        for name, digest in data_signatures(model["graph"]):
+            seen[name] = None if name in seen else digest  # a name met twice: its tasks' node is not known
         entries: dict[str, list[dict[str, Any]]] = {}
         for name, sig in seen.items():
             if sig is not None and name in own:
