@@ -5,15 +5,16 @@
   the mutation campaign, benchmarks/mutation_campaign.py: the first, in its order, that compiles and changes
   the marked graph, else the first that compiles) and *one node* (`_block_dim` set on the node in the middle of
   the topological order). Both compiles write the model (streamed), so the incremental one pays for reading the
-  previous model too. Reported: CPU seconds of the whole compile and of its task stages (`task cache` +
-  `tasks`, which includes writing when streamed), each the least of `--repeat` runs, as incremental / full;
+  previous model too. Reported: CPU seconds of the whole compile and of its task stages (`task cache`, reading
+  the previous model, + `tasks`, which includes writing the model), each the least of `--repeat` runs, and
+  incremental / full;
   the nodes rebuilt and reused (work counted: the same on any machine); the models equal byte for byte.
   Graphs: the synthetic `llm` and `split` workloads at 10k nodes, and the three largest corpus models.
-* **Streaming.** A synthetic graph (default `llm`, 1M nodes) is taken through passes, streams and memory once;
-  then task generation and model writing run twice in the same process, each measured with tracemalloc started
-  just before: held (`generate_tasks`, `build_model`, `write_model`: every task, and the model, in memory) and
-  streamed (`stream_model`: each task written as it is made). Reported: the peak traced MiB (allocations of the
-  stage alone), the seconds, and the two files equal byte for byte.
+* **Streaming.** A synthetic graph (default `llm`, 1M nodes) is taken through passes, streams and memory in a
+  fresh process per mode; then task generation and model writing run, held (`generate_tasks`, `build_model`,
+  `write_model`: every task, and the model, in memory) or streamed (`stream_model`: each task written as it is
+  made). Reported: the peak RSS of that stage above the RSS at its start (Linux `VmHWM`, reset at the start),
+  its seconds, and whether the two files are equal byte for byte.
 
     python benchmarks/task_incremental.py [--nodes 10000] [--stream-nodes 1000000] [--repeat 3]
 """
@@ -21,11 +22,12 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
+import subprocess
 import sys
 import tempfile
 import time
-import tracemalloc
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,19 +50,22 @@ TASK_STAGES = ("task cache", "tasks")
 CORPUS = ("shufflenet_v2", "mobilenet_v3_small", "gpt2_hf")
 
 
-def _timed(fn: Callable[[], CompileResult]) -> tuple[float, CompileResult]:
-    t0 = time.process_time()
-    r = fn()
-    return time.process_time() - t0, r
+def _marker(marks: list[tuple[str, float]]) -> Any:
+    return lambda stage: marks.append((stage, time.process_time()))
 
 
 def _compile(g: ComputeGraph, rules: RuleSet, out: Path, prev: Path | None, repeat: int) -> tuple[float, float, Any]:
-    """(least CPU s of the compile, least CPU s of its task stages, the last result)."""
+    """(least CPU s of the compile, least CPU s of its task stages, the last result). The stages' CPU time is read
+    at each stage's start (the pipeline's progress callback) and at the end."""
     best, best_tasks, r = float("inf"), float("inf"), None
     for _ in range(repeat):
-        s, r = _timed(lambda: compile_graph(copy_graph(g), rules, reuse=TaskReuse(previous=prev, model_path=out)))
-        best = min(best, s)
-        best_tasks = min(best_tasks, sum(r.seconds.get(k, 0.0) for k in TASK_STAGES))
+        marks: list[tuple[str, float]] = []
+        t0 = time.process_time()
+        reuse = TaskReuse(previous=prev, model_path=out)
+        r = compile_graph(copy_graph(g), rules, reuse=reuse, progress=_marker(marks))
+        end = time.process_time()
+        start = next(t for stage, t in marks if stage == TASK_STAGES[0])  # the task stages come last
+        best, best_tasks = min(best, end - t0), min(best_tasks, end - start)
     return best, best_tasks, r
 
 
@@ -115,44 +120,54 @@ def incremental_rows(graphs: list[tuple[str, ComputeGraph]], repeat: int) -> lis
     return rows
 
 
-def _traced(fn: Callable[[], object]) -> tuple[float, float]:
-    """(peak MiB allocated by `fn` above what was held before it, seconds)."""
-    tracemalloc.start()
-    t0 = time.perf_counter()
-    fn()
-    seconds = time.perf_counter() - t0
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return peak / 2**20, seconds
+def _peak_rss_mib() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc/self/status (Linux only)")
 
 
-def stream_rows(workload: str, nodes: int) -> list[list[str]]:
-    """Peak memory of task generation and writing, held and streamed, on one synthetic graph."""
+def stream_child(mode: str, workload: str, nodes: int, out: Path) -> dict[str, Any]:
+    """In a fresh process: passes, streams and memory on a synthetic graph, then task generation and writing
+    held or streamed, measured from a reset peak RSS (Linux `VmHWM`)."""
+    from rulepass.compiler.graph_file import gc_paused
     from rulepass.compiler.memory.assign import assign_memory
     from rulepass.compiler.streams import assign_streams
 
     from rulepass.api import optimize
 
     g = synthetic.generate(workload, nodes)
-    optimize(g, load_rules(), explain=False)
-    streams = assign_streams(g)
-    plan = assign_memory(g, events=streams.event_pairs(), budget_s=0)
-    rows = []
+    with gc_paused():  # as compile_graph runs
+        optimize(g, load_rules(), explain=False)
+        streams = assign_streams(g)
+        plan = assign_memory(g, events=streams.event_pairs(), budget_s=0)
+        Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM (peak RSS) on Linux
+        before = _peak_rss_mib()
+        t0 = time.perf_counter()
+        if mode == "held":
+            write_model(build_model(g, plan, streams, generate_tasks(g, plan, streams)), out)
+        else:
+            stream_model(g, plan, streams, out)
+        seconds = time.perf_counter() - t0
+    digest = hashlib.sha256(out.read_bytes()).hexdigest()
+    return {"nodes": len(g.all_nodes()), "mib": _peak_rss_mib() - before, "seconds": seconds, "sha": digest}
+
+
+def stream_rows(workload: str, nodes: int) -> list[list[str]]:
+    """Peak memory of task generation and writing, held and streamed, each in its own process."""
+    results = {}
     with tempfile.TemporaryDirectory() as tmp:
-        held_path, streamed_path = Path(tmp) / "held.json", Path(tmp) / "streamed.json"
-
-        def held() -> None:
-            tasks = generate_tasks(g, plan, streams)
-            write_model(build_model(g, plan, streams, tasks), held_path)
-
-        def streamed() -> None:
-            stream_model(g, plan, streams, streamed_path)
-
-        results = {"held": _traced(held), "streamed": _traced(streamed)}
-        same = held_path.read_bytes() == streamed_path.read_bytes()
-    for mode, (mib, s) in results.items():
-        ratio = mib / results["held"][0]
-        rows.append([f"{workload} {len(g.all_nodes())}", mode, f"{mib:,.0f}", f"{ratio:.2f}", f"{s:.1f}", str(same)])
+        for mode in ("held", "streamed"):
+            cmd = [sys.executable, __file__, "--stream-child", mode, "--stream-workload", workload]
+            cmd += ["--stream-nodes", str(nodes), "--child-out", str(Path(tmp) / f"{mode}.json")]
+            done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+            results[mode] = json.loads(done.stdout)
+    same = results["held"]["sha"] == results["streamed"]["sha"]
+    rows = []
+    for mode, r in results.items():
+        ratio = r["mib"] / results["held"]["mib"]
+        rows.append([f"{workload} {r['nodes']}", mode, f"{r['mib']:,.0f}", f"{ratio:.2f}", f"{r['seconds']:.1f}"])
+        rows[-1].append("yes" if same else "**NO**")
         print(" | ".join(rows[-1]), file=sys.stderr)
     return rows
 
@@ -170,7 +185,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--stream-workload", default="llm", choices=synthetic.WORKLOADS)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--only", choices=["incremental", "stream"])
+    ap.add_argument("--stream-child", choices=["held", "streamed"], help=argparse.SUPPRESS)
+    ap.add_argument("--child-out", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.stream_child:
+        print(json.dumps(stream_child(args.stream_child, args.stream_workload, args.stream_nodes, args.child_out)))
+        return 0
     if args.only != "stream":
         graphs = [(w, synthetic.generate(w, args.nodes)) for w in ("llm", "split")]
         graphs += [(e["name"], rm.import_model(e, "keep")) for e in rm.entries(list(CORPUS))]
@@ -178,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
                 "ratio", "full task stages s", "incremental task stages s", "ratio", "same bytes"]  # fmt: skip
         print(_table(head, incremental_rows(graphs, args.repeat)) + "\n")
     if args.only != "incremental":
-        head = ["graph", "tasks", "peak MiB (traced)", "ratio to held", "seconds", "same bytes"]
+        head = ["graph", "tasks", "peak RSS MiB above start", "ratio to held", "seconds", "same bytes"]
         print(_table(head, stream_rows(args.stream_workload, args.stream_nodes)))
     return 0
 

@@ -453,12 +453,13 @@ def _decode_float(x: Any) -> Any:
 
 
 def _attrs_to_data(attrs: dict[str, AttrValue]) -> dict[str, Any]:
-    return {k: attr_to_data(v) for k, v in sorted(attrs.items())}
-
-
-def attr_to_data(v: AttrValue | None) -> Any:
-    """An attribute value as the graph file writes it."""
-    return [_encode_float(x) for x in v] if isinstance(v, list) else _encode_float(v)
+    out: dict[str, Any] = {}
+    for k, v in sorted(attrs.items()):
+        if isinstance(v, list):
+            out[k] = [_encode_float(x) for x in v]
+        else:
+            out[k] = _encode_float(v)
+    return out
 
 
 def _desc_to_data(d: TensorDesc) -> dict[str, Any] | str:
@@ -473,56 +474,54 @@ def _desc_to_data(d: TensorDesc) -> dict[str, Any] | str:
     return out
 
 
-def node_to_data(n: Node) -> dict[str, Any]:
-    """One node (and the subgraphs it owns) as plain data in the graph-file format."""
-    op = n.op
-    rn: dict[str, Any] = {"name": op.name, "type": op.type}
-    if op.engine:
-        rn["engine"] = op.engine
-    if op.kernel_lib:
-        rn["kernel_lib"] = op.kernel_lib
-    if op.stream_id != -1:
-        rn["stream"] = op.stream_id
-    if op.attrs:
-        rn["attrs"] = _attrs_to_data(op.attrs)
-    inputs: list[Any] = []
-    default_names = [f"x{k}" if len(op.input_descs) > 1 else "x" for k in range(len(op.input_descs))]
-    for k, peer in enumerate(n.in_peers):
-        desc = op.input_descs[k]
-        item: Any = None if peer is None else f"{peer.node.name}:{peer.index}"
-        same = peer is not None and desc.same_as(peer.desc)
-        invalid = peer is None and not desc.is_valid
-        if (not same and not invalid) or op.input_names[k] != default_names[k]:
-            item = {} if peer is None else {"from": item}
-            if not same and not invalid:
-                item["desc"] = _desc_to_data(desc)
-            if op.input_names[k] != default_names[k]:
-                item["name"] = op.input_names[k]
-        inputs.append(item)
-    if inputs:
-        rn["inputs"] = inputs
-    if n.control_in:
-        rn["control_inputs"] = [c.name for c in n.control_in]
-    if op.output_descs:
-        rn["outputs"] = [_desc_to_data(d) for d in op.output_descs]
-    default_out = [f"y{k}" if len(op.output_descs) > 1 else "y" for k in range(len(op.output_descs))]
-    if op.output_names != default_out:
-        rn["output_names"] = list(op.output_names)
-    if op.workspace_bytes:
-        rn["workspace"] = list(op.workspace_bytes)
-    subs = n.subgraphs()
-    if subs:
-        rn["subgraphs"] = [_graph_to_data(s) for s in subs]
-    return rn
-
-
 def _graph_to_data(g: ComputeGraph) -> dict[str, Any]:
     out: dict[str, Any] = {"name": g.name}
     if g.unknown_shape:
         out["unknown_shape"] = True
     if g.attrs:
         out["attrs"] = _attrs_to_data(g.attrs)
-    out["nodes"] = [node_to_data(n) for n in g.nodes_in_insertion_order()]
+    nodes = []
+    for n in g.nodes_in_insertion_order():
+        op = n.op
+        rn: dict[str, Any] = {"name": op.name, "type": op.type}
+        if op.engine:
+            rn["engine"] = op.engine
+        if op.kernel_lib:
+            rn["kernel_lib"] = op.kernel_lib
+        if op.stream_id != -1:
+            rn["stream"] = op.stream_id
+        if op.attrs:
+            rn["attrs"] = _attrs_to_data(op.attrs)
+        inputs: list[Any] = []
+        default_names = [f"x{k}" if len(op.input_descs) > 1 else "x" for k in range(len(op.input_descs))]
+        for k, peer in enumerate(n.in_peers):
+            desc = op.input_descs[k]
+            item: Any = None if peer is None else f"{peer.node.name}:{peer.index}"
+            same = peer is not None and desc.same_as(peer.desc)
+            invalid = peer is None and not desc.is_valid
+            if (not same and not invalid) or op.input_names[k] != default_names[k]:
+                item = {} if peer is None else {"from": item}
+                if not same and not invalid:
+                    item["desc"] = _desc_to_data(desc)
+                if op.input_names[k] != default_names[k]:
+                    item["name"] = op.input_names[k]
+            inputs.append(item)
+        if inputs:
+            rn["inputs"] = inputs
+        if n.control_in:
+            rn["control_inputs"] = [c.name for c in n.control_in]
+        if op.output_descs:
+            rn["outputs"] = [_desc_to_data(d) for d in op.output_descs]
+        default_out = [f"y{k}" if len(op.output_descs) > 1 else "y" for k in range(len(op.output_descs))]
+        if op.output_names != default_out:
+            rn["output_names"] = list(op.output_names)
+        if op.workspace_bytes:
+            rn["workspace"] = list(op.workspace_bytes)
+        subs = n.subgraphs()
+        if subs:
+            rn["subgraphs"] = [_graph_to_data(s) for s in subs]
+        nodes.append(rn)
+    out["nodes"] = nodes
     return out
 
 

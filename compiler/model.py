@@ -29,6 +29,7 @@ from .tasks import (
     bind_addresses,
     iter_tasks,
     order_tasks,
+    reused,
     workers_for,
 )
 
@@ -38,10 +39,18 @@ SCHEMA_URL = "https://rulepass.dev/schemas/model.schema.json"
 
 def build_model(graph: ComputeGraph, plan: MemoryPlan, streams: StreamPlan, tasks: TaskResult) -> dict[str, Any]:
     """The model as plain data (see compiler/model.schema.json)."""
-    return _model(graph, plan, streams, [t.to_json() for t in tasks.tasks], bind_addresses(tasks.tasks, plan))
+    task = [t.to_json() for t in tasks.tasks]
+    return _model(graph, plan, streams, task, bind_addresses(tasks.tasks, plan), tasks.graph_data)
 
 
-def _model(graph: ComputeGraph, plan: MemoryPlan, streams: StreamPlan, task: Any, addresses: Any) -> dict[str, Any]:
+def _model(
+    graph: ComputeGraph,
+    plan: MemoryPlan,
+    streams: StreamPlan,
+    task: Any,
+    addresses: Any,
+    graph_data: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     memory_size = {f"{a.region}:{a.mem_type}": a.size for a in plan.arenas}
     return {
         "$schema": SCHEMA_URL,
@@ -68,7 +77,8 @@ def _model(graph: ComputeGraph, plan: MemoryPlan, streams: StreamPlan, task: Any
         ],
         "streams": {n.name: n.op.stream_id for n in graph.all_nodes()},
         "memory_plan": plan.to_json(),
-        "graph": graph_to_data(graph),  # GE's ModelTaskDef.op: the marked graph, every op desc and edge
+        # GE's ModelTaskDef.op: the marked graph, every op desc and edge
+        "graph": graph_to_data(graph) if graph_data is None else graph_data,
     }
 
 
@@ -101,13 +111,19 @@ def stream_model(
     opts = dict(options or {})
     order = order_tasks(graph, streams, opts)
     result = TaskResult([], {}, order.fusion_order, streamed=True)
-    made = iter_tasks(order, BuildContext(plan, opts), workers_for(threads), result, reuse)
-    write_streamed_model(graph, plan, streams, made, path)
+    lookup = reused(graph, result, reuse)
+    made = iter_tasks(order, BuildContext(plan, opts), workers_for(threads), result, lookup)
+    write_streamed_model(graph, plan, streams, made, path, result.graph_data)
     return result
 
 
 def write_streamed_model(
-    graph: ComputeGraph, plan: MemoryPlan, streams: StreamPlan, tasks: Iterable[TaskDef], path: str | Path
+    graph: ComputeGraph,
+    plan: MemoryPlan,
+    streams: StreamPlan,
+    tasks: Iterable[TaskDef],
+    path: str | Path,
+    graph_data: dict[str, Any] | None = None,
 ) -> None:
     """Write the model of `tasks` (an iterator in model order) to `path` as each task comes: the bytes of
     `write_model(build_model(...))`, holding neither the tasks nor their text, only their addresses' keys until
@@ -123,7 +139,7 @@ def write_streamed_model(
     def addresses() -> dict[str, Any]:
         return bind(used.items(), plan)
 
-    model = _model(graph, plan, streams, _Streamed(task_json()), _Later(addresses))
+    model = _model(graph, plan, streams, _Streamed(task_json()), _Later(addresses), graph_data)
     with gc_paused(), atomic_output(path, what="model file") as f:
         f.writelines(model_chunks(model))
 

@@ -5,18 +5,19 @@ A node's tasks are a function of what its builder may read (see `task_registry.T
 (type, attributes, descs, engine, kernel library, stream, workspaces, position in its graph, the subgraphs it
 owns with everything in them: an FFTS+ node's tasks wrap theirs), and the symbolic addresses of its inputs
 (its producers' names and output indices, and for a producer that is a Data/RefData its type and `index`). The
-*signature* of a node is a digest of exactly that, taken from the node's graph-file text (`node_to_data`): the
-text the model file keeps of its graph. So a signature is computed the same way from a live graph and from the
-graph section of a previous model, and the cache is keyed by content, never by a node's index: nodes another
+*signature* of a node is a digest of exactly that, taken from the graph's text (`graph_to_data`): the text the
+model file keeps of its graph. So a signature is computed the same way for a live graph and from the graph
+section of a previous model, and the cache is keyed by content, never by a node's index: nodes another
 pass inserted (an Identity) or whose first/last marks, fusion group or fallback library changed (generation
 sets those before any task is built: `tasks.order_tasks`) simply miss, and are built.
 
 The previous compile is read from its model file (`--incremental-from MODEL`): the tasks of each node are the
 model's top-level tasks of that op, less the event tasks the model's `events` put around them. A node whose name
-is not unique in the model, or whose tasks are not contiguous there, or which had none, is not reused (it is
-rebuilt: always correct). A cache folder (`--task-cache DIR`) keeps the model of the last compile of each graph
-name beside a key of what the model file does not record (rulepass version, task builders, generation options);
-a different key reuses nothing.
+is not unique in the model or whose tasks are not contiguous there, or a subgraph's node without top-level
+tasks (it may have had some inside its FFTS+ owner's), is not reused: it is rebuilt, which is always correct.
+A cache folder (`--task-cache DIR`) keeps the model of the last compile of each graph name beside a key of what
+the model file does not record (rulepass version, task builders, generation options); a different key reuses
+nothing.
 """
 
 from __future__ import annotations
@@ -34,10 +35,9 @@ from ..base.diagnostics import RulepassError, error
 from ..base.files import atomic_output, read_text
 from ..base.schema import is_valid, schema_diagnostics
 from ..base.yaml_source import load_file
-from .graph_file import attr_to_data, node_to_data
 from .ir import ComputeGraph, Node
 from .task_registry import ModelTaskType, TaskDef, builder_for, registered_libraries
-from .tasks import Reuse, TaskResult, generate_tasks
+from .tasks import Lookup, TaskResult, generate_tasks
 
 if TYPE_CHECKING:
     from .memory.assign import MemoryPlan
@@ -47,27 +47,13 @@ CACHE_FORMAT = 1
 _ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
-def _digest(is_root: bool, seq: int, data: dict[str, Any], producers: list[Any]) -> str:
-    text = _ENCODE([CACHE_FORMAT, is_root, seq, data, producers])
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
-
-
-def node_signature(node: Node) -> str:
-    """The digest of everything `node`'s tasks depend on (see the module docstring)."""
-    producers = [
-        None if p is None else [p.node.type, attr_to_data(p.node.op.attrs.get("index"))] for p in node.in_peers
-    ]
-    return _digest(node.graph.is_root, node.seq, node_to_data(node), producers)
-
-
 def _input_ref(item: Any) -> str | None:
     ref = item.get("from") if isinstance(item, dict) else item
     return ref if isinstance(ref, str) else None
 
 
 def data_signatures(graph: dict[str, Any], is_root: bool = True) -> Iterator[tuple[str, str]]:
-    """(node name, signature) of every node of a graph's data (`graph_to_data`), its subgraphs' too: the
-    signatures `node_signature` gives the same nodes live."""
+    """(node name, signature) of every node of a graph's text (`graph_to_data`), its subgraphs' too."""
     nodes = graph.get("nodes", [])
     by_name = {rn["name"]: rn for rn in nodes}
     for seq, rn in enumerate(nodes):
@@ -76,7 +62,8 @@ def data_signatures(graph: dict[str, Any], is_root: bool = True) -> Iterator[tup
             ref = _input_ref(item)
             peer = by_name.get(ref.rsplit(":", 1)[0]) if ref is not None else None
             producers.append(None if peer is None else [peer["type"], peer.get("attrs", {}).get("index")])
-        yield rn["name"], _digest(is_root, seq, rn, producers)
+        text = _ENCODE([CACHE_FORMAT, is_root, seq, rn, producers])
+        yield rn["name"], hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
         for sub in rn.get("subgraphs", []):
             yield from data_signatures(sub, False)
 
@@ -154,11 +141,16 @@ class TaskCache:
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise _not_ours(str(path), exc) from None
 
-    def reuse(self) -> Reuse:
-        """The lookup generation calls per node: the node's previous tasks (fresh objects), or None."""
+    def reuse(self, graph: dict[str, Any]) -> Lookup:
+        """The lookup generation calls per node of a graph (given its text): the node's previous tasks (fresh
+        objects), or None. A name the graph holds twice is never looked up."""
+        sigs: dict[str, str | None] = {}
+        for name, digest in data_signatures(graph):
+            sigs[name] = None if name in sigs else digest
 
         def lookup(node: Node) -> list[TaskDef] | None:
-            entry = self.entries.get(node_signature(node))
+            sig = sigs.get(node.name)
+            entry = None if sig is None else self.entries.get(sig)
             if entry is None:
                 return None
             try:
@@ -252,7 +244,7 @@ class TaskReuse:
             return None if folder is None else folder.load()
 
         cache: TaskCache | None = timed("task cache", load)
-        lookup = None if cache is None else cache.reuse()
+        lookup = None if cache is None else cache.reuse
         model: dict[str, Any] | None = None
         if self.model_path is None:
             tasks: TaskResult = timed(

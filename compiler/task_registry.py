@@ -132,6 +132,9 @@ class TaskDef:
     ffts_plus_task: dict[str, Any] | None = None
     dsa_task: dict[str, Any] | None = None
     dvpp_task: dict[str, Any] | None = None
+    # the text `from_json` read this task from (its id apart), written again as it was: a reused task costs no
+    # encoding; a task whose fields are changed after reading must drop it
+    source: dict[str, Any] | None = field(default=None, repr=False, compare=False)
 
     def addresses(self) -> list[Address]:
         """Every symbolic address the task uses (also inside an FFTS+ task's sub-tasks)."""
@@ -151,6 +154,8 @@ class TaskDef:
 
     def to_json(self) -> dict[str, Any]:
         """GE field names; symbolic addresses as their keys."""
+        if self.source is not None:
+            return {**self.source, "id": self.id}
         out: dict[str, Any] = {
             "id": self.id,
             "type": int(self.type),
@@ -189,7 +194,7 @@ class TaskDef:
             if name == "ffts_plus_task" and isinstance(part.get("sub_tasks"), list):
                 part["sub_tasks"] = [cls.from_json(t, addresses) for t in part["sub_tasks"]]
             fields[name] = part
-        return cls(**fields)
+        return cls(**fields, source=data)
 
 
 # the sub-definitions of a TaskDef, in the order to_json writes them; those that may hold addresses, and where

@@ -31,6 +31,7 @@ from ..base.diagnostics import error
 from ..base.limits import MAX_THREADS, int_literal
 from . import builders  # noqa: F401  (the built-in builders register themselves in the registry)
 from .facts import attr_bool, attr_str
+from .graph_file import graph_to_data
 from .ir import ComputeGraph, Node
 from .memory.assign import MemoryPlan
 from .streams import StreamPlan
@@ -268,6 +269,8 @@ class TaskResult:
     reused: int = 0  # nodes whose tasks came from a previous compile
     regenerated: int = 0  # nodes whose tasks were built
     streamed: bool = False
+    # the graph's text once generation set its attributes, when a task cache needed it (the model reuses it)
+    graph_data: dict[str, Any] | None = field(default=None, repr=False)
 
     def count(self, t: TaskDef) -> None:
         """Count one task of the model."""
@@ -348,7 +351,9 @@ def order_tasks(graph: ComputeGraph, streams: StreamPlan | None, options: dict[s
 
 
 # a reused node's tasks, or None to build them
-Reuse = Callable[[Node], "list[TaskDef] | None"]
+Lookup = Callable[[Node], "list[TaskDef] | None"]
+# the lookup for a graph, given its text (`graph_to_data`) once generation has set its attributes
+Reuse = Callable[[dict[str, Any]], Lookup]
 WINDOW = 64  # nodes submitted ahead of the one being written, per worker
 
 
@@ -357,7 +362,7 @@ def iter_tasks(
     ctx: BuildContext,
     workers: int,
     result: TaskResult,
-    reuse: Reuse | None = None,
+    reuse: Lookup | None = None,
 ) -> Iterator[TaskDef]:
     """Every task in model order, numbered, built in a pool of `workers` threads at most a window ahead of the
     one yielded (so they are never all held); `result` counts them and the reused and rebuilt nodes."""
@@ -402,8 +407,17 @@ def generate_tasks(
     opts = dict(options or {})
     order = order_tasks(graph, streams, opts)
     result = TaskResult([], {}, order.fusion_order)
-    result.tasks.extend(iter_tasks(order, BuildContext(plan, opts), workers_for(threads), result, reuse))
+    lookup = reused(graph, result, reuse)
+    result.tasks.extend(iter_tasks(order, BuildContext(plan, opts), workers_for(threads), result, lookup))
     return result
+
+
+def reused(graph: ComputeGraph, result: TaskResult, reuse: Reuse | None) -> Lookup | None:
+    """The lookup of `reuse` for `graph` (its text kept in `result` for the model), or None."""
+    if reuse is None:
+        return None
+    result.graph_data = graph_to_data(graph)
+    return reuse(result.graph_data)
 
 
 def workers_for(threads: int | None) -> int:
