@@ -46,6 +46,7 @@ from rulepass.dsl.load import RuleSet
 from rulepass.api import CompileResult, compile_graph, load_rules
 from rulepass.base.diagnostics import RulepassError
 
+HERE = Path(__file__).resolve().parent
 TASK_STAGES = ("task cache", "tasks")
 CORPUS = ("shufflenet_v2", "mobilenet_v3_small", "gpt2_hf")
 
@@ -69,11 +70,11 @@ def _compile(g: ComputeGraph, rules: RuleSet, out: Path, prev: Path | None, repe
     return best, best_tasks, r
 
 
-def _rule_edit(g: ComputeGraph, base: CompileResult, work: Path) -> tuple[str, RuleSet]:
-    """The first mutant that compiles `g` and changes its marked graph, else the first that compiles."""
+def _rule_edit(g: ComputeGraph, base: CompileResult, work: Path, tries: int) -> tuple[str, RuleSet]:
+    """The first of `tries` mutants that compiles `g` and changes its marked graph, else the first that compiles."""
     first: tuple[str, RuleSet] | None = None
     marks = base.graph.attribute_state()
-    for k, m in enumerate(mc.all_mutants()[:40]):
+    for k, m in enumerate(mc.all_mutants()[:tries]):
         d = work / f"m{k}"
         d.mkdir()
         rules = mc.load_mutant(m, d)
@@ -96,7 +97,7 @@ def _node_edit(g: ComputeGraph) -> tuple[str, ComputeGraph]:
     return f"_block_dim on {node.name}", edited
 
 
-def incremental_rows(graphs: list[tuple[str, ComputeGraph]], repeat: int) -> list[list[str]]:
+def incremental_rows(graphs: list[tuple[str, ComputeGraph]], repeat: int, tries: int = 40) -> list[list[str]]:
     """One row per graph and edit: the incremental compile against the full one."""
     rules = load_rules()
     rows = []
@@ -104,7 +105,7 @@ def incremental_rows(graphs: list[tuple[str, ComputeGraph]], repeat: int) -> lis
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
             base = compile_graph(copy_graph(g), rules, reuse=TaskReuse(model_path=work / "prev.json"))
-            rule_id, mutant = _rule_edit(g, base, work)
+            rule_id, mutant = _rule_edit(g, base, work, tries)
             node_id, edited = _node_edit(g)
             for edit, graph, rs in (("one rule", g, mutant), ("one node", edited, rules)):
                 full_s, full_t, _ = _compile(graph, rs, work / "full.json", None, repeat)
@@ -177,6 +178,21 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
 
 
+def _machine(argv: list[str]) -> str:
+    """The line saying how and where the tables were measured."""
+    import datetime
+    import os
+    import platform
+
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE)
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return (
+        f"Measured with `{' '.join(['python benchmarks/task_incremental.py', *argv])}` on: {platform.platform()}; "
+        f"{os.cpu_count()} CPU(s); CPython {platform.python_version()}; {when}; "
+        f"commit {commit.stdout.strip() or 'unknown'}; load average {os.getloadavg()[0]:.2f} at start.\n"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print both tables (markdown)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -191,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.stream_child:
         print(json.dumps(stream_child(args.stream_child, args.stream_workload, args.stream_nodes, args.child_out)))
         return 0
+    print(_machine(sys.argv[1:] if argv is None else argv))
     if args.only != "stream":
         graphs = [(w, synthetic.generate(w, args.nodes)) for w in ("llm", "split")]
         graphs += [(e["name"], rm.import_model(e, "keep")) for e in rm.entries(list(CORPUS))]

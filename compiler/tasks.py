@@ -15,6 +15,11 @@
   option) generate contiguously; FFTS+ nodes generate their subgraph's tasks and wrap them; `partially_supported`
   nodes fall back to AI CPU; `_alias_engine_name` adds that builder's tasks; events become EVENT_RECORD and
   EVENT_WAIT tasks.
+- **Ordered, then streamed** (the seed's §7.2): `order_tasks` sets every attribute generation sets before any
+  task is built; `iter_tasks` then builds nodes at most a window ahead of the task it yields, so a writer can
+  take them one by one (`model.stream_model`), and takes a reused node's tasks from a lookup instead
+  (`task_cache`). An FFTS+ node's subgraph nodes, nested FFTS+ ones too, are jobs of the same pool (GE opens an
+  inner pool per FFTS+ node, §3.4): no job waits for another, and the wrappers are put together in node order.
 """
 
 from __future__ import annotations
