@@ -182,13 +182,13 @@ def _machine(argv: list[str]) -> str:
     """The line saying how and where the tables were measured."""
     import datetime
     import os
-    import platform
+
+    from validate_bench import machine
 
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE)
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return (
-        f"Measured with `{' '.join(['python benchmarks/task_incremental.py', *argv])}` on: {platform.platform()}; "
-        f"{os.cpu_count()} CPU(s); CPython {platform.python_version()}; {when}; "
+        f"Measured with `{' '.join(['python benchmarks/task_incremental.py', *argv])}` on: {machine()}; {when}; "
         f"commit {commit.stdout.strip() or 'unknown'}; load average {os.getloadavg()[0]:.2f} at start.\n"
     )
 
