@@ -9,7 +9,7 @@ same graph and options give the same bytes.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,19 @@ from .graph_file import gc_paused, graph_from_doc, graph_to_data
 from .ir import ComputeGraph
 from .memory.assign import MemoryPlan
 from .streams import StreamPlan
-from .tasks import TaskResult, bind_addresses
+from .tasks import (
+    Address,
+    BuildContext,
+    Reuse,
+    TaskDef,
+    TaskResult,
+    bind,
+    bind_addresses,
+    iter_tasks,
+    order_tasks,
+    reused,
+    workers_for,
+)
 
 MODEL_VERSION = 1
 SCHEMA_URL = "https://rulepass.dev/schemas/model.schema.json"
@@ -30,6 +42,18 @@ SCHEMA_URL = "https://rulepass.dev/schemas/model.schema.json"
 
 def build_model(graph: ComputeGraph, plan: MemoryPlan, streams: StreamPlan, tasks: TaskResult) -> dict[str, Any]:
     """The model as plain data (see compiler/model.schema.json)."""
+    task = [t.to_json() for t in tasks.tasks]
+    return _model(graph, plan, streams, task, bind_addresses(tasks.tasks, plan), tasks.graph_data)
+
+
+def _model(
+    graph: ComputeGraph,
+    plan: MemoryPlan,
+    streams: StreamPlan,
+    task: Any,
+    addresses: Any,
+    graph_data: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     memory_size = {f"{a.region}:{a.mem_type}": a.size for a in plan.arenas}
     return {
         "$schema": SCHEMA_URL,
@@ -41,9 +65,9 @@ def build_model(graph: ComputeGraph, plan: MemoryPlan, streams: StreamPlan, task
             "memory_size": plan.total("feature_map"),
             "weight_size": plan.total("weight"),
             "memory_sizes": memory_size,
-            "task": [t.to_json() for t in tasks.tasks],
+            "task": task,
         },
-        "addresses": bind_addresses(tasks.tasks, plan),
+        "addresses": addresses,
         "events": [
             {
                 "id": e.id,
@@ -56,8 +80,71 @@ def build_model(graph: ComputeGraph, plan: MemoryPlan, streams: StreamPlan, task
         ],
         "streams": {n.name: n.op.stream_id for n in graph.all_nodes()},
         "memory_plan": plan.to_json(),
-        "graph": graph_to_data(graph),  # GE's ModelTaskDef.op: the marked graph, every op desc and edge
+        # GE's ModelTaskDef.op: the marked graph, every op desc and edge
+        "graph": graph_to_data(graph) if graph_data is None else graph_data,
     }
+
+
+class _Streamed:
+    """A list the writer encodes member by member as an iterator yields them, never holding them all."""
+
+    def __init__(self, items: Iterable[Any]) -> None:
+        self.items = items
+
+
+class _Later:
+    """A value the writer asks for only when it reaches it (after everything before it is written)."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self.make = make
+
+
+def stream_model(
+    graph: ComputeGraph,
+    plan: MemoryPlan,
+    streams: StreamPlan,
+    path: str | Path,
+    *,
+    threads: int | None = None,
+    options: dict[str, str] | None = None,
+    reuse: Reuse | None = None,
+) -> TaskResult:
+    """Generate the tasks (as `generate_tasks`) straight into the model file at `path`: the result counts them
+    but holds none (`streamed`)."""
+    opts = dict(options or {})
+    order = order_tasks(graph, streams, opts)
+    result = TaskResult([], {}, order.fusion_order, streamed=True)
+    lookup = reused(graph, result, reuse)
+    made = iter_tasks(order, BuildContext(plan, opts), workers_for(threads), result, lookup)
+    write_streamed_model(graph, plan, streams, made, path, result.graph_data)
+    return result
+
+
+def write_streamed_model(
+    graph: ComputeGraph,
+    plan: MemoryPlan,
+    streams: StreamPlan,
+    tasks: Iterable[TaskDef],
+    path: str | Path,
+    graph_data: dict[str, Any] | None = None,
+) -> None:
+    """Write the model of `tasks` (an iterator in model order) to `path` as each task comes: the bytes of
+    `write_model(build_model(...))`, holding neither the tasks nor their text, only their addresses' keys until
+    the address table (after the tasks) is written. Atomic, like `write_model`."""
+    used: dict[str, Address] = {}
+
+    def task_json() -> Iterator[dict[str, Any]]:
+        for t in tasks:
+            for a in t.addresses():
+                used.setdefault(a.key(), a)
+            yield t.to_json()
+
+    def addresses() -> dict[str, Any]:
+        return bind(used.items(), plan)
+
+    model = _model(graph, plan, streams, _Streamed(task_json()), _Later(addresses), graph_data)
+    with gc_paused(), atomic_output(path, what="model file") as f:
+        f.writelines(model_chunks(model))
 
 
 _ENCODE = json.JSONEncoder(separators=(",", ":"), sort_keys=False).encode
@@ -81,7 +168,16 @@ def model_chunks(model: dict[str, Any]) -> Iterator[str]:
 
 
 def _chunks(value: Any, depth: int) -> Iterator[str]:
-    if isinstance(value, list) and len(value) > CHUNK:
+    if isinstance(value, _Later):
+        value = value.make()
+    if isinstance(value, _Streamed):
+        items = iter(value.items)
+        first = True
+        while piece := list(islice(items, CHUNK)):
+            yield ("[" if first else ",") + _ENCODE(piece)[1:-1]
+            first = False
+        yield "[]" if first else "]"
+    elif isinstance(value, list) and len(value) > CHUNK:
         for i in range(0, len(value), CHUNK):
             yield ("[" if i == 0 else ",") + _ENCODE(value[i : i + CHUNK])[1:-1]
         yield "]"

@@ -9,7 +9,7 @@ generator imports the built-in builders, which register themselves here.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from enum import IntEnum
 from importlib import metadata
@@ -132,13 +132,16 @@ class TaskDef:
     ffts_plus_task: dict[str, Any] | None = None
     dsa_task: dict[str, Any] | None = None
     dvpp_task: dict[str, Any] | None = None
+    # the text `from_json` read this task from (its id apart), written again as it was: a reused task costs no
+    # encoding; a task whose fields are changed after reading must drop it
+    source: dict[str, Any] | None = field(default=None, repr=False, compare=False)
 
     def addresses(self) -> list[Address]:
         """Every symbolic address the task uses (also inside an FFTS+ task's sub-tasks)."""
         out: list[Address] = []
-        for part in (self.kernel, self.kernel_ex, self.kernel_hccl, self.memcpy_async, self.dsa_task, self.dvpp_task):
+        for part in (getattr(self, name) for name in ADDRESS_PARTS):
             if part:
-                for key in ("args", "inputs", "outputs", "src", "dst"):
+                for key in ADDRESS_KEYS:
                     v = part.get(key)
                     if isinstance(v, list):
                         out.extend(a for a in v if isinstance(a, Address))
@@ -151,6 +154,8 @@ class TaskDef:
 
     def to_json(self) -> dict[str, Any]:
         """GE field names; symbolic addresses as their keys."""
+        if self.source is not None:
+            return {**self.source, "id": self.id}
         out: dict[str, Any] = {
             "id": self.id,
             "type": int(self.type),
@@ -162,21 +167,65 @@ class TaskDef:
             v = getattr(self, name)
             if v is not None:
                 out[name] = v
-        for name in (
-            "kernel",
-            "kernel_ex",
-            "kernel_hccl",
-            "stream_switch",
-            "stream_active",
-            "memcpy_async",
-            "ffts_plus_task",
-            "dsa_task",
-            "dvpp_task",
-        ):
+        for name in TASK_PARTS:
             v = getattr(self, name)
             if v is not None:
                 out[name] = _plain(v)
         return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], addresses: Container[str]) -> TaskDef:
+        """The task `to_json` wrote (its `id` included), back: a string where an address may stand that is one of
+        `addresses` (the keys the model bound) is that Address again, so `to_json` and `addresses` give what
+        they gave."""
+        fields: dict[str, Any] = {"type": ModelTaskType(data["type"]), "op_name": data["op"]}
+        for name in ("id", "stream_id", "event_id", "label_id"):
+            if name in data:
+                fields[name] = data[name]
+        for name in TASK_PARTS:
+            part = data.get(name)
+            if part is None:
+                continue
+            part = dict(part)
+            if name in ADDRESS_PARTS:
+                for key in ADDRESS_KEYS:
+                    if key in part:
+                        part[key] = _address_back(part[key], addresses)
+            if name == "ffts_plus_task" and isinstance(part.get("sub_tasks"), list):
+                part["sub_tasks"] = [cls.from_json(t, addresses) for t in part["sub_tasks"]]
+            fields[name] = part
+        return cls(**fields, source=data)
+
+
+# the sub-definitions of a TaskDef, in the order to_json writes them; those that may hold addresses, and where
+TASK_PARTS = (
+    "kernel",
+    "kernel_ex",
+    "kernel_hccl",
+    "stream_switch",
+    "stream_active",
+    "memcpy_async",
+    "ffts_plus_task",
+    "dsa_task",
+    "dvpp_task",
+)
+ADDRESS_PARTS = ("kernel", "kernel_ex", "kernel_hccl", "memcpy_async", "dsa_task", "dvpp_task")
+ADDRESS_KEYS = ("args", "inputs", "outputs", "src", "dst")
+
+
+def address_from_key(key: str) -> Address:
+    """The Address whose `key()` is `key` (`kind:node:index`; the node name may hold colons)."""
+    kind, rest = key.split(":", 1)
+    node, index = rest.rsplit(":", 1)
+    return Address(kind, node, int(index))
+
+
+def _address_back(v: Any, addresses: Container[str]) -> Any:
+    if isinstance(v, str):
+        return address_from_key(v) if v in addresses else v
+    if isinstance(v, list):
+        return [_address_back(x, addresses) for x in v]
+    return v
 
 
 def _plain(v: Any) -> Any:

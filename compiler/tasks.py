@@ -15,20 +15,28 @@
   option) generate contiguously; FFTS+ nodes generate their subgraph's tasks and wrap them; `partially_supported`
   nodes fall back to AI CPU; `_alias_engine_name` adds that builder's tasks; events become EVENT_RECORD and
   EVENT_WAIT tasks.
+- **Ordered, then streamed** (the seed's §7.2): `order_tasks` sets every attribute generation sets before any
+  task is built; `iter_tasks` then builds nodes at most a window ahead of the task it yields, so a writer can
+  take them one by one (`model.stream_model`), and takes a reused node's tasks from a lookup instead
+  (`task_cache`). An FFTS+ node's subgraph nodes, nested FFTS+ ones too, are jobs of the same pool (GE opens an
+  inner pool per FFTS+ node, §3.4): no job waits for another, and the wrappers are put together in node order.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..base.diagnostics import error
 from ..base.limits import MAX_THREADS, int_literal
 from . import builders  # noqa: F401  (the built-in builders register themselves in the registry)
 from .facts import attr_bool, attr_str
+from .graph_file import graph_to_data
 from .ir import ComputeGraph, Node
 from .memory.assign import MemoryPlan
 from .streams import StreamPlan
@@ -129,8 +137,14 @@ def mark_first_and_last(nodes: Sequence[Node]) -> None:
                 n.op.attrs["is_last_node"] = True
 
 
-def _build_one(node: Node, ctx: BuildContext) -> list[TaskDef]:
-    lib = attr_str(node, "_composite_engine_kernel_lib_name") if _is_ffts(node) else node.op.kernel_lib
+def _fallback_lib(node: Node) -> str | None:
+    """The AI CPU library a `partially_supported` node falls back to (the first with a builder), else None."""
+    if not attr_bool(node, "partially_supported"):
+        return None
+    return next((lib for lib in ("aicpu_ascend_kernel", "aicpu_tf_kernel") if builder_for(lib) is not None), None)
+
+
+def _builder(node: Node, lib: str) -> TaskBuilder:
     builder = builder_for(lib)
     if builder is None:
         raise error(
@@ -139,27 +153,19 @@ def _build_one(node: Node, ctx: BuildContext) -> list[TaskDef]:
             where=node.name,
             hint=f"registered: {', '.join(registered_libraries())}",
         )
+    return builder
+
+
+def _build_own(node: Node, ctx: BuildContext) -> list[TaskDef]:
+    """The node's own tasks (an FFTS+ node's wrapper without its sub-tasks), stream ids refreshed."""
+    ffts = _is_ffts(node)
+    builder = _builder(node, attr_str(node, "_composite_engine_kernel_lib_name") if ffts else node.op.kernel_lib)
     try:
-        if _is_ffts(node):
-            subs: list[TaskDef] = []
-            for sub in node.subgraphs():
-                for m in sub.topological_order():
-                    if not no_need_gen_task(m):
-                        subs.extend(_build_one(m, ctx))
-            ctx_tasks = builder.build(node, ctx)
-            for t in ctx_tasks:
-                if t.type == ModelTaskType.FFTS_PLUS and t.ffts_plus_task is not None:
-                    t.ffts_plus_task["sub_tasks"] = subs
-            tasks = ctx_tasks
-        else:
-            tasks = builder.build(node, ctx)
-            if attr_bool(node, "partially_supported"):
-                for fallback in ("aicpu_ascend_kernel", "aicpu_tf_kernel"):
-                    fb = builder_for(fallback)
-                    if fb is not None:
-                        node.op.attrs["aicpu_kernel_lib_name"] = fallback
-                        tasks += fb.build(node, ctx)
-                        break
+        tasks = builder.build(node, ctx)
+        if not ffts:
+            fallback = _fallback_lib(node)
+            if fallback is not None:
+                tasks += _builder(node, fallback).build(node, ctx)
             alias = attr_str(node, "_alias_engine_name")
             if alias:
                 ab = builder_for(alias)
@@ -176,23 +182,106 @@ def _build_one(node: Node, ctx: BuildContext) -> list[TaskDef]:
             f"generating tasks for node '{node.name}' ({node.type}) failed: {type(exc).__name__}: {exc}",
             where=node.name,
         ) from None
+    if not ffts:
+        _refresh_stream_ids(node, tasks)
+    return tasks
+
+
+def _refresh_stream_ids(node: Node, tasks: list[TaskDef]) -> None:
+    """GE's RefreshStreamId: the node's stream on its tasks and on their direct FFTS+ sub-tasks."""
     stream = node.op.stream_id if node.op.stream_id >= 0 else 0
-    for t in tasks:  # GE's RefreshStreamId
+    for t in tasks:
         if node.op.type != "SuperKernel" and "_attached_stream_id" not in node.op.attrs:
             t.stream_id = stream
         if t.ffts_plus_task is not None:
             for s in t.ffts_plus_task.get("sub_tasks", []):
                 s.stream_id = stream
-    return tasks
+
+
+def _ffts_members(node: Node) -> list[Node]:
+    """The nodes of an FFTS+ node's subgraphs that need tasks, in subgraph then topological order."""
+    return [m for sub in node.subgraphs() for m in sub.topological_order() if not no_need_gen_task(m)]
+
+
+@dataclass
+class _Pending:
+    """A node's submitted build, and (FFTS+) its subgraph nodes' ones, each a job of the one pool."""
+
+    node: Node
+    own: Future[list[TaskDef]]
+    members: list[_Pending]
+
+    def result(self) -> list[TaskDef]:
+        """The node's tasks: an FFTS+ node's wrapper holds its members' tasks (nested FFTS+ ones wrapped alike);
+        the first failing build, in node order, raises."""
+        tasks = self.own.result()
+        if not _is_ffts(self.node):
+            return tasks
+        subs = [t for m in self.members for t in m.result()]
+        for t in tasks:
+            if t.type == ModelTaskType.FFTS_PLUS and t.ffts_plus_task is not None:
+                t.ffts_plus_task["sub_tasks"] = subs
+        _refresh_stream_ids(self.node, tasks)
+        return tasks
+
+
+Submit = Callable[[Node], "Future[list[TaskDef]]"]
+
+
+def _schedule(node: Node, submit: Submit) -> _Pending:
+    """Submit the node's build and, for an FFTS+ node, its members' (recursively) as jobs of the same pool:
+    no job waits for another, so nested FFTS+ subgraphs cannot starve the pool; results are put together in
+    node order by the caller."""
+    members = [_schedule(m, submit) for m in _ffts_members(node)] if _is_ffts(node) else []
+    return _Pending(node, submit(node), members)
+
+
+@contextmanager
+def _submitter(workers: int, ctx: BuildContext) -> Iterator[Submit]:
+    """A function submitting a node's own build: to a pool of `workers` threads, or (one) run at once."""
+    if workers <= 1:
+
+        def now(node: Node) -> Future[list[TaskDef]]:
+            f: Future[list[TaskDef]] = Future()
+            try:
+                f.set_result(_build_own(node, ctx))
+            except BaseException as exc:
+                f.set_exception(exc)
+            return f
+
+        yield now
+        return
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ge_gentask") as pool:
+        try:
+            yield lambda node: pool.submit(_build_own, node, ctx)
+        finally:
+            pool.shutdown(cancel_futures=True)
 
 
 @dataclass
 class TaskResult:
-    """The generated tasks in model order, the tasks per node, and the order fusion imposed."""
+    """The generated tasks in model order, the tasks per node, the order fusion imposed, and counts. After a
+    streamed compile (tasks written to the model file as they were made) `tasks` and `per_node` are empty and
+    the counts stand for them."""
 
     tasks: list[TaskDef]
     per_node: dict[str, list[TaskDef]]
     fusion_order: list[str]
+    total: int = 0
+    by_type: dict[str, int] = field(default_factory=dict)
+    by_stream: dict[int, int] = field(default_factory=dict)
+    incremental: bool = False  # whether a previous compile's tasks were looked up
+    reused: int = 0  # nodes whose tasks came from a previous compile
+    regenerated: int = 0  # nodes whose tasks were built
+    streamed: bool = False
+    # the graph's text once generation set its attributes, when a task cache needed it (the model reuses it)
+    graph_data: dict[str, Any] | None = field(default=None, repr=False)
+
+    def count(self, t: TaskDef) -> None:
+        """Count one task of the model."""
+        self.total += 1
+        self.by_type[t.type.name] = self.by_type.get(t.type.name, 0) + 1
+        self.by_stream[t.stream_id] = self.by_stream.get(t.stream_id, 0) + 1
 
 
 def _fusion_groups(nodes: Sequence[Node], options: dict[str, str]) -> dict[int, list[Node]]:
@@ -208,30 +297,33 @@ def _fusion_groups(nodes: Sequence[Node], options: dict[str, str]) -> dict[int, 
     return groups
 
 
-def generate_tasks(
-    graph: ComputeGraph,
-    plan: MemoryPlan | None = None,
-    streams: StreamPlan | None = None,
-    *,
-    threads: int | None = None,
-    options: dict[str, str] | None = None,
-) -> TaskResult:
-    """Generate every task of `graph` in model order (deterministic for any thread count)."""
-    opts = dict(options or {})
+@dataclass
+class TaskOrder:
+    """What generation needs before any task is built: the nodes in model order (each with the event tasks
+    around it), the candidates by name, and the order fusion imposed. Every attribute generation sets is set
+    here, so the graph no longer changes once it exists (its text can key a task cache)."""
+
+    emit: list[Node]
+    candidates: dict[str, Node]
+    waits: dict[str, list[TaskDef]]
+    records: dict[str, list[TaskDef]]
+    fusion_order: list[str]
+
+
+def order_tasks(graph: ComputeGraph, streams: StreamPlan | None, options: dict[str, str]) -> TaskOrder:
+    """Candidates, first/last marks, fusion groups, fallback libraries and events; the nodes in model order."""
     nodes = candidate_nodes(graph)
     mark_first_and_last(nodes)
-    ctx = BuildContext(plan, opts)
-    workers = check_threads(threads, "threads") if threads is not None else thread_count()
-    per_node: dict[str, list[TaskDef]] = {}
-    if workers <= 1 or len(nodes) < 2:
-        results = [_build_one(n, ctx) for n in nodes]
-    else:
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ge_gentask") as pool:
-            futures = [pool.submit(_build_one, n, ctx) for n in nodes]
-            results = [f.result() for f in futures]  # in node order: the first failing node's error is raised
-    for n, node_tasks in zip(nodes, results, strict=True):
-        per_node[n.name] = node_tasks
-    groups = _fusion_groups(nodes, opts)
+    groups = _fusion_groups(nodes, options)
+    built = list(nodes)
+    while built:  # every node that will be built (FFTS+ members too) knows its fallback library beforehand
+        n = built.pop()
+        fallback = None if _is_ffts(n) else _fallback_lib(n)
+        if fallback is not None:
+            n.op.attrs["aicpu_kernel_lib_name"] = fallback
+        if _is_ffts(n):
+            built += _ffts_members(n)
+    candidates = {n.name: n for n in nodes}
     group_of = {m.name: key for key, members in groups.items() for m in members}
     # events: EVENT_RECORD after the producer, EVENT_WAIT before the consumer (each on its own stream)
     records: dict[str, list[TaskDef]] = {}
@@ -243,53 +335,124 @@ def generate_tasks(
         waits.setdefault(e.consumer.name, []).append(
             TaskDef(ModelTaskType.EVENT_WAIT, e.consumer.name, max(e.wait_stream, 0), event_id=e.id)
         )
-    tasks: list[TaskDef] = []
+    emit: list[Node] = []
     fusion_order: list[str] = []
     emitted: set[str] = set()
-
-    def emit(name: str) -> None:
-        emitted.add(name)
-        tasks.extend(waits.get(name, ()))
-        tasks.extend(per_node.get(name, ()))
-        tasks.extend(records.get(name, ()))
-
     # Walk the execution order; virtual and task-less nodes still anchor their events at their place.
     for n in graph.all_nodes():
         if n.name in emitted:
             continue
         key = group_of.get(n.name)
         if key is None:
-            if n.name in per_node or n.name in records or n.name in waits:
-                emit(n.name)
+            if n.name in candidates or n.name in records or n.name in waits:
+                emitted.add(n.name)
+                emit.append(n)
             continue
         for m in groups[key]:  # GE's "fusion inner": the whole group, contiguously, at its first member
             fusion_order.append(m.name)
-            emit(m.name)
-    for i, t in enumerate(tasks):
-        t.id = i
-    return TaskResult(tasks, per_node, fusion_order)
+            emitted.add(m.name)
+            emit.append(m)
+    return TaskOrder(emit, candidates, waits, records, fusion_order)
+
+
+# a reused node's tasks, or None to build them
+Lookup = Callable[[Node], "list[TaskDef] | None"]
+# the lookup for a graph, given its text (`graph_to_data`) once generation has set its attributes
+Reuse = Callable[[dict[str, Any]], Lookup]
+WINDOW = 64  # nodes submitted ahead of the one being written, per worker
+
+
+def iter_tasks(
+    order: TaskOrder,
+    ctx: BuildContext,
+    workers: int,
+    result: TaskResult,
+    reuse: Lookup | None = None,
+) -> Iterator[TaskDef]:
+    """Every task in model order, numbered, built in a pool of `workers` threads at most a window ahead of the
+    one yielded (so they are never all held); `result` counts them and the reused and rebuilt nodes."""
+    next_id = 0
+    result.incremental = reuse is not None
+    with _submitter(workers, ctx) as submit:
+        window: deque[tuple[Node, _Pending | list[TaskDef] | None]] = deque()
+        todo = iter(order.emit)
+        ahead = WINDOW * max(workers, 1)
+        while True:
+            while len(window) < ahead and (n := next(todo, None)) is not None:
+                node = order.candidates.get(n.name)
+                known = reuse(node) if node is not None and reuse is not None else None
+                window.append((n, known if known is not None or node is None else _schedule(node, submit)))
+            if not window:
+                break
+            n, made = window.popleft()
+            if isinstance(made, _Pending):
+                result.regenerated += 1
+            elif made is not None:
+                result.reused += 1
+            own = made.result() if isinstance(made, _Pending) else made or []
+            if not result.streamed and n.name in order.candidates:
+                result.per_node[n.name] = own
+            for t in (*order.waits.get(n.name, ()), *own, *order.records.get(n.name, ())):
+                t.id = next_id
+                next_id += 1
+                result.count(t)
+                yield t
+
+
+def generate_tasks(
+    graph: ComputeGraph,
+    plan: MemoryPlan | None = None,
+    streams: StreamPlan | None = None,
+    *,
+    threads: int | None = None,
+    options: dict[str, str] | None = None,
+    reuse: Reuse | None = None,
+) -> TaskResult:
+    """Generate every task of `graph` in model order (deterministic for any thread count)."""
+    opts = dict(options or {})
+    order = order_tasks(graph, streams, opts)
+    result = TaskResult([], {}, order.fusion_order)
+    lookup = reused(graph, result, reuse)
+    result.tasks.extend(iter_tasks(order, BuildContext(plan, opts), workers_for(threads), result, lookup))
+    return result
+
+
+def reused(graph: ComputeGraph, result: TaskResult, reuse: Reuse | None) -> Lookup | None:
+    """The lookup of `reuse` for `graph` (its text kept in `result` for the model), or None."""
+    if reuse is None:
+        return None
+    result.graph_data = graph_to_data(graph)
+    return reuse(result.graph_data)
+
+
+def workers_for(threads: int | None) -> int:
+    """Task generation threads: `threads` when given (checked), else MAX_COMPILE_CORE_NUMBER's."""
+    return check_threads(threads, "threads") if threads is not None else thread_count()
 
 
 def bind_addresses(tasks: Iterable[TaskDef], plan: MemoryPlan) -> dict[str, dict[str, Any]]:
     """Bind every symbolic address the tasks use to its (region, memory type, offset, size) in the plan."""
+    return bind(((a.key(), a) for t in tasks for a in t.addresses()), plan)
+
+
+def bind(addresses: Iterable[tuple[str, Address]], plan: MemoryPlan) -> dict[str, dict[str, Any]]:
+    """Bind (key, address) pairs to their places in the plan, by key in sorted order."""
     out: dict[str, dict[str, Any]] = {}
     ws = {(w.node, w.index): w for w in plan.workspaces}
-    for t in tasks:
-        for a in t.addresses():
-            key = a.key()
-            if key in out:
-                continue
-            if a.kind == "workspace":
-                w = ws.get((a.node, a.index))
-                if w is None:
-                    raise error("task-gen", f"{a} has no place in the memory plan", where=a.node)
-                out[key] = {"region": "feature_map", "mem_type": w.mem_type, "offset": w.offset, "size": w.size}
-                continue
-            tid = f"{a.node}:{a.index if a.kind != 'model_input' else 0}"
-            p = plan.tensors.get(tid)
-            if p is None:
+    for key, a in addresses:
+        if key in out:
+            continue
+        if a.kind == "workspace":
+            w = ws.get((a.node, a.index))
+            if w is None:
                 raise error("task-gen", f"{a} has no place in the memory plan", where=a.node)
-            out[key] = {"region": p.region, "mem_type": p.mem_type, "offset": p.offset, "size": p.size, "tensor": tid}
+            out[key] = {"region": "feature_map", "mem_type": w.mem_type, "offset": w.offset, "size": w.size}
+            continue
+        tid = f"{a.node}:{a.index if a.kind != 'model_input' else 0}"
+        p = plan.tensors.get(tid)
+        if p is None:
+            raise error("task-gen", f"{a} has no place in the memory plan", where=a.node)
+        out[key] = {"region": p.region, "mem_type": p.mem_type, "offset": p.offset, "size": p.size, "tensor": tid}
     return dict(sorted(out.items()))
 
 
@@ -301,6 +464,7 @@ __all__ = [
     "TaskBuilder",
     "TaskDef",
     "TaskResult",
+    "bind",
     "bind_addresses",
     "builder_for",
     "generate_tasks",

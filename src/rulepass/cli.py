@@ -515,6 +515,8 @@ def _cmd_compile(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             err.write(f"rulepass: {stage}...\n")
 
     options = {"ge.bufferOptimize": args.buffer_optimize} if args.buffer_optimize else {}
+    streamed = bool(args.output) and args.output != "-" and not args.check  # (--check writes no model on failure)
+    reuse = _task_reuse(args, args.output if streamed else None)
     with _no_soundness_warning():
         result = compile_graph(
             graph,
@@ -528,6 +530,7 @@ def _cmd_compile(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             baseline=args.baseline,
             soundness=_soundness(args, err),
             memory_budget_s=args.budget,
+            reuse=reuse,
         )
     check: Any = None
     if args.check:
@@ -537,7 +540,7 @@ def _cmd_compile(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         check = check_model(result.model, ranks=model_rank_size(result.model))
         if check.difference is not None:  # no model is written
             return _check_status(check, err)
-    if args.output:
+    if args.output and not streamed:
         result.write_model(args.output)
     report = result.report()
     if args.format == "json":
@@ -556,6 +559,20 @@ def _cmd_compile(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.output:
         out.write(f"wrote {_p(args.output)}\n")
     return EXIT_OK
+
+
+def _task_reuse(args: argparse.Namespace, model_path: str | None) -> Any:
+    """How `compile` reuses a previous compile's tasks and streams them into the model file (None: neither)."""
+    from pathlib import Path
+
+    from .base.files import check_readable
+    from .compiler.task_cache import TaskReuse
+
+    if args.incremental_from is None and args.task_cache is None and model_path is None:
+        return None
+    if args.incremental_from is not None:
+        check_readable(args.incremental_from, what="previous model")
+    return TaskReuse(args.incremental_from, args.task_cache, None if model_path is None else Path(model_path))
 
 
 def _compile_text(report: dict[str, Any]) -> str:
@@ -589,7 +606,8 @@ def _compile_text(report: dict[str, Any]) -> str:
     by_type = ", ".join(f"{k} {v}" for k, v in t["by_type"].items())
     by_stream = ", ".join(f"stream {k}: {v}" for k, v in t["by_stream"].items())
     streams = f"{report['streams']} stream(s), {report['events']} event(s)"
-    return text + f"tasks: {t['total']} ({by_type}); {by_stream}; {streams}\n"
+    reused = f"; nodes' tasks reused {t['reused']}, regenerated {t['regenerated']}" if t["incremental"] else ""
+    return text + f"tasks: {t['total']} ({by_type}); {by_stream}; {streams}{reused}\n"
 
 
 def _run_model_doc(args: argparse.Namespace, err: TextIO) -> dict[str, Any]:
@@ -974,6 +992,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--baseline",
         action="store_true",
         help="also plan the graph without the no-task passes, to report the feature-map memory they save",
+    )
+    comp.add_argument(
+        "--incremental-from",
+        metavar="MODEL",
+        help="reuse this previous model's tasks for every node whose tasks cannot have changed",
+    )
+    comp.add_argument(
+        "--task-cache",
+        metavar="DIR",
+        help="reuse the last compile's tasks kept in this folder, and keep this compile's there",
     )
     budget_option(comp)
     check_option(comp, "compile")
