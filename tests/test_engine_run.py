@@ -288,6 +288,7 @@ def test_every_operand_to_blame_is_explained_not_only_the_last(tmp_path: Path) -
 SHARED = """
 shared_checks:
   - name: EnoughInputs
+    params: {least: int}
     for_each: i in node.inputs
     checks:
       - name: Counted
@@ -301,13 +302,13 @@ rules:
     let:
       least: "2"
     checks:
-      - use: EnoughInputs
+      - {use: EnoughInputs, with: {least: least}}
   - name: NeedsThree
     match: [ConcatD]
     let:
       least: "3"
     checks:
-      - use: EnoughInputs
+      - {use: EnoughInputs, with: {least: least}}
 """
 
 
@@ -316,7 +317,7 @@ def test_a_shared_check_runs_in_each_using_rules_scope(closures: bool, tmp_path:
     (tmp_path / "shared.yaml").write_text(SHARED)
     (tmp_path / "users.yaml").write_text(USERS)
     rules = load_rules([tmp_path])
-    assert not rules.diagnostics  # `least` is read by the shared check only, and counts as used
+    assert not rules.diagnostics  # `least` is passed to the shared check only, and counts as used
     if closures:
         rules = _closures_only(rules)
     g = load_graph(example_path("allgather_concat.yaml"))  # a concat of two inputs

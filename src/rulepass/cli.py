@@ -893,24 +893,41 @@ def _leaf_parsers(sub: argparse._SubParsersAction[Any]) -> Iterator[argparse.Arg
         yield p
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the `rulepass` command."""
-    parser = _Parser(
-        prog="rulepass",
-        description="Rule-based GE graph optimizer: validate rules, optimize "
-        "graphs, explain decisions, plan memory, generate tasks.",
+def _pass_options(p: argparse.ArgumentParser) -> None:
+    """--rules, --level, --disable and --format, as every command that runs the passes takes them."""
+    p.add_argument(
+        "--rules",
+        action="append",
+        metavar="PATH",
+        help="rule file or folder (repeatable; default: the bundled rules)",
     )
-    parser.add_argument("--version", action="version", version=f"rulepass {__version__}")
-    parser.add_argument(
-        "--no-cache", action="store_true", help="neither read nor write the cache of loaded rules (RULEPASS_NO_CACHE=1)"
+    p.add_argument(
+        "--level", choices=["O0", "O1", "O2", "O3"], help="optimisation level (default: the settings', else O3)"
     )
-    verbosity_options(parser, top=True)
-    parser.add_argument(
-        "--no-config", action="store_true", help="ignore rulepass.toml and [tool.rulepass] of pyproject.toml"
-    )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    sub.required = True
+    p.add_argument("--disable", action="append", default=[], metavar="PASS", help="disable a pass (repeatable)")
+    p.add_argument("--format", choices=["text", "json"], default="text")
 
+
+def _check_option(p: argparse.ArgumentParser, command: str) -> None:
+    seeded = "seeded (--seed) inputs" if command == "run" else "inputs seeded 0"
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help=f"run the model on {seeded} and compare it bit for bit with the graph evaluated directly (no "
+        "planned memory, no virtual ops); name the first tensor that differs and exit 1 (needs rulepass[run])",
+    )
+
+
+def _soundness_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--no-soundness-check",
+        action="store_true",
+        help="experiments only: do NOT prove that every zero-copy op reads and writes the bytes its copy would",
+    )
+
+
+def _add_inspect_commands(sub: Any) -> None:
+    """graph check, validate and catalogue."""
     graph = sub.add_parser("graph", help="graph file tools")
     gsub = graph.add_subparsers(dest="graph_command", metavar="SUBCOMMAND", parser_class=_Parser)
     gsub.required = True
@@ -928,50 +945,32 @@ def build_parser() -> argparse.ArgumentParser:
     cat.add_argument("--format", choices=["text", "json"], default="text")
     cat.set_defaults(handler=_cmd_catalogue)
 
-    def pass_options(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "--rules",
-            action="append",
-            metavar="PATH",
-            help="rule file or folder (repeatable; default: the bundled rules)",
-        )
-        p.add_argument(
-            "--level", choices=["O0", "O1", "O2", "O3"], help="optimisation level (default: the settings', else O3)"
-        )
-        p.add_argument("--disable", action="append", default=[], metavar="PASS", help="disable a pass (repeatable)")
-        p.add_argument("--format", choices=["text", "json"], default="text")
 
-    def check_option(p: argparse.ArgumentParser, command: str) -> None:
-        seeded = "seeded (--seed) inputs" if command == "run" else "inputs seeded 0"
-        p.add_argument(
-            "--check",
-            action="store_true",
-            help=f"run the model on {seeded} and compare it bit for bit with the graph evaluated directly (no "
-            "planned memory, no virtual ops); name the first tensor that differs and exit 1 (needs rulepass[run])",
-        )
-
-    def soundness_option(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "--no-soundness-check",
-            action="store_true",
-            help="experiments only: do NOT prove that every zero-copy op reads and writes the bytes its copy would",
-        )
-
+def _add_decision_commands(sub: Any) -> None:
+    """optimize, explain and test: the rule passes' decisions."""
     opt = sub.add_parser("optimize", help="run the rule passes over a graph and show every decision")
     opt.add_argument("graph", metavar="GRAPH", nargs="?", help="graph file (default: the bundled example)")
     opt.add_argument("-o", "--output", metavar="OUT", help="write the marked graph here")
     opt.add_argument("--dry-run", action="store_true", help="decide, change nothing")
     opt.add_argument("--timings", action="store_true", help="show time per pass")
-    pass_options(opt)
+    _pass_options(opt)
     opt.set_defaults(handler=_cmd_optimize)
 
     exp = sub.add_parser("explain", help="the check-by-check trace of one node's decision")
     exp.add_argument("graph", metavar="GRAPH")
     exp.add_argument("--node", required=True, metavar="NAME")
     exp.add_argument("--rule", metavar="PASS", help="only this rule's decision")
-    pass_options(exp)
+    _pass_options(exp)
     exp.set_defaults(handler=_cmd_explain)
 
+    tst = sub.add_parser("test", help="run rule fixtures (default: the bundled rules' fixtures)")
+    tst.add_argument("paths", nargs="*", metavar="PATH", help="rule files, fixture files or folders")
+    tst.add_argument("--format", choices=["text", "json", "junit"], default="text", help="junit: JUnit XML for CI")
+    tst.set_defaults(handler=_cmd_test)
+
+
+def _add_compile_command(sub: Any) -> None:
+    """compile: the whole compiler, writing the model."""
     comp = sub.add_parser("compile", help="passes, streams, memory and tasks: write the model")
     comp.add_argument("graph", metavar="GRAPH", nargs="?", help="graph file (default: the bundled example)")
     comp.add_argument("-o", "--output", metavar="MODEL", help="write the model (JSON) here")
@@ -1004,11 +1003,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="reuse the last compile's tasks kept in this folder, and keep this compile's there",
     )
     budget_option(comp)
-    check_option(comp, "compile")
-    soundness_option(comp)
-    pass_options(comp)
+    _check_option(comp, "compile")
+    _soundness_option(comp)
+    _pass_options(comp)
     comp.set_defaults(handler=_cmd_compile)
 
+
+def _add_import_command(sub: Any) -> None:
+    """import: an ONNX model as a graph file."""
     imp = sub.add_parser("import", help="import an ONNX model as a graph file (needs rulepass[onnx])")
     imp.add_argument("model", metavar="MODEL.onnx")
     imp.add_argument("-o", "--output", required=True, metavar="GRAPH", help="graph file to write (.yaml or .json)")
@@ -1032,6 +1034,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     imp.set_defaults(handler=_cmd_import)
 
+
+def _add_memory_commands(sub: Any) -> None:
+    """memory and memplan: the offset planner on a graph or on a buffer CSV."""
     mem = sub.add_parser("memory", help="plan memory for an optimized graph; savings of the no-task passes")
     mem.add_argument("graph", metavar="GRAPH", nargs="?", help="graph file (default: the bundled example)")
     mem.add_argument(
@@ -1040,11 +1045,22 @@ def build_parser() -> argparse.ArgumentParser:
         default=True,
         help="prove the plans safe with the independent verifier (default: on)",
     )
-    soundness_option(mem)
+    _soundness_option(mem)
     budget_option(mem)
-    pass_options(mem)
+    _pass_options(mem)
     mem.set_defaults(handler=_cmd_memory)
 
+    mp = sub.add_parser("memplan", help="run the offset planner on a buffer CSV (id,lower,upper,size)")
+    mp.add_argument("file", metavar="FILE.csv")
+    mp.add_argument("--baseline", action="store_true", help="also run the greedy best-fit baseline")
+    mp.add_argument("--offsets", action="store_true", help="include every offset in the JSON output")
+    mp.add_argument("--format", choices=["text", "json"], default="text")
+    budget_option(mp)
+    mp.set_defaults(handler=_cmd_memplan)
+
+
+def _add_run_command(sub: Any) -> None:
+    """run: execute a model with the reference kernels."""
     run = sub.add_parser("run", help="execute a compiled model with the reference kernels (needs rulepass[run])")
     run.add_argument(
         "model", metavar="MODEL", nargs="?", help="model file, or a graph file to compile first (default: the example)"
@@ -1065,23 +1081,32 @@ def build_parser() -> argparse.ArgumentParser:
         default=True,
         help="prove the memory plan safe before running (default: on)",
     )
-    check_option(run, "run")
-    soundness_option(run)
-    pass_options(run)
+    _check_option(run, "run")
+    _soundness_option(run)
+    _pass_options(run)
     run.set_defaults(handler=_cmd_run)
 
-    mp = sub.add_parser("memplan", help="run the offset planner on a buffer CSV (id,lower,upper,size)")
-    mp.add_argument("file", metavar="FILE.csv")
-    mp.add_argument("--baseline", action="store_true", help="also run the greedy best-fit baseline")
-    mp.add_argument("--offsets", action="store_true", help="include every offset in the JSON output")
-    mp.add_argument("--format", choices=["text", "json"], default="text")
-    budget_option(mp)
-    mp.set_defaults(handler=_cmd_memplan)
 
-    tst = sub.add_parser("test", help="run rule fixtures (default: the bundled rules' fixtures)")
-    tst.add_argument("paths", nargs="*", metavar="PATH", help="rule files, fixture files or folders")
-    tst.add_argument("--format", choices=["text", "json", "junit"], default="text", help="junit: JUnit XML for CI")
-    tst.set_defaults(handler=_cmd_test)
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the `rulepass` command."""
+    parser = _Parser(
+        prog="rulepass",
+        description="Rule-based GE graph optimizer: validate rules, optimize "
+        "graphs, explain decisions, plan memory, generate tasks.",
+    )
+    parser.add_argument("--version", action="version", version=f"rulepass {__version__}")
+    parser.add_argument(
+        "--no-cache", action="store_true", help="neither read nor write the cache of loaded rules (RULEPASS_NO_CACHE=1)"
+    )
+    verbosity_options(parser, top=True)
+    parser.add_argument(
+        "--no-config", action="store_true", help="ignore rulepass.toml and [tool.rulepass] of pyproject.toml"
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for add in (_add_inspect_commands, _add_decision_commands, _add_compile_command, _add_import_command,
+                _add_memory_commands, _add_run_command):  # fmt: skip
+        add(sub)
 
     from . import cli_completion, cli_lsp, cli_schema
     from .cli_render import add_commands as add_render_commands
