@@ -37,26 +37,20 @@ import ast as pyast
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from . import ast
+from .backend import FAILED, FAULT, OVER_BUDGET, Backend, Miss, Site
 from .builtins import RANGE_CAP, _len, _range
 from .catalogue import INT, FieldSpec, IndexedList
 from .check import Earlier, Resolution
-from .compile import CompiledCheck, CompiledRule, _attr_value, _hashable
+from .compile import CompiledCheck, CompiledRule, EvalError, _attr_value, _hashable
 from .rules import Binding, Check
 
 # the generated code of one rule may not exceed this many lines (lazy `let`s are inlined at every use); a rule
 # over it runs on the closures alone
 MAX_LINES = 20_000
 
-# how a candidate stopped at a site
-FAILED = 0  # the check's condition did not hold
-FAULT = 1  # evaluating it raised (the closures give the exact error)
-OVER_BUDGET = 2  # a loop would have exceeded the step budget
-
-Miss = tuple[int, int, int, tuple[Any, ...]]
 FastFn = Callable[[dict[str, Any], int], "int | Miss"]
 
 
@@ -72,34 +66,56 @@ class _Declined(Exception):
     """The rule is too large to generate; it runs on the closures."""
 
 
-@dataclass(frozen=True)
-class Site:
-    """A place where a candidate can stop: a check, its check path, and the groups whose elements are bound."""
-
-    check: CompiledCheck
-    path: tuple[str, ...]
-    groups: tuple[CompiledCheck, ...]
-
-
-@dataclass(frozen=True)
-class FastRule:
-    """A rule's generated decision function, the sites its misses refer to, and its generated actions.
+class FastRule(Backend):
+    """A rule's generated decision function (:meth:`Backend.decide`), its generated actions and skip conditions:
+    the fast back-end; tracing, a fault's text and near misses are the closures' (inherited).
 
     `actions(bindings, steps, apply)` evaluates every action first (what each writes, and where) and then, when
     `apply`, makes the writes the closures' actions' effects make, in the same order (`container[name] = value`:
     the attribute dict itself where the catalogue declares it, else the setter behind a `_Setter`); it returns the
-    steps spent. On any fault it raises before writing anything, and the engine runs the closures' actions
-    instead.
+    steps spent. On any fault it raises before writing anything, and the closures' actions run instead.
+    `skips(graph bindings, 0)` is the index of the first skip condition that holds, or -1 (one step budget for
+    all, as the closures'); on any fault it raises, and the closures answer instead.
     """
 
-    fn: FastFn
-    sites: tuple[Site, ...]
-    source: str
-    actions: Callable[[dict[str, Any], int, bool], int] | None = None
-    actions_source: str = ""  # the source of `actions`, for reading and for tests
-    #: `skips(graph bindings, 0)`: the index of the first skip condition that holds, or -1 (one step budget for
-    #: all, as the closures'); raises on any fault, and the engine asks the closures instead
-    skips: Callable[[dict[str, Any], int], int] | None = None
+    def __init__(
+        self,
+        rule: CompiledRule,
+        fn: FastFn,
+        source: str,
+        actions: Callable[[dict[str, Any], int, bool], int] | None = None,
+        actions_source: str = "",
+        skips: Callable[[dict[str, Any], int], int] | None = None,
+    ) -> None:
+        super().__init__(rule)
+        self.fn = fn
+        self.decide = fn
+        self.source = source
+        self.actions = actions
+        self.actions_source = actions_source  # the source of `actions`, for reading and for tests
+        self.skips = skips
+
+    def act(self, roots: dict[str, Any], steps: int, apply: bool) -> EvalError | None:
+        """:meth:`Backend.act` by the generated actions (the closures' on a fault, which give the error)."""
+        if self.actions is not None:
+            try:
+                self.actions(roots, steps, apply)
+            except Exception:  # nothing was written
+                pass
+            else:
+                return None
+        return super().act(roots, steps, apply)
+
+    def skip(self, roots: dict[str, Any]) -> tuple[int, EvalError | None] | None:
+        """:meth:`Backend.skip` by the generated skip conditions (the closures' on a fault)."""
+        if self.skips is not None:
+            try:
+                k = self.skips(roots, 0)
+            except Exception:
+                pass
+            else:
+                return None if k < 0 else (k, None)
+        return super().skip(roots)
 
 
 class _Setter:
@@ -1591,14 +1607,17 @@ def generate_rule(rule: CompiledRule) -> FastRule | None:
     fn, src, gen = got
     acts = _generate(rule.res, rule.step_limit, actions, params="R, s, apply") if rule.rule.actions else None
     skip = _generate(rule.res, rule.step_limit, skips, init_lets=True) if rule.rule.skip_graph else None
-    return FastRule(
+    out = FastRule(
+        rule,
         fn,
-        tuple(gen.sites),
         src,
         acts[0] if acts is not None else None,
         acts[1] if acts is not None else "",
         skip[0] if skip is not None else None,
     )
+    if [s.path for s in gen.sites] != [s.path for s in out.sites]:  # pragma: no cover - both number in order
+        raise AssertionError(f"{rule.rule.name}: the generated code numbers its sites differently")
+    return out
 
 
 def generate_expr(node: ast.Node, res: Resolution, step_limit: int) -> Callable[[dict[str, Any], int], Any] | None:

@@ -51,9 +51,13 @@ class Env:
             raise budget_error(self.limit)
 
 
-def budget_error(limit: int) -> EvalError:
+class BudgetError(EvalError):
+    """An evaluation exceeded its step budget (the check it occurs in fails, as for any EvalError)."""
+
+
+def budget_error(limit: int) -> BudgetError:
     """The error of an evaluation that exceeded its step budget."""
-    return EvalError(f"evaluation exceeded its budget of {limit} steps")
+    return BudgetError(f"evaluation exceeded its budget of {limit} steps")
 
 
 Fn = Callable[[Env], Any]
