@@ -23,6 +23,7 @@ LAYERS = {
     "rulepass.compiler": 3,
     "rulepass.api": 4,
     "rulepass.cli": 5,
+    "rulepass.cli_nearmiss": 5,  # a command of the CLI in its own module
     "rulepass.__main__": 6,
     "rulepass": 0,  # the package's own __init__ (its version)
 }

@@ -1048,6 +1048,10 @@ def build_parser() -> argparse.ArgumentParser:
     budget_option(mp)
     mp.set_defaults(handler=_cmd_memplan)
 
+    from .cli_nearmiss import add_parser as add_nearmiss
+
+    add_nearmiss(sub)
+
     tst = sub.add_parser("test", help="run rule fixtures (default: the bundled rules' fixtures)")
     tst.add_argument("paths", nargs="*", metavar="PATH", help="rule files, fixture files or folders")
     tst.add_argument("-v", "--verbose", action="store_true", help="list passing cases too")
