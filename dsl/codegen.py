@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import ast as pyast
 import re
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -219,16 +218,9 @@ _FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="} 
 _NESTED_OPERANDS = 8  # the longest chain a check tests nested (see `_Gen.chain_test`)
 _SINGLE_READ = re.compile(r"\{0\}\.[A-Za-z_]\w*")  # a field form reading one attribute of the object
 _LOCAL = re.compile(r"[a-z][0-9]+")  # a local of the generated function (or a constant's)
-_CONST_LOCAL = re.compile(r"k[0-9]+")  # a constant's local (a literal, a field reader, a helper, ...)
-_WORDS = frozenset(("None", "True", "False", "is", "not", "and", "or", "in", "if", "else", "len"))  # of an expression
 _ARITH = {"-": "-", "*": "*", "/": "/", "//": "//", "%": "%"}
 _ORDER = ("<", "<=", ">", ">=")
 _CONDITIONAL = re.compile(r"\b(?:if|and|or)\b")  # an inline form that may leave an argument unevaluated
-# false for every key of an empty dict local: a bool attribute's read, or an int list attribute's non-emptiness
-_FLAG_READ = re.compile(
-    r"\((c\d+)\.get\(k\d+\) is True\)"
-    r"|\(not \(not \(\[\] if (c\d+)\.get\(k\d+\) is None else k\d+\([a-z]\d+, k\d+\)\)\)\)"
-)
 
 
 class _Gen:
@@ -276,12 +268,9 @@ class _Gen:
         self.nonnull: set[str] = set()  # locals tested not null on every path to here (they are not reassigned)
         # id(group check) -> the locals of its visited elements and, per id(let) earlier() reads, (values, fault)
         self.visited: dict[int, tuple[str, dict[int, tuple[str, str]]]] = {}
-        # id(group check) of a loop over an indexed list -> its `where` as a test of position `{0}` (True for
-        # none), when that reads nothing but the owner, the position and constants: its visited elements are
-        # then the positions before the current one that pass it (each passed then, and every check), made
-        # into elements only for a miss's record; the visited-elements lists nothing reads are left out
-        self.refilter: dict[int, str] = {}
-        self.unread_visited: dict[str, str] = {}  # such a list -> the line appending to it
+        # a loop over an indexed list keeps the positions it visited; the list nothing reads (no miss's record,
+        # no `earlier` of the elements themselves) is left out: the list -> the line appending to it
+        self.unread_visited: dict[str, str] = {}
         # a field read through a sibling (FieldSpec.not_null_of): id(read) -> the sibling's read of the same object
         # (made once, so it is a sub-expression like the rule's own reads of it), and its field
         self.siblings: dict[int, ast.Attr] = {}
@@ -300,7 +289,6 @@ class _Gen:
         # the element local of a loop over an indexed list -> (owner local, position local, maker constant, form):
         # the element is `maker(owner, position)`, made only where its value is needed
         self.indexed: dict[str, tuple[str, str, str, IndexedList]] = {}
-        self.attr_locals: set[str] = set()  # the memo locals holding an attribute dict (see `attrs_dict`)
         self.literal_sets: dict[int, frozenset[Any]] = {}  # id(comparison) -> its literal list as a set
         # the `hf` flags of kept let values, and those that can be set (a value computed when kept, which may
         # fault); the others, always false, are left out of the function with their tests
@@ -591,7 +579,6 @@ class _Gen:
         local = self.shared(("attrs", k[0]), k[1]) if k is not None else None
         if local is None:
             return None
-        self.attr_locals.add(local)
         return self.memoised(local, lambda: f"({form.format(value)})")
 
     def shared(self, key: object, level: int) -> str | None:
@@ -857,24 +844,7 @@ class _Gen:
         return value
 
     def fuse(self, operands: list[str], op: str) -> str:
-        """Bool operands joined by `op`. In an `or`, a run of flag reads of one attribute dict (`D.get(k) is
-        True`, and the test that an int list attribute is not empty, `attr_ints`' inline form under `not not`:
-        false for every key of an empty dict) is skipped as a whole when the dict is empty, the usual case for a
-        GE op (the catalogue's `attrs_inline` names the entity's attribute dict, so `D` is a dict)."""
-        if op == "or" and len(operands) > 1:
-            runs: list[tuple[str | None, list[str]]] = []
-            for v in operands:
-                m = _FLAG_READ.fullmatch(v)
-                d = (m.group(1) or m.group(2)) if m is not None else None
-                d = d if d in self.attr_locals else None
-                if d is not None and runs and runs[-1][0] == d:
-                    runs[-1][1].append(v)
-                else:
-                    runs.append((d, [v]))
-            operands = [
-                f"(({' or '.join(vs)}) if {d} else False)" if d is not None and len(vs) > 1 else " or ".join(vs)
-                for d, vs in runs
-            ]
+        """Bool operands joined by `op` (an empty `and` is true, an empty `or` false)."""
         return f" {op} ".join(operands) or ("True" if op == "and" else "False")
 
     def compare(self, n: ast.Compare) -> str:
@@ -1154,8 +1124,6 @@ class _Gen:
             ix = self.indexed.get(local)
             if kept is not None and ix is not None:
                 self.unread_visited[kept[0]] = f"{kept[0]}.append({ix[1]})"
-                if c.where is None:
-                    self.refilter[id(cc.check)] = "True"
             self.for_header(local, items)
             with self.loop():
                 self.open_scope(level)
@@ -1166,9 +1134,6 @@ class _Gen:
                         w = self.expr(c.where.node)
                         self.emit(f"if not {w}: continue")
                         self.assume(w)
-                        test = self.where_test(w, ix[0], ix[1]) if kept is not None and ix is not None else None
-                        if test is not None:
-                            self.refilter[id(cc.check)] = test
                     self.catch(k, vals)
                 self.checks(cc.subs, here, (*groups, cc))
                 if kept is not None:
@@ -1261,39 +1226,13 @@ class _Gen:
         out = f"{self.element(local) if ix is not None else local}, "
         if g.visited is not None:
             h = self.visited[id(g.check)][0]
-            test = self.refilter.get(id(g.check))
-            if ix is not None and test is not None:  # the positions that passed, found again for the record
-                j = self.fresh("j")
-                cond = "" if test == "True" else f" if {test.format(j)}"
-                out += f"[{ix[2]}({ix[0]}, {j}) for {j} in range({ix[1]}){cond}], "
-            elif ix is not None:  # the positions kept, made into elements for the record
+            if ix is not None:  # the positions kept, made into elements for the record
                 j = self.fresh("j")
                 out += f"[{ix[2]}({ix[0]}, {j}) for {j} in {h}], "
                 self.unread_visited.pop(h, None)
             else:
                 out += f"{h}, "
         return out
-
-    def where_test(self, w: str, owner: str, position: str) -> str | None:
-        """`w` (a `where` as emitted) as a template of the position (`{0}`), when it reads only `owner`,
-        `position` and constants (what it keeps in a local for the element is computed again); else None."""
-        out, at = [], 0
-        for m in _SCAN.finditer(w):
-            name = m.group("n")
-            if m.group("w") is not None:  # a value kept for this element: computed again, not kept
-                out.append(w[at : m.start()].replace("{", "{{").replace("}", "}}") + "(")
-                at = m.end()
-                continue
-            if name is None or w[m.start() - 1 : m.start()] == "." or name in _WORDS or name == owner:
-                continue  # a literal, an attribute, a keyword, the owner
-            if _CONST_LOCAL.fullmatch(name):
-                continue
-            if name != position:
-                return None
-            out.append(w[at : m.start()].replace("{", "{{").replace("}", "}}") + "{0}")
-            at = m.end()
-        out.append(w[at:].replace("{", "{{").replace("}", "}}"))
-        return "".join(out)
 
     def visited_lists(self, cc: CompiledCheck, level: int) -> tuple[str, dict[int, tuple[str, str]]] | None:
         """The locals of group `cc`'s visited elements and kept let values (declared empty here), or None; `level`
@@ -1490,33 +1429,6 @@ class _Indent:
             g.loop_depth -= 1
 
 
-# a string literal (skipped: its text is not code), a walrus `(x := ` or a name; the generated source has no
-# triple-quoted or f-strings (its strings are the catalogue's plain literals)
-_SCAN = re.compile(r"""'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|\((?P<w>[A-Za-z_]\w*) := |(?P<n>[A-Za-z_]\w*)""")
-
-
-def _drop_unread_walruses(body: list[str], returns: str = "") -> list[str]:
-    """`(x := value)` becomes `(value)` where nothing reads x: a sub-expression counted as repeating may only
-    repeat inside a larger one that is kept, whose reuse never evaluates it again (two bytecodes saved a time).
-    String literals are skipped, so their text is never taken for code; `returns` (the function's return
-    expression) reads locals too."""
-    names: Counter[str] = Counter()
-    walruses: list[tuple[int, str, int, int]] = []  # (line index, x, start of `x`, end of `x := `)
-    for row, line in enumerate([*body, returns]):
-        for m in _SCAN.finditer(line):
-            if m.group("w") is not None:
-                names[m.group("w")] += 1
-                if row < len(body):  # one in the return expression is its own read
-                    walruses.append((row, m.group("w"), m.start("w"), m.end()))
-            elif m.group("n") is not None:
-                names[m.group("n")] += 1
-    out = list(body)
-    for row, name, a, b in reversed(walruses):  # right to left, so earlier columns stay valid
-        if names[name] == 1:
-            out[row] = out[row][:a] + out[row][b:]
-    return out
-
-
 def _build(gen: _Gen, returns: str, init_lets: bool = False, params: str = "R, s") -> tuple[Callable[..., Any], str]:
     """Wrap the body in a factory binding the constants, compile it and return the function and its source."""
     load = [f"        {local} = R[{gen.const(name)}]" for name, local in gen.roots.items()]
@@ -1545,7 +1457,6 @@ def _build(gen: _Gen, returns: str, init_lets: bool = False, params: str = "R, s
                 body.append(f"    {pad}{' = '.join(tested)} = _U")
         else:
             body.append("    " + line)
-    body = _drop_unread_walruses(body, returns)
     head = [
         "def _factory(K, _U):",
         *(f"    k{i} = K[{i}]" for i in range(len(gen.consts))),
