@@ -1,226 +1,45 @@
-"""Checked rules -> one generated Python function per rule that decides a candidate (the engine's fast path).
+"""Lowering: a checked rule's typed AST -> the statements of one Python function, as lines of source.
 
-The closures of :mod:`.compile` call one Python function per AST node and keep every variable in a dict; that
-costs ten times what the same checks cost written by hand. This module compiles the same typed AST into the
-source of one plain function per rule (statements, local variables, `for` loops with `break` for the
-quantifiers, short-circuits as `if` blocks, statement-free parts fused into one expression, sub-expressions
-that repeat memoised per scope), compiles it with Python's `compile` and keeps it beside the
-closures. The closures stay the reference: the explainer uses them, and the engine falls back to them to
-reproduce an error exactly.
-
-**No user text is executed.** The generated source is assembled from fixed templates only: every variable is
-a generated identifier (`v3`, `m7`, `t12`), and every value that came from the rule file (literals, field
-readers, helpers, root names) reaches the function as an element of a constant tuple, never as source text.
-The one other kind of word in it comes from the *catalogue*, never from the rule: a field's attribute path
-(`o.op.type`) and the inline forms of field getters and helpers (`h.op.attrs.get(name) is True` for
-`attr_bool` on a Node, `len(d.origin_shape)` for `origin_rank`), checked when registered to hold only
-attribute names, operators, keywords, a temporary and a few builtins (`catalogue.check_template`).
-The source namespace holds only the handful of builtins the templates use.
-
-**Same semantics as the closures**, decision for decision: the same evaluation order and short circuits, `let`
-bindings evaluated lazily on first use and memoised for the same scope (rule lets for the candidate, a check's
-lets for one evaluation of that check, a group's lets per element), the same step budget (every loop charges
-its collection's length when it starts; a memoised value is computed at most once per scope, so charged
-once). A runtime fault (a field of null, an index out of range, a helper
-that raises) is not formatted here: the function reports *where* the candidate stopped, and the engine re-runs
-that one check with the closures to obtain the exact :class:`~.compile.EvalError`.
-
-The generated function takes the root bindings (a dict) and the steps already spent, and returns the steps
-spent when every check passes, or a :data:`Miss` tuple `(site, how, steps, group_values)`: `site` indexes
-:attr:`FastRule.sites`, `how` is :data:`FAILED`, :data:`FAULT` or :data:`OVER_BUDGET`, `group_values` are the
-elements bound by the enclosing `for_each` groups, outermost first.
+The lowering does its optimisations as it goes (memoised common sub-expressions, lets computed on first use,
+facts carried along a path, short-circuits as control flow, indexed lists counted rather than built); see the
+package's docstring for the semantics it keeps.
 """
 
 from __future__ import annotations
 
-import ast as pyast
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import ast
-from .backend import FAILED, FAULT, OVER_BUDGET, Backend, Miss, Site
-from .builtins import RANGE_CAP, _len, _range
-from .catalogue import INT, FieldSpec, IndexedList
-from .check import Earlier, Resolution
-from .compile import CompiledCheck, CompiledRule, EvalError, _attr_value, _hashable
-from .rules import Binding, Check
-
-# the generated code of one rule may not exceed this many lines (lazy `let`s are inlined at every use); a rule
-# over it runs on the closures alone
-MAX_LINES = 20_000
-
-FastFn = Callable[[dict[str, Any], int], "int | Miss"]
-
-
-class _Fault(Exception):
-    """Raised by generated code where the closures raise an EvalError (the engine re-runs them for the text)."""
-
-
-class _Budget(Exception):
-    """Raised by generated code when a loop would exceed the step budget."""
-
-
-class _Declined(Exception):
-    """The rule is too large to generate; it runs on the closures."""
-
-
-class FastRule(Backend):
-    """A rule's generated decision function (:meth:`Backend.decide`), its generated actions and skip conditions:
-    the fast back-end; tracing, a fault's text and near misses are the closures' (inherited).
-
-    `actions(bindings, steps, apply)` evaluates every action first (what each writes, and where) and then, when
-    `apply`, makes the writes the closures' actions' effects make, in the same order (`container[name] = value`:
-    the attribute dict itself where the catalogue declares it, else the setter behind a `_Setter`); it returns the
-    steps spent. On any fault it raises before writing anything, and the closures' actions run instead.
-    `skips(graph bindings, 0)` is the index of the first skip condition that holds, or -1 (one step budget for
-    all, as the closures'); on any fault it raises, and the closures answer instead.
-    """
-
-    def __init__(
-        self,
-        rule: CompiledRule,
-        fn: FastFn,
-        source: str,
-        actions: Callable[[dict[str, Any], int, bool], int] | None = None,
-        actions_source: str = "",
-        skips: Callable[[dict[str, Any], int], int] | None = None,
-    ) -> None:
-        super().__init__(rule)
-        self.fn = fn
-        self.decide = fn
-        self.source = source
-        self.actions = actions
-        self.actions_source = actions_source  # the source of `actions`, for reading and for tests
-        self.skips = skips
-
-    def act(self, roots: dict[str, Any], steps: int, apply: bool) -> EvalError | None:
-        """:meth:`Backend.act` by the generated actions (the closures' on a fault, which give the error)."""
-        if self.actions is not None:
-            try:
-                self.actions(roots, steps, apply)
-            except Exception:  # nothing was written
-                pass
-            else:
-                return None
-        return super().act(roots, steps, apply)
-
-    def skip(self, roots: dict[str, Any]) -> tuple[int, EvalError | None] | None:
-        """:meth:`Backend.skip` by the generated skip conditions (the closures' on a fault)."""
-        if self.skips is not None:
-            try:
-                k = self.skips(roots, 0)
-            except Exception:
-                pass
-            else:
-                return None if k < 0 else (k, None)
-        return super().skip(roots)
-
-
-class _Setter:
-    """A generated action's write through the catalogue's setter, as `container[name] = value`."""
-
-    __slots__ = ("set_attr", "target")
-
-    def __init__(self, set_attr: Callable[[Any, str, Any], None], target: Any) -> None:
-        self.set_attr = set_attr
-        self.target = target
-
-    def __setitem__(self, name: str, value: Any) -> None:
-        self.set_attr(self.target, name, value)
-
-
-def _truth(local: str) -> str:
-    """The fact that `local` holds true (see `_Gen.known`)."""
-    return f"{local} is true"
-
-
-def _kept_local(value: str) -> str | None:
-    """The local a value as emitted is, or is kept in (a walrus, or a memo's `(m if m is not _U else (m := v))`);
-    None for any other expression."""
-    if _LOCAL.fullmatch(value):
-        return value
-    try:
-        e = pyast.parse(value, mode="eval").body
-    except SyntaxError:  # pragma: no cover - the generator emits Python
-        return None
-    if isinstance(e, pyast.IfExp) and isinstance(e.body, pyast.Name):
-        e = e.orelse  # the memo's compute branch (its test reads the same local)
-    if isinstance(e, pyast.NamedExpr) and _LOCAL.fullmatch(e.target.id):
-        return e.target.id
-    return None
-
-
-def _nodes(check: Check) -> Iterator[ast.Node]:
-    """Every expression node of `check` and the checks inside it."""
-    for e in (check.expr, check.coll, check.where, *(b.expr for b in check.lets)):
-        if e is not None:
-            stack = [e.node]
-            while stack:
-                n = stack.pop()
-                yield n
-                stack.extend(ast.children(n))
-    for sub in check.checks:
-        yield from _nodes(sub)
-
-
-def _int_literal(n: ast.Node) -> int | None:
-    """The value of an int literal (`3`, `-1`), else None."""
-    neg = isinstance(n, ast.Unary) and n.op == "-"
-    if neg:
-        n = n.operand  # type: ignore[attr-defined]
-    if isinstance(n, ast.Lit) and type(n.value) is int:
-        return -n.value if neg else n.value
-    return None
-
-
-def _add(x: Any, y: Any) -> Any:
-    return list(x) + list(y) if isinstance(x, (list, tuple)) else x + y
-
-
-def _slice(o: Any, a: Any, b: Any) -> Any:
-    if o is None:
-        raise _Fault
-    a = 0 if a is None else a
-    b = len(o) if b is None else b
-    if a < 0 or b < 0:
-        raise _Fault
-    return list(o[a:b]) if not isinstance(o, str) else o[a:b]
-
-
-def _distinct_add(hashed: set[Any], seen: list[Any], v: Any) -> None:
-    k = _hashable(v)
-    try:
-        hashed.add(k)
-    except TypeError:
-        if k not in seen:
-            seen.append(k)
-
-
-_UNSET: Any = object()
-_BUILTINS: dict[str, Any] = {
-    "len": len,
-    "list": list,
-    "min": min,
-    "range": range,
-    "bool": bool,
-    "isinstance": isinstance,
-    "int": int,
-    "set": set,
-    "id": id,
-    "Exception": Exception,
-}
-_NUMERIC = ("int", "float", "bool")
-_ATOM = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a local, a constant, None/True/False
-# (comparison, int literal) of a length on the left -> whether it holds for an empty sequence exactly
-_EMPTY_IF = {("==", 0): True, ("<=", 0): True, ("<", 1): True, ("!=", 0): False, (">", 0): False, (">=", 1): False}
-_FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}  # `a op b` is `b flipped[op] a`
-_NESTED_OPERANDS = 8  # the longest chain a check tests nested (see `_Gen.chain_test`)
-_SINGLE_READ = re.compile(r"\{0\}\.[A-Za-z_]\w*")  # a field form reading one attribute of the object
-_LOCAL = re.compile(r"[a-z][0-9]+")  # a local of the generated function (or a constant's)
-_ARITH = {"-": "-", "*": "*", "/": "/", "//": "//", "%": "%"}
-_ORDER = ("<", "<=", ">", ">=")
-_CONDITIONAL = re.compile(r"\b(?:if|and|or)\b")  # an inline form that may leave an argument unevaluated
+from .. import ast
+from ..backend import FAILED, FAULT, OVER_BUDGET, Site
+from ..builtins import RANGE_CAP, _len, _range
+from ..catalogue import INT, FieldSpec, IndexedList
+from ..check import Earlier, Resolution
+from ..compile import CompiledCheck, _attr_value
+from ..rules import Binding, Check
+from .support import (
+    _ARITH,
+    _ATOM,
+    _CONDITIONAL,
+    _EMPTY_IF,
+    _FLIPPED,
+    _LOCAL,
+    _NESTED_OPERANDS,
+    _NUMERIC,
+    _ORDER,
+    _SINGLE_READ,
+    MAX_LINES,
+    _add,
+    _Declined,
+    _distinct_add,
+    _int_literal,
+    _kept_local,
+    _nodes,
+    _Setter,
+    _slice,
+    _truth,
+)
 
 
 class _Gen:
@@ -1427,114 +1246,3 @@ class _Indent:
             g.known = self.known
         if self.loop:
             g.loop_depth -= 1
-
-
-def _build(gen: _Gen, returns: str, init_lets: bool = False, params: str = "R, s") -> tuple[Callable[..., Any], str]:
-    """Wrap the body in a factory binding the constants, compile it and return the function and its source."""
-    load = [f"        {local} = R[{gen.const(name)}]" for name, local in gen.roots.items()]
-    if init_lets:
-        load += [f"        {m} = _U" for m in gen.memo.values()]
-    load += [f"        {m} = {{}}" for m in gen.memo_dicts.values()]
-    # the constants and `_U` (a parameter of the factory) become defaults of `fast`: read as its own locals,
-    # which is cheaper than closure cells (let alone globals); positional, since keyword-only defaults cost a
-    # dict lookup each per call
-    consts = "".join(f", k{i}=k{i}" for i in range(len(gen.consts)))
-    body: list[str] = []
-    unset: list[str] = []  # reset before any statement: parameters defaulting to `_U`, set by the call itself
-    never = {f for f in gen.flags if f not in gen.faulting}
-    dropped = {f"{f} = False" for f in never} | {f"if {f}: raise _F" for f in never}
-    dropped |= {line for h, append in gen.unread_visited.items() for line in (f"{h} = []", append)}
-    for line in gen.lines:
-        text = line.lstrip(" ")
-        if text in dropped:
-            continue
-        if text.startswith("\0"):  # a scope marker: the resets of the sub-expressions memoised in it, at once
-            tested = [m for m in gen.resets[text] if m in gen.tested]  # the others are assigned before any read
-            if tested and not body:
-                unset += [m for m in tested if m not in unset]
-            elif tested:
-                pad = line[: len(line) - len(text)]
-                body.append(f"    {pad}{' = '.join(tested)} = _U")
-        else:
-            body.append("    " + line)
-    head = [
-        "def _factory(K, _U):",
-        *(f"    k{i} = K[{i}]" for i in range(len(gen.consts))),
-        f"    def fast({params}{consts}, _U=_U{''.join(f', {m}=_U' for m in unset)}):",
-    ]
-    src = "\n".join([*head, *load, *body, f"        return {returns}", "    return fast", ""])
-    namespace: dict[str, Any] = {"__builtins__": dict(_BUILTINS), "_F": _Fault, "_B": _Budget}
-    exec(compile(src, "<rulepass generated rule>", "exec"), namespace)  # generated from templates only (see above)
-    return namespace["_factory"](tuple(gen.consts), _UNSET), src
-
-
-def _generate(
-    res: Resolution, step_limit: int, body: Callable[[_Gen], str], *, params: str = "R, s", init_lets: bool = False
-) -> tuple[Callable[..., Any], str, _Gen] | None:
-    """Generate a function whose statements `body` emits (returning what the function returns), in two passes:
-    the first counts the sub-expressions, the second memoises those that repeat. None when it is too large."""
-    hot: set[object] | None = None
-    for _ in range(2):
-        gen = _Gen(res, step_limit)
-        gen.hot = hot
-        try:
-            gen.open_scope(0)
-            returns = body(gen)
-        except _Declined:
-            return None
-        hot = {k for k, c in gen.counts.items() if c > 1}
-    try:
-        fn, src = _build(gen, returns, init_lets=init_lets, params=params)
-    except (SyntaxError, RecursionError, MemoryError):
-        # beyond what Python compiles (more than 20 nested loops, 100 levels of indentation): the closures,
-        # which have no such limit, run the rule
-        return None
-    return fn, src, gen
-
-
-def generate_rule(rule: CompiledRule) -> FastRule | None:
-    """The rule's generated decision function, or None when the rule is too large to generate."""
-
-    def checks(gen: _Gen) -> str:
-        gen.reset_lets(rule.rule.lets, 0)
-        gen.checks(rule.checks, (), ())
-        return "s"
-
-    def actions(gen: _Gen) -> str:
-        gen.reset_lets(rule.rule.lets, 0)
-        for a in rule.rule.actions:
-            gen.action(a.node)
-        gen.apply_writes()
-        return "s"
-
-    def skips(gen: _Gen) -> str:
-        for k, skip in enumerate(rule.rule.skip_graph):
-            gen.emit(f"if {gen.expr(skip.when.node)}: return {k}")
-        return "-1"
-
-    got = _generate(rule.res, rule.step_limit, checks)
-    if got is None:
-        return None
-    fn, src, gen = got
-    acts = _generate(rule.res, rule.step_limit, actions, params="R, s, apply") if rule.rule.actions else None
-    skip = _generate(rule.res, rule.step_limit, skips, init_lets=True) if rule.rule.skip_graph else None
-    out = FastRule(
-        rule,
-        fn,
-        src,
-        acts[0] if acts is not None else None,
-        acts[1] if acts is not None else "",
-        skip[0] if skip is not None else None,
-    )
-    if [s.path for s in gen.sites] != [s.path for s in out.sites]:  # pragma: no cover - both number in order
-        raise AssertionError(f"{rule.rule.name}: the generated code numbers its sites differently")
-    return out
-
-
-def generate_expr(node: ast.Node, res: Resolution, step_limit: int) -> Callable[[dict[str, Any], int], Any] | None:
-    """One expression as a generated function of (bindings, steps) returning its value (for tests and tools).
-
-    A fault raises :class:`_Fault`; the closures of :mod:`.compile` give the error its text.
-    """
-    got = _generate(res, step_limit, lambda gen: gen.expr(node), init_lets=True)
-    return got[0] if got is not None else None
