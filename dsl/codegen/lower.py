@@ -419,160 +419,192 @@ class _Gen:
         return local
 
     def _expr(self, n: ast.Node) -> str:
+        """Emit what computes `n` (not memoised: see `expr`) and return its value. Loop-free, statement-free parts
+        are returned as Python expressions (in parentheses) and fused into their parent's expression: evaluated
+        once, where the parent stands, in the same left-to-right order (`seq` pins an earlier operand into a local
+        when a later one needs statements). A fault raises in the fused expression as it would have in a
+        statement of its own."""
         if isinstance(n, ast.Lit):
             return self.const(n.value)
         if isinstance(n, ast.Name):
-            binding = self.res.let_refs.get(id(n))
-            if binding is not None:
-                return self.let_value(binding)
-            local = self.vars.get(n.id)
-            if local in self.indexed:
-                return self.element(local)
-            if local is None:
-                local = self.roots.get(n.id)
-                if local is None:
-                    local = self.roots[n.id] = self.fresh("r")
-            return local
-        # Loop-free, statement-free parts are returned as Python expressions (in parentheses) and fused into
-        # their parent's expression: evaluated once, where the parent stands, in the same left-to-right order
-        # (`seq` pins an earlier operand into a local when a later one needs statements). A fault raises in
-        # the fused expression as it would have in a statement of its own.
+            return self.name(n)
         if isinstance(n, ast.Attr):
-            spec = self.field(n)
-            if spec.not_null_of is not None:  # the sibling, read (and kept) as itself
-                return f"({self.expr(self.sibling(n, spec.not_null_of))} is not None)"
-            part = self.indexed_field(n, spec)
-            if part is not None:
-                return part
-            if spec.path is not None:  # a catalogue-declared attribute path (null raises AttributeError: a fault)
-                return f"({self.expr(n.obj)}.{spec.path})"
-            if spec.inline is not None:  # the catalogue's inline form of the getter (null raises likewise)
-                return self.inline(spec.inline, [self.expr(n.obj)])
-            o = self.atom(self.expr(n.obj))
-            if o not in self.nonnull:
-                self.emit(f"if {o} is None: raise _F")
-                self.nonnull.add(o)
-            return f"{self.const(spec.get)}({o})"
+            return self.attr(n)
         if isinstance(n, ast.Call):
             ref = self.res.earlier.get(id(n))
-            if ref is not None:
-                return self.earlier(ref)
-            helper = self.res.helpers[id(n)]
-            arg_t = self.res.type_of(n.args[0]) if len(n.args) == 1 else None
-            if helper.fn is _len:  # the length of a list reads no element
-                views: Sequence[bool] = (arg_t is not None and arg_t.is_list,)
-            else:
-                views = [helper.reads_views and p.type.is_list for p in helper.params]
-            args = self.seq([*((n.receiver,) if n.receiver is not None else ()), *n.args], views)
-            fn = self.const(helper.fn)
-            if helper.fn is _len and arg_t is not None and arg_t.name in ("list", "str"):
-                # what _len does for the list or string the checker saw; null raises TypeError in both: a fault
-                return f"len({args[0]})"
-            first = n.receiver if n.receiver is not None else (n.args[0] if n.args else None)
-            first_t = self.res.type_of(first) if first is not None else None
-            template = None
-            if first_t and not first_t.nullable:
-                key = f"{first_t.name}/{len(args)}"
-                last = n.args[-1] if n.args else None
-                if isinstance(last, ast.Lit) and isinstance(last.value, bool):  # a form for that literal first
-                    template = helper.inline.get(f"{key}/{'true' if last.value else 'false'}")
-                template = template or helper.inline.get(key)
-            if template is not None:  # the domain's inline form: same value, a fault where the call raises
-                form = self.res.attr_dicts.get(id(n))
-                if form is not None and first is not None:
-                    dict_read = re.compile(re.escape(form) + r"(?!\w)")  # the holder's dict, not a longer name
-                    if dict_read.search(template):
-                        attrs = self.attrs_dict(first, args[0], form)
-                        if attrs is not None:
-                            template = dict_read.sub(attrs, template)
-                return self.inline(template, args, fn)
-            if not helper.memo:
-                return f"{fn}({', '.join(args)})"
-            # reused for the same argument objects while deciding this candidate, keyed by identity (cheap); the
-            # entry keeps the arguments alive, so no id is reused meanwhile
-            memo = self.memo_dicts.setdefault(fn, f"M{fn}")  # one table per helper
-            args = [self.atom(a) for a in args]
-            key = f"id({args[0]})" if len(args) == 1 else f"({''.join(f'id({a}), ' for a in args)})"
-            t, e = self.fresh(), self.fresh("e")
-            self.emit(f"{e} = {memo}.get({key})")
-            self.emit(f"if {e} is not None and {' and '.join(f'{e}[{i}] is {a}' for i, a in enumerate(args))}:")
-            with self.indent():
-                self.emit(f"{t} = {e}[{len(args)}]")
-            self.emit("else:")
-            with self.indent():
-                self.emit(f"{t} = {fn}({', '.join(args)})")
-                self.emit(f"{memo}[{key}] = ({''.join(f'{a}, ' for a in args)}{t})")
-            return t
+            return self.earlier(ref) if ref is not None else self.call(n)
         if isinstance(n, ast.Unary):
             o = self.expr(n.operand)
             return f"(not {o})" if n.op == "not" else f"(-{o})"
         if isinstance(n, ast.Compare):
             return self.compare(n)
         if isinstance(n, ast.Arith):
-            a, b = self.seq([n.left, n.right])
-            numeric = self.res.type_of(n.left).name in _NUMERIC and self.res.type_of(n.right).name in _NUMERIC
-            if n.op == "+":  # None raises TypeError in `+`, `*` and _add: a fault, as the closures' check
-                if numeric:
-                    return f"({a} + {b})"
-                if self.res.type_of(n.left).is_list and self.res.type_of(n.right).is_list:
-                    return f"[*{a}, *{b}]"
-                return f"{self.const(_add)}({a}, {b})"
-            if numeric:  # None raises TypeError: a fault
-                return f"({a} {_ARITH[n.op]} {b})"
-            a, b = self.atom(a), self.atom(b)
-            self.emit(f"if {a} is None or {b} is None: raise _F")
-            return f"({a} {_ARITH[n.op]} {b})"
+            return self.arith(n)
         t = self.fresh()
         if isinstance(n, ast.BoolOp):
             return self.boolop(n, t)
         if isinstance(n, ast.IfElse):
-            c = self.expr(n.cond)
-            if self.is_true(c):  # the branch taken is known
-                return self.expr(n.then)
-            self.emit(f"if {c}:")
-            with self.branch():
-                self.assume(c)
-                self.emit(f"{t} = {self.expr(n.then)}")
-            self.emit("else:")
-            with self.branch():
-                self.emit(f"{t} = {self.expr(n.else_)}")
-        elif isinstance(n, ast.Quant):
+            return self.if_else(n, t)
+        if isinstance(n, ast.Quant):
             self.quant(n, t)
-        elif isinstance(n, ast.ListLit):
+            return t
+        if isinstance(n, ast.ListLit):
             if all(isinstance(i, ast.Lit) for i in n.items):  # built once; no helper mutates its arguments
                 return self.const([i.value for i in n.items])  # type: ignore[attr-defined]
             self.emit(f"{t} = [{', '.join(self.seq(list(n.items)))}]")
-        elif isinstance(n, ast.Index):
-            # null (TypeError) and past the end (IndexError) raise as they are: faults; a negative index, which
-            # Python would count from the end, is turned into None (TypeError)
-            o, i = self.seq([n.obj, n.index], (True,))
-            it = self.res.type_of(n.index)
-            lit = n.index.value if isinstance(n.index, ast.Lit) else None
-            if (isinstance(lit, int) and not isinstance(lit, bool) and lit >= 0) or i in self.known:
-                return f"{o}[{i}]"  # a non-negative index: Python raises on null and past the end, as the closures
-            if it.name == "int" and not it.nullable:
-                if not _ATOM.fullmatch(i):
-                    o, i = self.atom(o), self.atom(i)
-                return f"{o}[{i} if {i} >= 0 else None]"
-            o, i = self.atom(o), self.atom(i)
-            self.emit(f"if {o} is None or not isinstance({i}, int) or not 0 <= {i} < len({o}): raise _F")
-            return f"{o}[{i}]"
-        elif isinstance(n, ast.Slice):
-            parts = self.seq([x for x in (n.obj, n.lo, n.hi) if x is not None], (True,))  # copied: a list
-            o = parts.pop(0)
-            lo = parts.pop(0) if n.lo is not None else "None"
-            hi = parts.pop(0) if n.hi is not None else "None"
-            bounds = [(b, x) for b, x in ((lo, n.lo), (hi, n.hi)) if x is not None]
-            if self.res.type_of(n.obj).is_list and all(self.res.type_of(x) == INT for _, x in bounds):
-                # a list slice copied as _slice does; a negative bound is refused by indexing with None
-                o, *rest = [self.atom(v) for v in (o, *(b for b, _ in bounds))] if bounds else [o]
-                lo, hi = (rest.pop(0) if n.lo is not None else "", rest.pop(0) if n.hi is not None else "")
-                neg = " or ".join(f"{b} < 0" for b in (lo, hi) if b)
-                return f"list({o}[{lo}:{hi}] if not ({neg}) else {o}[None])" if neg else f"list({o}[:])"
-            return f"{self.const(_slice)}({o}, {lo}, {hi})"
-        else:  # pragma: no cover - the parser makes no other node
-            raise AssertionError(f"unexpected node {type(n).__name__}")
+            return t
+        if isinstance(n, ast.Index):
+            return self.index(n)
+        if isinstance(n, ast.Slice):
+            return self.slice(n)
+        raise AssertionError(f"unexpected node {type(n).__name__}")  # pragma: no cover - the parser makes no other
+
+    def name(self, n: ast.Name) -> str:
+        """A `let` (computed on first use), a loop variable or a root binding."""
+        binding = self.res.let_refs.get(id(n))
+        if binding is not None:
+            return self.let_value(binding)
+        local = self.vars.get(n.id)
+        if local in self.indexed:
+            return self.element(local)
+        if local is None:
+            local = self.roots.get(n.id)
+            if local is None:
+                local = self.roots[n.id] = self.fresh("r")
+        return local
+
+    def attr(self, n: ast.Attr) -> str:
+        """A catalogue field read: through a sibling, an indexed list's owner, its attribute path, its inline form,
+        or its getter (a null object is a fault in each)."""
+        spec = self.field(n)
+        if spec.not_null_of is not None:  # the sibling, read (and kept) as itself
+            return f"({self.expr(self.sibling(n, spec.not_null_of))} is not None)"
+        part = self.indexed_field(n, spec)
+        if part is not None:
+            return part
+        if spec.path is not None:  # a catalogue-declared attribute path (null raises AttributeError: a fault)
+            return f"({self.expr(n.obj)}.{spec.path})"
+        if spec.inline is not None:  # the catalogue's inline form of the getter (null raises likewise)
+            return self.inline(spec.inline, [self.expr(n.obj)])
+        o = self.atom(self.expr(n.obj))
+        if o not in self.nonnull:
+            self.emit(f"if {o} is None: raise _F")
+            self.nonnull.add(o)
+        return f"{self.const(spec.get)}({o})"
+
+    def call(self, n: ast.Call) -> str:
+        """A helper call: `len` of a list, the domain's inline form of the helper, or the helper itself (through
+        the candidate's memo table when the helper is memoised)."""
+        helper = self.res.helpers[id(n)]
+        arg_t = self.res.type_of(n.args[0]) if len(n.args) == 1 else None
+        if helper.fn is _len:  # the length of a list reads no element
+            views: Sequence[bool] = (arg_t is not None and arg_t.is_list,)
+        else:
+            views = [helper.reads_views and p.type.is_list for p in helper.params]
+        args = self.seq([*((n.receiver,) if n.receiver is not None else ()), *n.args], views)
+        fn = self.const(helper.fn)
+        if helper.fn is _len and arg_t is not None and arg_t.name in ("list", "str"):
+            # what _len does for the list or string the checker saw; null raises TypeError in both: a fault
+            return f"len({args[0]})"
+        first = n.receiver if n.receiver is not None else (n.args[0] if n.args else None)
+        first_t = self.res.type_of(first) if first is not None else None
+        template = None
+        if first_t and not first_t.nullable:
+            key = f"{first_t.name}/{len(args)}"
+            last = n.args[-1] if n.args else None
+            if isinstance(last, ast.Lit) and isinstance(last.value, bool):  # a form for that literal first
+                template = helper.inline.get(f"{key}/{'true' if last.value else 'false'}")
+            template = template or helper.inline.get(key)
+        if template is not None:  # the domain's inline form: same value, a fault where the call raises
+            form = self.res.attr_dicts.get(id(n))
+            if form is not None and first is not None:
+                dict_read = re.compile(re.escape(form) + r"(?!\w)")  # the holder's dict, not a longer name
+                if dict_read.search(template):
+                    attrs = self.attrs_dict(first, args[0], form)
+                    if attrs is not None:
+                        template = dict_read.sub(attrs, template)
+            return self.inline(template, args, fn)
+        if not helper.memo:
+            return f"{fn}({', '.join(args)})"
+        return self.memo_call(fn, args)
+
+    def memo_call(self, fn: str, args: list[str]) -> str:
+        """A memoised helper's call: reused for the same argument objects while deciding this candidate, keyed
+        by identity (cheap); the entry keeps the arguments alive, so no id is reused meanwhile."""
+        memo = self.memo_dicts.setdefault(fn, f"M{fn}")  # one table per helper
+        args = [self.atom(a) for a in args]
+        key = f"id({args[0]})" if len(args) == 1 else f"({''.join(f'id({a}), ' for a in args)})"
+        t, e = self.fresh(), self.fresh("e")
+        self.emit(f"{e} = {memo}.get({key})")
+        self.emit(f"if {e} is not None and {' and '.join(f'{e}[{i}] is {a}' for i, a in enumerate(args))}:")
+        with self.indent():
+            self.emit(f"{t} = {e}[{len(args)}]")
+        self.emit("else:")
+        with self.indent():
+            self.emit(f"{t} = {fn}({', '.join(args)})")
+            self.emit(f"{memo}[{key}] = ({''.join(f'{a}, ' for a in args)}{t})")
         return t
+
+    def arith(self, n: ast.Arith) -> str:
+        """Arithmetic: plain Python on numbers (None raises TypeError: a fault), list concatenation, `_add`."""
+        a, b = self.seq([n.left, n.right])
+        numeric = self.res.type_of(n.left).name in _NUMERIC and self.res.type_of(n.right).name in _NUMERIC
+        if n.op == "+":  # None raises TypeError in `+`, `*` and _add: a fault, as the closures' check
+            if numeric:
+                return f"({a} + {b})"
+            if self.res.type_of(n.left).is_list and self.res.type_of(n.right).is_list:
+                return f"[*{a}, *{b}]"
+            return f"{self.const(_add)}({a}, {b})"
+        if numeric:  # None raises TypeError: a fault
+            return f"({a} {_ARITH[n.op]} {b})"
+        a, b = self.atom(a), self.atom(b)
+        self.emit(f"if {a} is None or {b} is None: raise _F")
+        return f"({a} {_ARITH[n.op]} {b})"
+
+    def if_else(self, n: ast.IfElse, t: str) -> str:
+        """`a if c else b` into `t` (the branch taken alone where the condition is known true)."""
+        c = self.expr(n.cond)
+        if self.is_true(c):  # the branch taken is known
+            return self.expr(n.then)
+        self.emit(f"if {c}:")
+        with self.branch():
+            self.assume(c)
+            self.emit(f"{t} = {self.expr(n.then)}")
+        self.emit("else:")
+        with self.branch():
+            self.emit(f"{t} = {self.expr(n.else_)}")
+        return t
+
+    def index(self, n: ast.Index) -> str:
+        """`o[i]`: null (TypeError) and past the end (IndexError) raise as they are: faults; a negative index,
+        which Python would count from the end, is turned into None (TypeError)."""
+        o, i = self.seq([n.obj, n.index], (True,))
+        it = self.res.type_of(n.index)
+        lit = n.index.value if isinstance(n.index, ast.Lit) else None
+        if (isinstance(lit, int) and not isinstance(lit, bool) and lit >= 0) or i in self.known:
+            return f"{o}[{i}]"  # a non-negative index: Python raises on null and past the end, as the closures
+        if it.name == "int" and not it.nullable:
+            if not _ATOM.fullmatch(i):
+                o, i = self.atom(o), self.atom(i)
+            return f"{o}[{i} if {i} >= 0 else None]"
+        o, i = self.atom(o), self.atom(i)
+        self.emit(f"if {o} is None or not isinstance({i}, int) or not 0 <= {i} < len({o}): raise _F")
+        return f"{o}[{i}]"
+
+    def slice(self, n: ast.Slice) -> str:
+        """`o[lo:hi]`, copied as `_slice` does (a negative bound is a fault)."""
+        parts = self.seq([x for x in (n.obj, n.lo, n.hi) if x is not None], (True,))  # copied: a list
+        o = parts.pop(0)
+        lo = parts.pop(0) if n.lo is not None else "None"
+        hi = parts.pop(0) if n.hi is not None else "None"
+        bounds = [(b, x) for b, x in ((lo, n.lo), (hi, n.hi)) if x is not None]
+        if self.res.type_of(n.obj).is_list and all(self.res.type_of(x) == INT for _, x in bounds):
+            # a list slice copied as _slice does; a negative bound is refused by indexing with None
+            o, *rest = [self.atom(v) for v in (o, *(b for b, _ in bounds))] if bounds else [o]
+            lo, hi = (rest.pop(0) if n.lo is not None else "", rest.pop(0) if n.hi is not None else "")
+            neg = " or ".join(f"{b} < 0" for b in (lo, hi) if b)
+            return f"list({o}[{lo}:{hi}] if not ({neg}) else {o}[None])" if neg else f"list({o}[:])"
+        return f"{self.const(_slice)}({o}, {lo}, {hi})"
 
     def inline(self, template: str, args: list[str], fn: str = "") -> str:
         """A catalogue inline form applied to `args` (an argument used twice is evaluated once, into a local;
