@@ -1,10 +1,10 @@
-"""The engine's generated decision functions (dsl/codegen.py) decide exactly as the closures they speed up.
+"""The engine's generated decision functions (dsl/codegen) decide exactly as the closures they speed up.
 
-Every bundled rule runs twice over every fixture graph of every rule folder, the bundled examples and synthetic
-graphs: once through its generated function, once on the closures alone. The decision records (fired or not,
-failing check, path, elements, explanation, error) must be identical, in the same order, and the graphs must
-carry the same attributes afterwards. Hostile rules (runtime faults at every kind of node, a step budget
-exceeded inside a group) are compared the same way.
+Every bundled rule runs twice over every fixture graph of every rule folder, the bundled examples, the corpus
+models of tests/data/models and synthetic graphs: once through its generated function, once on the closures
+alone. The decision records (fired or not, failing check, path, elements, explanation, error) must be
+identical, in the same order, and the graphs must carry the same attributes afterwards. Hostile rules (runtime
+faults at every kind of node, a step budget exceeded inside a group) are compared the same way.
 """
 
 from __future__ import annotations
@@ -101,6 +101,25 @@ def test_same_decisions_on_the_examples(name: str, rules: RuleSet) -> None:
 @pytest.mark.parametrize("workload", ["llm", "split", "cnn"])
 def test_same_decisions_on_synthetic_graphs(workload: str, rules: RuleSet) -> None:
     assert assert_same(synthetic.generate(workload, 1500), rules) > 100
+
+
+MODELS = Path(__file__).resolve().parents[1] / "data" / "models"
+
+
+def _corpus() -> list[dict[str, Any]]:
+    models: list[dict[str, Any]] = json.loads((MODELS / "manifest.json").read_text(encoding="utf-8"))["models"]
+    return models
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("formats", ["keep", "ascend"])
+@pytest.mark.parametrize("entry", _corpus(), ids=lambda e: e["name"])
+def test_same_decisions_on_the_corpus_models(entry: dict[str, Any], formats: str, rules: RuleSet) -> None:
+    """The real models of tests/data/models, imported as the models benchmark imports them, in both format modes."""
+    from rulepass.compiler.onnx_import import import_onnx
+
+    graph = import_onnx(MODELS / entry["file"], format_mode=formats, dims=entry["dims"], weights="inline").graph
+    assert assert_same(graph, rules) > 0
 
 
 @pytest.mark.parametrize("dry_run", [False, True], ids=["applied", "dry-run"])
