@@ -47,17 +47,14 @@ class NearMiss:
         }
 
 
+_FAILED_KEYS = ("check", "check_path", "check_kind", "check_span", "elements", "reason", "error")
+
+
 def _failed_json(f: Decision) -> dict[str, Any]:
-    """A failing check as JSON: where it is, the elements it failed at, why (or the error)."""
-    return {
-        "check": f.check,
-        "check_path": list(f.check_path),
-        "check_kind": f.check_kind,
-        "check_span": f.check_span.to_json() if f.check_span else None,
-        "elements": list(f.elements),
-        "reason": f.reason.to_json() if f.reason else None,
-        "error": f.error,
-    }
+    """A failing check as JSON: where it is, the elements it failed at, why (or the error): its decision record's
+    fields that say so."""
+    doc = f.to_json()
+    return {k: doc[k] for k in _FAILED_KEYS}
 
 
 def near_misses(
