@@ -1520,7 +1520,7 @@ as `compile` does: every candidate gets its decision record (fired, or the faili
 any error), without the explanation; *engine + explanations* also builds the explanation (`reason`: the failing
 sub-expression, its span and values) of every miss, as `optimize` and `explain` do; *api.optimize* is that library
 call itself, with explanations (it looks up the pass manager it keeps for the rule set, level and disabled passes,
-built on its first call). The engine runs each rule's generated decision function (`dsl/codegen.py`); the closures
+built on its first call). The engine runs each rule's generated decision function (`dsl/codegen`); the closures
 are the reference it falls back to. Repetitions are interleaved (engine, explained, api, hand-written pass,
 hand-written function; then reversed), each sample runs a batch of copies (≥ 5 ms of hand-written work) with the
 cyclic GC off (as `timeit` does) and is timed in process CPU time (the machine is shared); the table shows the least
