@@ -151,3 +151,29 @@ def _graph_doc() -> str:
     from rulepass.compiler.graph_file import dump_graph
 
     return dump_graph(_graph(), "json")
+
+
+FAULTY = """
+rules:
+  - name: Faulty
+    match: [ConcatD]
+    tags: [no-task]
+    checks:
+      - name: Third
+        require: node.inputs[2].connected
+      - name: Named
+        reject_if: node.name == "c1"
+"""
+
+
+def test_a_check_that_faults_is_a_failing_check_with_its_error(tmp_path: Path) -> None:
+    """Indexing past the inputs is an evaluation error: the check fails (as GE's asserts do) and the near miss
+    carries the closures' error text; evaluation goes on to the next check."""
+    path = tmp_path / "faulty.yaml"
+    path.write_text(FAULTY)
+    got = {m.decision.node: m for m in near_misses(_graph(), load_rules([path]), max_failed=2)}
+    assert sorted(got) == ["c1", "c2"]  # c3 has a third input and is not named c1: it fires
+    c1 = got["c1"]
+    assert [f.check for f in c1.failed] == ["Third", "Named"]
+    assert c1.failed[0].error == "evaluation error: index 2 is out of range for a length of 2"
+    assert c1.decision.error == c1.failed[0].error  # the compile's own record says the same
