@@ -345,22 +345,25 @@ class Engine:
         self, rule: CompiledRule, gname: str, node: Any, err: EvalError, dry_run: bool, entries: Sequence[TraceEntry]
     ) -> Decision:
         """The record of a candidate whose checks all passed but one of whose actions failed (nothing written)."""
-        return Decision(
-            rule.name,
-            gname,
-            self.access.node_name(node),
-            self.access.op_type(node),
-            False,
-            "actions",
-            ("actions",),
-            "action",
-            None,
-            (),
-            None,
-            f"an action failed, nothing was changed: {err.message}",
-            dry_run,
-            tuple(entries),
+        error = f"an action failed, nothing was changed: {err.message}"
+        return self._missed(
+            rule, gname, node, ("actions", ("actions",), "action", None, ()), None, error, dry_run, entries
         )
+
+    def _missed(
+        self,
+        rule: CompiledRule,
+        gname: str,
+        node: Any,
+        where: tuple[str, tuple[str, ...], str, Any, tuple[str, ...]],
+        reason: Reason | None,
+        error: str | None,
+        dry_run: bool,
+        entries: Sequence[TraceEntry],
+    ) -> Decision:
+        """A miss's record: `where` is (check, check path, kind, span, elements)."""
+        name, otype = self.access.node_name(node), self.access.op_type(node)
+        return Decision(rule.name, gname, name, otype, False, *where, reason, error, dry_run, tuple(entries))
 
     def _miss_decision(
         self,
@@ -390,22 +393,8 @@ class Engine:
         elif c.expr is not None and explain:
             env = Env(backend.bound(k, values, roots), rule.step_limit)
             reason = self.explainer(rule).why(c.expr, c.expr.node, env, c.kind == "require")
-        return Decision(
-            rule.name,
-            gname,
-            self.access.node_name(node),
-            self.access.op_type(node),
-            False,
-            c.name,
-            site.path,
-            c.kind,
-            c.span,
-            self._describe(rule, backend, k, values),
-            reason,
-            error,
-            dry_run,
-            tuple(entries),
-        )
+        where = (c.name, site.path, c.kind, c.span, self._describe(rule, backend, k, values))
+        return self._missed(rule, gname, node, where, reason, error, dry_run, entries)
 
     # ---- describing a miss's elements ------------------------------------------------------------------------
     def _describe(self, rule: CompiledRule, backend: Backend, k: int, values: tuple[Any, ...]) -> tuple[str, ...]:
