@@ -23,6 +23,7 @@ from .support import (
     _ATOM,
     _CONDITIONAL,
     _EMPTY_IF,
+    _FLAG_READ,
     _FLIPPED,
     _LOCAL,
     _NESTED_OPERANDS,
@@ -108,6 +109,7 @@ class _Gen:
         # the element local of a loop over an indexed list -> (owner local, position local, maker constant, form):
         # the element is `maker(owner, position)`, made only where its value is needed
         self.indexed: dict[str, tuple[str, str, str, IndexedList]] = {}
+        self.attr_locals: set[str] = set()  # the memo locals holding an attribute dict (see `attrs_dict`)
         self.literal_sets: dict[int, frozenset[Any]] = {}  # id(comparison) -> its literal list as a set
         # the `hf` flags of kept let values, and those that can be set (a value computed when kept, which may
         # fault); the others, always false, are left out of the function with their tests
@@ -398,6 +400,7 @@ class _Gen:
         local = self.shared(("attrs", k[0]), k[1]) if k is not None else None
         if local is None:
             return None
+        self.attr_locals.add(local)
         return self.memoised(local, lambda: f"({form.format(value)})")
 
     def shared(self, key: object, level: int) -> str | None:
@@ -695,7 +698,24 @@ class _Gen:
         return value
 
     def fuse(self, operands: list[str], op: str) -> str:
-        """Bool operands joined by `op` (an empty `and` is true, an empty `or` false)."""
+        """Bool operands joined by `op`. In an `or`, a run of flag reads of one attribute dict (`D.get(k) is
+        True`, and the test that an int list attribute is not empty, `attr_ints`' inline form under `not not`:
+        false for every key of an empty dict) is skipped as a whole when the dict is empty, the usual case for a
+        GE op (the catalogue's `attrs_inline` names the entity's attribute dict, so `D` is a dict)."""
+        if op == "or" and len(operands) > 1:
+            runs: list[tuple[str | None, list[str]]] = []
+            for v in operands:
+                m = _FLAG_READ.fullmatch(v)
+                d = (m.group(1) or m.group(2)) if m is not None else None
+                d = d if d in self.attr_locals else None
+                if d is not None and runs and runs[-1][0] == d:
+                    runs[-1][1].append(v)
+                else:
+                    runs.append((d, [v]))
+            operands = [
+                f"(({' or '.join(vs)}) if {d} else False)" if d is not None and len(vs) > 1 else " or ".join(vs)
+                for d, vs in runs
+            ]
         return f" {op} ".join(operands) or ("True" if op == "and" else "False")
 
     def compare(self, n: ast.Compare) -> str:

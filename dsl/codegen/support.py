@@ -120,3 +120,8 @@ _LOCAL = re.compile(r"[a-z][0-9]+")  # a local of the generated function (or a c
 _ARITH = {"-": "-", "*": "*", "/": "/", "//": "//", "%": "%"}
 _ORDER = ("<", "<=", ">", ">=")
 _CONDITIONAL = re.compile(r"\b(?:if|and|or)\b")  # an inline form that may leave an argument unevaluated
+# false for every key of an empty dict local: a bool attribute's read, or an int list attribute's non-emptiness
+_FLAG_READ = re.compile(
+    r"\((c\d+)\.get\(k\d+\) is True\)"
+    r"|\(not \(not \(\[\] if (c\d+)\.get\(k\d+\) is None else k\d+\([a-z]\d+, k\d+\)\)\)\)"
+)

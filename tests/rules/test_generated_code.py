@@ -672,19 +672,28 @@ rules:
 """
 
 
-def test_a_run_of_flag_reads_agrees_with_the_closures(tmp_path: Path) -> None:
-    """`attr_bool(a) or attr_bool(b) or attr_bool(c)` on one holder: values that are not `true` stay false, on an
-    empty attribute dict (the usual op) too."""
-    rules, _ = generated(tmp_path, "flags.yaml", FLAG_RUNS)
+def test_a_run_of_flag_reads_is_skipped_on_an_empty_attribute_dict(tmp_path: Path) -> None:
+    """`attr_bool(a) or attr_bool(b) or attr_bool(c)` on one holder reads nothing when its dict is empty (the
+    usual op); values that are not `true` stay false, and reads outside the run keep their own place."""
+    rules, source = generated(tmp_path, "flags.yaml", FLAG_RUNS)
+    run = re.search(r"\(\((\(c\d+\.get\(k\d+\) is True\)(?: or )?){3}\) if (c\d+) else False\)", source)
+    assert run is not None, source
+    assert source.count(f"if {run.group(2)} else False") == 1  # the reads after attr_int keep their place
     g = load_graph_text(json.dumps(ATTRS_GRAPH))  # c1's producers: no attribute, and a, b not bools
     assert assert_same(g, rules) == 10
     got = {d.node: d.check for r in build_pass_manager(rules).run(g) for d in r.decisions if d.rule == "FlagRuns"}
     assert got == {"c1": None, "c2": "Flags", "c3": "Flags", "c4": "Flags", "c5": "Flags"}
 
 
-def test_an_int_list_attribute_tested_non_empty_among_flag_reads_agrees_with_the_closures(tmp_path: Path) -> None:
-    """`len(attr_ints(x)) > 0` beside flag reads: an ill-typed list reads as empty, a list of ints as not."""
+def test_an_int_list_attribute_tested_non_empty_joins_the_run_of_flag_reads(tmp_path: Path) -> None:
+    """`len(attr_ints(x)) > 0` is false on an empty attribute dict as the flags are: it joins their run, and the
+    whole run is skipped there; an ill-typed list still reads as empty, a list of ints as not."""
     rules, _ = generated(tmp_path, "flags.yaml", FLAG_RUNS)
+    source = rules.rules[1].fast.source  # type: ignore[union-attr]
+    run = re.search(
+        r"\(\(\(c\d+\.get\(k\d+\) is True\) or \(not \(not \(\[\] if (c\d+)\.get.*\)\)\)\) if \1 else False\)", source
+    )
+    assert run is not None, source
     g = load_graph_text(json.dumps(ATTRS_GRAPH))  # wrong_types' list holds floats; two's holds ints
     assert assert_same(g, rules) == 10
     got = {d.node: d.check for r in build_pass_manager(rules).run(g) for d in r.decisions if d.rule == "ListRuns"}
