@@ -1,6 +1,6 @@
 """rulepass benchmarks: engine overhead, scale, memory quality and what the no-task optimisation buys.
 
-    python benchmarks/run.py [--quick] [--max-nodes N] [--only engine,scale,work,memory,memplan,savings,models,latency]
+    python benchmarks/run.py [--quick] [--max-nodes N] [--only engine,backends,scale,work,...]
                              [--profile] [--huge-pages] [--repeat N]
 
 Prints one markdown table per benchmark and, unless `--no-write` (or `--quick` without `--write`), stores the
@@ -11,6 +11,8 @@ on record (e.g. one with `--max-nodes 1000000`) is kept beside a smaller default
 1. engine  — the Concat rule file run by the engine versus benchmarks/handwritten_concat.py (the same checks
              in plain Python) on fresh copies of the same graphs, interleaved, best of the repetitions;
              the decisions must be identical. Figure: engine time / hand-written time.
+1b. backends — every rule pass run by the generated code and by the closures alone (benchmarks/backends.py),
+             on the engine section's graphs; the decisions must be identical. Figure: closures / generated.
 2. scale   — synthetic LLM / split-pipeline / 5HD-CNN graphs at 10k, 100k (and, opt-in, 1M) nodes, each size
              generated and then compiled in a fresh subprocess, in `--repeat` rounds (sizes up and back down):
              wall and CPU time, GC time and peak RSS of every stage (load, copy, passes, streams, memory, verify,
@@ -64,6 +66,7 @@ HAND_RUN = (HERE / "onnx_backend_sweep.md", HERE / "corpus_bench.md", HERE / "ta
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
+import backends  # noqa: E402
 import cli_latency  # noqa: E402
 import handwritten_concat as hand  # noqa: E402
 import memplan_bench  # noqa: E402
@@ -73,7 +76,7 @@ from rulepass.compiler.ir import ComputeGraph  # noqa: E402
 
 from rulepass.api import compile_graph, load_graph, load_rules, optimize  # noqa: E402
 
-SECTIONS = ("engine", "scale", "work", "memory", "memplan", "savings", "models", "latency")
+SECTIONS = ("engine", "backends", "scale", "work", "memory", "memplan", "savings", "models", "latency")
 CONCAT = "ConcatNotaskPass"
 DEFAULT_SIZES = (10_000, 100_000, 1_000_000)
 QUICK_SIZES = (1_000, 10_000)
@@ -1490,6 +1493,7 @@ python benchmarks/run.py --max-nodes 1000000   # scale and work up to 1M nodes t
 python benchmarks/run.py --only work --max-nodes 1000000  # calls counted per stage up to 1M (about 30 minutes)
 python benchmarks/run.py --quick               # a smoke run (small sizes, fewer repetitions), prints only
 python benchmarks/run.py --only engine,memory  # some sections; the others keep their last figures
+python benchmarks/run.py --only backends       # generated code against the closures on every rule pass (minutes)
 python benchmarks/run.py --profile             # also profile the largest scale run of every workload
 python benchmarks/run.py --only scale --max-nodes 1000000 --huge-pages  # scale in both page sizes (about 50 minutes)
 python benchmarks/run.py --only scale --max-nodes 1000000 --repeat 3  # 3 rounds of every size, means compared (~70 min)
@@ -1516,7 +1520,7 @@ as `compile` does: every candidate gets its decision record (fired, or the faili
 any error), without the explanation; *engine + explanations* also builds the explanation (`reason`: the failing
 sub-expression, its span and values) of every miss, as `optimize` and `explain` do; *api.optimize* is that library
 call itself, with explanations (it looks up the pass manager it keeps for the rule set, level and disabled passes,
-built on its first call). The engine runs each rule's generated decision function (`dsl/codegen.py`); the closures
+built on its first call). The engine runs each rule's generated decision function (`dsl/codegen`); the closures
 are the reference it falls back to. Repetitions are interleaved (engine, explained, api, hand-written pass,
 hand-written function; then reversed), each sample runs a batch of copies (≥ 5 ms of hand-written work) with the
 cyclic GC off (as `timeit` does) and is timed in process CPU time (the machine is shared); the table shows the least
@@ -1651,6 +1655,9 @@ def render_doc(results: dict[str, Any]) -> str:
     if "engine" in results:
         sec = results["engine"]
         parts += [ENGINE_TEXT, meta(sec), render_engine(sec["data"]), ""]
+    if "backends" in results:
+        sec = results["backends"]
+        parts += [backends.TEXT, meta(sec), backends.render(sec["data"], table, geomean), ""]
     if "scale" in results or "scale_largest" in results:
         parts.append(SCALE_TEXT)
         for key, title in (("scale_largest", "Largest run on record"), ("scale", "Latest run")):
@@ -1792,6 +1799,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         log("1. engine overhead")
         sec = record("engine", bench_engine(args.quick, log))
         out += ["## 1. Engine overhead", "", render_engine(sec["data"]), ""]
+    if "backends" in only:
+        log("1b. back-ends")
+        reps = 3 if args.quick else 7
+        sec = record(
+            "backends", backends.bench(load_rules(), engine_cases(args.quick), warm, count_bytecodes, log, reps)
+        )
+        out += ["## 1b. Back-ends", "", backends.render(sec["data"], table, geomean), ""]
     sizes = [s for s in (QUICK_SIZES if args.quick else DEFAULT_SIZES) if s <= args.max_nodes]
     sizes = sizes or [min(args.max_nodes, 1000)]  # the scale and work sections' graph sizes
     if "scale" in only:

@@ -28,7 +28,7 @@ from .ir import ComputeGraph, Node
 from .memory.conflicts import resolve_layout_conflicts
 
 if TYPE_CHECKING:  # the engine (and the code generator it runs) is loaded by the first pass manager built
-    from ..engine.run import Engine
+    from ..engine.run import Engine, NearMisses
 
 DEFAULT_LEVEL = "O3"
 # GE's OptimizeStage2 tail (spec §2.1), then the passes after it. Ours are ordered against these names.
@@ -43,6 +43,7 @@ class PassContext:
     dry_run: bool = False
     trace_node: str | None = None
     explain: bool = True  # build the explanation (Reason) of every miss
+    near: NearMisses | None = None  # opt-in: collect the near misses of the rule passes here
     # per (graph, op types): the graph's topological order when they were found, and the candidates (shared by
     # the rule passes; the order is kept, so an entry of a graph since freed is never taken for another's)
     _found: dict[tuple[int, frozenset[str] | None], tuple[list[Node], Sequence[Node]]] = field(default_factory=dict)
@@ -165,7 +166,7 @@ class RulePass:
         candidates = ctx.candidates(graph, rule.match_types)
         if candidates:  # most graphs, for most rules, have none: counters of nothing decided
             ctx.engine.run_into(
-                rule, graph, candidates, out.decisions, out.stats, ctx.dry_run, ctx.trace_node, ctx.explain
+                rule, graph, candidates, out.decisions, out.stats, ctx.dry_run, ctx.trace_node, ctx.explain, ctx.near
             )
 
 
@@ -330,10 +331,17 @@ class PassManager:
         return tuple(fixed), tuple(running)
 
     def run(
-        self, graph: ComputeGraph, *, dry_run: bool = False, trace_node: str | None = None, explain: bool = True
+        self,
+        graph: ComputeGraph,
+        *,
+        dry_run: bool = False,
+        trace_node: str | None = None,
+        explain: bool = True,
+        near: NearMisses | None = None,
     ) -> list[PassReport]:
-        """Run every pass in order over `graph` and its subgraphs (explain=False: misses carry no Reason)."""
-        ctx = PassContext(self.engine, dry_run, trace_node, explain)
+        """Run every pass in order over `graph` and its subgraphs (explain=False: misses carry no Reason; `near`
+        collects the rule passes' near misses)."""
+        ctx = PassContext(self.engine, dry_run, trace_node, explain, near)
         plan = self._plan
         if plan is None or plan[0] != self.level or plan[1] != self.disabled:
             plan = self._plan = (self.level, self.disabled, *self._work_out_plan())

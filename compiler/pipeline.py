@@ -23,7 +23,7 @@ from ..engine.decisions import Decision
 from . import formats
 from .facts import attr_bool
 from .graph_file import copy_graph, gc_paused
-from .ir import ComputeGraph
+from .ir import ComputeGraph, Node
 from .passes import DEFAULT_LEVEL, NO_TASK_TAG, UNDO_KIND, PassManager, PassReport, build_pass_manager, default_rules
 
 if TYPE_CHECKING:  # the later stages are imported by the functions that run them (optimize needs none)
@@ -494,10 +494,15 @@ def _with_baseline(
     return _savings(graph, plan, baseline, baseline_graph)
 
 
+def copy_bytes(node: Node) -> int:
+    """The bytes `node`'s copy moves (its outputs' sizes): what making it a virtual op saves."""
+    return sum(max(formats.tensor_raw_size(o.desc.shape, o.desc.dtype), 0) for o in node.out_anchors)
+
+
 def _savings(
     graph: ComputeGraph, plan: MemoryPlan, baseline: MemoryPlan | None, baseline_graph: ComputeGraph | None
 ) -> MemoryResult:
     """The memory result: the virtual ops of `graph` and the copy bytes they avoid, read from the graph alone."""
     virtual = [n for n in graph.all_nodes() if attr_bool(n, "_no_task")]
-    copied = sum(max(formats.tensor_raw_size(o.desc.shape, o.desc.dtype), 0) for n in virtual for o in n.out_anchors)
+    copied = sum(copy_bytes(n) for n in virtual)
     return MemoryResult(graph, plan, baseline, [n.name for n in virtual], copied, [], baseline_graph)

@@ -51,9 +51,13 @@ class Env:
             raise budget_error(self.limit)
 
 
-def budget_error(limit: int) -> EvalError:
+class BudgetError(EvalError):
+    """An evaluation exceeded its step budget (the check it occurs in fails, as for any EvalError)."""
+
+
+def budget_error(limit: int) -> BudgetError:
     """The error of an evaluation that exceeded its step budget."""
-    return EvalError(f"evaluation exceeded its budget of {limit} steps")
+    return BudgetError(f"evaluation exceeded its budget of {limit} steps")
 
 
 Fn = Callable[[Env], Any]
@@ -171,79 +175,19 @@ class _Compiler:
             v = n.value
             return lambda env: v
         if isinstance(n, ast.Name):
-            key = n.id
-            binding = self.res.let_refs.get(id(n))
-            if binding is None:
-
-                def var(env: Env) -> Any:
-                    return env.vars[key]
-
-                return var
-            let = self.let_fn(binding)
-
-            def lazy(env: Env) -> Any:
-                vs = env.vars
-                if key in vs:
-                    return vs[key]
-                v = let(env)
-                vs[key] = v
-                return v
-
-            return lazy
+            return self.name(n)
         if isinstance(n, ast.Attr):
-            obj = self.expr(n.obj)
-            spec = self.res.fields[id(n)]
-            get, fname = spec.get, n.name
-
-            def attr(env: Env) -> Any:
-                o = obj(env)
-                if o is None:
-                    raise EvalError(f"cannot read '{fname}' of null", n)
-                return get(o)
-
-            return attr
+            return self.attr(n)
         if isinstance(n, ast.Call):
             ref = self.res.earlier.get(id(n))
-            if ref is not None:
-                return self.earlier(n, ref)
-            helper = self.res.helpers[id(n)]
-            args = [self.expr(a) for a in ((n.receiver,) if n.receiver is not None else ()) + n.args]
-            fn, hname = helper.fn, helper.name
-
-            def call(env: Env) -> Any:
-                vals = [a(env) for a in args]
-                try:
-                    return fn(*vals)
-                except EvalError:
-                    raise
-                except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError, AttributeError) as exc:
-                    raise EvalError(f"{hname}() failed: {exc}", n) from None
-
-            return call
+            return self.earlier(n, ref) if ref is not None else self.call(n)
         if isinstance(n, ast.Unary):
             operand = self.expr(n.operand)
             if n.op == "not":
                 return lambda env: not operand(env)
             return lambda env: -operand(env)
         if isinstance(n, ast.BoolOp):
-            ops = [self.expr(o) for o in n.operands]
-            if n.op == "and":
-                if len(ops) == 2:
-                    a, b = ops
-                    return lambda env: bool(a(env)) and bool(b(env))
-
-                def all_of(env: Env) -> bool:
-                    return all(op(env) for op in ops)
-
-                return all_of
-            if len(ops) == 2:
-                a, b = ops
-                return lambda env: bool(a(env)) or bool(b(env))
-
-            def any_of(env: Env) -> bool:
-                return any(op(env) for op in ops)
-
-            return any_of
+            return self.boolop(n)
         if isinstance(n, ast.Compare):
             return self.compare(n)
         if isinstance(n, ast.Arith):
@@ -257,34 +201,116 @@ class _Compiler:
             items = [self.expr(i) for i in n.items]
             return lambda env: [i(env) for i in items]
         if isinstance(n, ast.Index):
-            obj, idx = self.expr(n.obj), self.expr(n.index)
-
-            def index(env: Env) -> Any:
-                o, i = obj(env), idx(env)
-                if o is None:
-                    raise EvalError("cannot index null", n)
-                if not isinstance(i, int) or not 0 <= i < len(o):
-                    raise EvalError(f"index {i} is out of range for a length of {len(o)}", n)
-                return o[i]
-
-            return index
+            return self.index(n)
         if isinstance(n, ast.Slice):
-            obj = self.expr(n.obj)
-            lo = self.expr(n.lo) if n.lo is not None else None
-            hi = self.expr(n.hi) if n.hi is not None else None
-
-            def slice_(env: Env) -> Any:
-                o = obj(env)
-                if o is None:
-                    raise EvalError("cannot slice null", n)
-                a = lo(env) if lo is not None else 0
-                b = hi(env) if hi is not None else len(o)
-                if a < 0 or b < 0:
-                    raise EvalError(f"negative slice bound {min(a, b)}", n)
-                return list(o[a:b]) if not isinstance(o, str) else o[a:b]
-
-            return slice_
+            return self.slice(n)
         raise AssertionError(f"unexpected node {type(n).__name__}")
+
+    def name(self, n: ast.Name) -> Fn:
+        """A variable's read, or a `let`'s (computed on first use, then kept in the environment)."""
+        key = n.id
+        binding = self.res.let_refs.get(id(n))
+        if binding is None:
+
+            def var(env: Env) -> Any:
+                return env.vars[key]
+
+            return var
+        let = self.let_fn(binding)
+
+        def lazy(env: Env) -> Any:
+            vs = env.vars
+            if key in vs:
+                return vs[key]
+            v = let(env)
+            vs[key] = v
+            return v
+
+        return lazy
+
+    def attr(self, n: ast.Attr) -> Fn:
+        """A field read through the catalogue's getter (of null: an error)."""
+        obj = self.expr(n.obj)
+        spec = self.res.fields[id(n)]
+        get, fname = spec.get, n.name
+
+        def attr(env: Env) -> Any:
+            o = obj(env)
+            if o is None:
+                raise EvalError(f"cannot read '{fname}' of null", n)
+            return get(o)
+
+        return attr
+
+    def call(self, n: ast.Call) -> Fn:
+        """A helper call (a helper that raises a Python error: an EvalError naming it)."""
+        helper = self.res.helpers[id(n)]
+        args = [self.expr(a) for a in ((n.receiver,) if n.receiver is not None else ()) + n.args]
+        fn, hname = helper.fn, helper.name
+
+        def call(env: Env) -> Any:
+            vals = [a(env) for a in args]
+            try:
+                return fn(*vals)
+            except EvalError:
+                raise
+            except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError, AttributeError) as exc:
+                raise EvalError(f"{hname}() failed: {exc}", n) from None
+
+        return call
+
+    def boolop(self, n: ast.BoolOp) -> Fn:
+        """`and` / `or`, short-circuiting, as bools."""
+        ops = [self.expr(o) for o in n.operands]
+        if n.op == "and":
+            if len(ops) == 2:
+                a, b = ops
+                return lambda env: bool(a(env)) and bool(b(env))
+
+            def all_of(env: Env) -> bool:
+                return all(op(env) for op in ops)
+
+            return all_of
+        if len(ops) == 2:
+            a, b = ops
+            return lambda env: bool(a(env)) or bool(b(env))
+
+        def any_of(env: Env) -> bool:
+            return any(op(env) for op in ops)
+
+        return any_of
+
+    def index(self, n: ast.Index) -> Fn:
+        """`o[i]` (null, a non-int or an index out of range: an error)."""
+        obj, idx = self.expr(n.obj), self.expr(n.index)
+
+        def index(env: Env) -> Any:
+            o, i = obj(env), idx(env)
+            if o is None:
+                raise EvalError("cannot index null", n)
+            if not isinstance(i, int) or not 0 <= i < len(o):
+                raise EvalError(f"index {i} is out of range for a length of {len(o)}", n)
+            return o[i]
+
+        return index
+
+    def slice(self, n: ast.Slice) -> Fn:
+        """`o[lo:hi]`, a copy (null or a negative bound: an error)."""
+        obj = self.expr(n.obj)
+        lo = self.expr(n.lo) if n.lo is not None else None
+        hi = self.expr(n.hi) if n.hi is not None else None
+
+        def slice_(env: Env) -> Any:
+            o = obj(env)
+            if o is None:
+                raise EvalError("cannot slice null", n)
+            a = lo(env) if lo is not None else 0
+            b = hi(env) if hi is not None else len(o)
+            if a < 0 or b < 0:
+                raise EvalError(f"negative slice bound {min(a, b)}", n)
+            return list(o[a:b]) if not isinstance(o, str) else o[a:b]
+
+        return slice_
 
     def earlier(self, n: ast.Call, ref: Earlier) -> Fn:
         """`earlier(x)`: x evaluated for each element its group visited before the current one (the group keeps

@@ -1118,6 +1118,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .cli_corpus import add_corpus_parser
 
     add_corpus_parser(sub, count=_positive_int, seconds=_budget)
+    from .cli_nearmiss import add_parser as add_nearmiss
+
+    add_nearmiss(sub)
     for p in _leaf_parsers(sub):  # last: every command takes -v/-q after its name too
         verbosity_options(p)
     return parser

@@ -1,217 +1,45 @@
-"""Checked rules -> one generated Python function per rule that decides a candidate (the engine's fast path).
+"""Lowering: a checked rule's typed AST -> the statements of one Python function, as lines of source.
 
-The closures of :mod:`.compile` call one Python function per AST node and keep every variable in a dict; that
-costs ten times what the same checks cost written by hand. This module compiles the same typed AST into the
-source of one plain function per rule (statements, local variables, `for` loops with `break` for the
-quantifiers, short-circuits as `if` blocks, statement-free parts fused into one expression, sub-expressions
-that repeat memoised per scope), compiles it with Python's `compile` and keeps it beside the
-closures. The closures stay the reference: the explainer uses them, and the engine falls back to them to
-reproduce an error exactly.
-
-**No user text is executed.** The generated source is assembled from fixed templates only: every variable is
-a generated identifier (`v3`, `m7`, `t12`), and every value that came from the rule file (literals, field
-readers, helpers, root names) reaches the function as an element of a constant tuple, never as source text.
-The one other kind of word in it comes from the *catalogue*, never from the rule: a field's attribute path
-(`o.op.type`) and the inline forms of field getters and helpers (`h.op.attrs.get(name) is True` for
-`attr_bool` on a Node, `len(d.origin_shape)` for `origin_rank`), checked when registered to hold only
-attribute names, operators, keywords, a temporary and a few builtins (`catalogue.check_template`).
-The source namespace holds only the handful of builtins the templates use.
-
-**Same semantics as the closures**, decision for decision: the same evaluation order and short circuits, `let`
-bindings evaluated lazily on first use and memoised for the same scope (rule lets for the candidate, a check's
-lets for one evaluation of that check, a group's lets per element), the same step budget (every loop charges
-its collection's length when it starts; a memoised value is computed at most once per scope, so charged
-once). A runtime fault (a field of null, an index out of range, a helper
-that raises) is not formatted here: the function reports *where* the candidate stopped, and the engine re-runs
-that one check with the closures to obtain the exact :class:`~.compile.EvalError`.
-
-The generated function takes the root bindings (a dict) and the steps already spent, and returns the steps
-spent when every check passes, or a :data:`Miss` tuple `(site, how, steps, group_values)`: `site` indexes
-:attr:`FastRule.sites`, `how` is :data:`FAILED`, :data:`FAULT` or :data:`OVER_BUDGET`, `group_values` are the
-elements bound by the enclosing `for_each` groups, outermost first.
+The lowering does its optimisations as it goes (memoised common sub-expressions, lets computed on first use,
+facts carried along a path, short-circuits as control flow, indexed lists counted rather than built); see the
+package's docstring for the semantics it keeps.
 """
 
 from __future__ import annotations
 
-import ast as pyast
 import re
-from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import ast
-from .builtins import RANGE_CAP, _len, _range
-from .catalogue import INT, FieldSpec, IndexedList
-from .check import Earlier, Resolution
-from .compile import CompiledCheck, CompiledRule, _attr_value, _hashable
-from .rules import Binding, Check
-
-# the generated code of one rule may not exceed this many lines (lazy `let`s are inlined at every use); a rule
-# over it runs on the closures alone
-MAX_LINES = 20_000
-
-# how a candidate stopped at a site
-FAILED = 0  # the check's condition did not hold
-FAULT = 1  # evaluating it raised (the closures give the exact error)
-OVER_BUDGET = 2  # a loop would have exceeded the step budget
-
-Miss = tuple[int, int, int, tuple[Any, ...]]
-FastFn = Callable[[dict[str, Any], int], "int | Miss"]
-
-
-class _Fault(Exception):
-    """Raised by generated code where the closures raise an EvalError (the engine re-runs them for the text)."""
-
-
-class _Budget(Exception):
-    """Raised by generated code when a loop would exceed the step budget."""
-
-
-class _Declined(Exception):
-    """The rule is too large to generate; it runs on the closures."""
-
-
-@dataclass(frozen=True)
-class Site:
-    """A place where a candidate can stop: a check, its check path, and the groups whose elements are bound."""
-
-    check: CompiledCheck
-    path: tuple[str, ...]
-    groups: tuple[CompiledCheck, ...]
-
-
-@dataclass(frozen=True)
-class FastRule:
-    """A rule's generated decision function, the sites its misses refer to, and its generated actions.
-
-    `actions(bindings, steps, apply)` evaluates every action first (what each writes, and where) and then, when
-    `apply`, makes the writes the closures' actions' effects make, in the same order (`container[name] = value`:
-    the attribute dict itself where the catalogue declares it, else the setter behind a `_Setter`); it returns the
-    steps spent. On any fault it raises before writing anything, and the engine runs the closures' actions
-    instead.
-    """
-
-    fn: FastFn
-    sites: tuple[Site, ...]
-    source: str
-    actions: Callable[[dict[str, Any], int, bool], int] | None = None
-    actions_source: str = ""  # the source of `actions`, for reading and for tests
-    #: `skips(graph bindings, 0)`: the index of the first skip condition that holds, or -1 (one step budget for
-    #: all, as the closures'); raises on any fault, and the engine asks the closures instead
-    skips: Callable[[dict[str, Any], int], int] | None = None
-
-
-class _Setter:
-    """A generated action's write through the catalogue's setter, as `container[name] = value`."""
-
-    __slots__ = ("set_attr", "target")
-
-    def __init__(self, set_attr: Callable[[Any, str, Any], None], target: Any) -> None:
-        self.set_attr = set_attr
-        self.target = target
-
-    def __setitem__(self, name: str, value: Any) -> None:
-        self.set_attr(self.target, name, value)
-
-
-def _truth(local: str) -> str:
-    """The fact that `local` holds true (see `_Gen.known`)."""
-    return f"{local} is true"
-
-
-def _kept_local(value: str) -> str | None:
-    """The local a value as emitted is, or is kept in (a walrus, or a memo's `(m if m is not _U else (m := v))`);
-    None for any other expression."""
-    if _LOCAL.fullmatch(value):
-        return value
-    try:
-        e = pyast.parse(value, mode="eval").body
-    except SyntaxError:  # pragma: no cover - the generator emits Python
-        return None
-    if isinstance(e, pyast.IfExp) and isinstance(e.body, pyast.Name):
-        e = e.orelse  # the memo's compute branch (its test reads the same local)
-    if isinstance(e, pyast.NamedExpr) and _LOCAL.fullmatch(e.target.id):
-        return e.target.id
-    return None
-
-
-def _nodes(check: Check) -> Iterator[ast.Node]:
-    """Every expression node of `check` and the checks inside it."""
-    for e in (check.expr, check.coll, check.where, *(b.expr for b in check.lets)):
-        if e is not None:
-            stack = [e.node]
-            while stack:
-                n = stack.pop()
-                yield n
-                stack.extend(ast.children(n))
-    for sub in check.checks:
-        yield from _nodes(sub)
-
-
-def _int_literal(n: ast.Node) -> int | None:
-    """The value of an int literal (`3`, `-1`), else None."""
-    neg = isinstance(n, ast.Unary) and n.op == "-"
-    if neg:
-        n = n.operand  # type: ignore[attr-defined]
-    if isinstance(n, ast.Lit) and type(n.value) is int:
-        return -n.value if neg else n.value
-    return None
-
-
-def _add(x: Any, y: Any) -> Any:
-    return list(x) + list(y) if isinstance(x, (list, tuple)) else x + y
-
-
-def _slice(o: Any, a: Any, b: Any) -> Any:
-    if o is None:
-        raise _Fault
-    a = 0 if a is None else a
-    b = len(o) if b is None else b
-    if a < 0 or b < 0:
-        raise _Fault
-    return list(o[a:b]) if not isinstance(o, str) else o[a:b]
-
-
-def _distinct_add(hashed: set[Any], seen: list[Any], v: Any) -> None:
-    k = _hashable(v)
-    try:
-        hashed.add(k)
-    except TypeError:
-        if k not in seen:
-            seen.append(k)
-
-
-_UNSET: Any = object()
-_BUILTINS: dict[str, Any] = {
-    "len": len,
-    "list": list,
-    "min": min,
-    "range": range,
-    "bool": bool,
-    "isinstance": isinstance,
-    "int": int,
-    "set": set,
-    "id": id,
-    "Exception": Exception,
-}
-_NUMERIC = ("int", "float", "bool")
-_ATOM = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a local, a constant, None/True/False
-# (comparison, int literal) of a length on the left -> whether it holds for an empty sequence exactly
-_EMPTY_IF = {("==", 0): True, ("<=", 0): True, ("<", 1): True, ("!=", 0): False, (">", 0): False, (">=", 1): False}
-_FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}  # `a op b` is `b flipped[op] a`
-_NESTED_OPERANDS = 8  # the longest chain a check tests nested (see `_Gen.chain_test`)
-_SINGLE_READ = re.compile(r"\{0\}\.[A-Za-z_]\w*")  # a field form reading one attribute of the object
-_LOCAL = re.compile(r"[a-z][0-9]+")  # a local of the generated function (or a constant's)
-_CONST_LOCAL = re.compile(r"k[0-9]+")  # a constant's local (a literal, a field reader, a helper, ...)
-_WORDS = frozenset(("None", "True", "False", "is", "not", "and", "or", "in", "if", "else", "len"))  # of an expression
-_ARITH = {"-": "-", "*": "*", "/": "/", "//": "//", "%": "%"}
-_ORDER = ("<", "<=", ">", ">=")
-_CONDITIONAL = re.compile(r"\b(?:if|and|or)\b")  # an inline form that may leave an argument unevaluated
-# false for every key of an empty dict local: a bool attribute's read, or an int list attribute's non-emptiness
-_FLAG_READ = re.compile(
-    r"\((c\d+)\.get\(k\d+\) is True\)"
-    r"|\(not \(not \(\[\] if (c\d+)\.get\(k\d+\) is None else k\d+\([a-z]\d+, k\d+\)\)\)\)"
+from .. import ast
+from ..backend import FAILED, FAULT, OVER_BUDGET, Site
+from ..builtins import RANGE_CAP, _len, _range
+from ..catalogue import INT, FieldSpec, IndexedList
+from ..check import Earlier, Resolution
+from ..compile import CompiledCheck, _attr_value
+from ..rules import Binding, Check
+from .support import (
+    _ARITH,
+    _ATOM,
+    _CONDITIONAL,
+    _EMPTY_IF,
+    _FLAG_READ,
+    _FLIPPED,
+    _LOCAL,
+    _NESTED_OPERANDS,
+    _NUMERIC,
+    _ORDER,
+    _SINGLE_READ,
+    MAX_LINES,
+    _add,
+    _Declined,
+    _distinct_add,
+    _int_literal,
+    _kept_local,
+    _nodes,
+    _Setter,
+    _slice,
+    _truth,
 )
 
 
@@ -260,12 +88,9 @@ class _Gen:
         self.nonnull: set[str] = set()  # locals tested not null on every path to here (they are not reassigned)
         # id(group check) -> the locals of its visited elements and, per id(let) earlier() reads, (values, fault)
         self.visited: dict[int, tuple[str, dict[int, tuple[str, str]]]] = {}
-        # id(group check) of a loop over an indexed list -> its `where` as a test of position `{0}` (True for
-        # none), when that reads nothing but the owner, the position and constants: its visited elements are
-        # then the positions before the current one that pass it (each passed then, and every check), made
-        # into elements only for a miss's record; the visited-elements lists nothing reads are left out
-        self.refilter: dict[int, str] = {}
-        self.unread_visited: dict[str, str] = {}  # such a list -> the line appending to it
+        # a loop over an indexed list keeps the positions it visited; the list nothing reads (no miss's record,
+        # no `earlier` of the elements themselves) is left out: the list -> the line appending to it
+        self.unread_visited: dict[str, str] = {}
         # a field read through a sibling (FieldSpec.not_null_of): id(read) -> the sibling's read of the same object
         # (made once, so it is a sub-expression like the rule's own reads of it), and its field
         self.siblings: dict[int, ast.Attr] = {}
@@ -597,160 +422,192 @@ class _Gen:
         return local
 
     def _expr(self, n: ast.Node) -> str:
+        """Emit what computes `n` (not memoised: see `expr`) and return its value. Loop-free, statement-free parts
+        are returned as Python expressions (in parentheses) and fused into their parent's expression: evaluated
+        once, where the parent stands, in the same left-to-right order (`seq` pins an earlier operand into a local
+        when a later one needs statements). A fault raises in the fused expression as it would have in a
+        statement of its own."""
         if isinstance(n, ast.Lit):
             return self.const(n.value)
         if isinstance(n, ast.Name):
-            binding = self.res.let_refs.get(id(n))
-            if binding is not None:
-                return self.let_value(binding)
-            local = self.vars.get(n.id)
-            if local in self.indexed:
-                return self.element(local)
-            if local is None:
-                local = self.roots.get(n.id)
-                if local is None:
-                    local = self.roots[n.id] = self.fresh("r")
-            return local
-        # Loop-free, statement-free parts are returned as Python expressions (in parentheses) and fused into
-        # their parent's expression: evaluated once, where the parent stands, in the same left-to-right order
-        # (`seq` pins an earlier operand into a local when a later one needs statements). A fault raises in
-        # the fused expression as it would have in a statement of its own.
+            return self.name(n)
         if isinstance(n, ast.Attr):
-            spec = self.field(n)
-            if spec.not_null_of is not None:  # the sibling, read (and kept) as itself
-                return f"({self.expr(self.sibling(n, spec.not_null_of))} is not None)"
-            part = self.indexed_field(n, spec)
-            if part is not None:
-                return part
-            if spec.path is not None:  # a catalogue-declared attribute path (null raises AttributeError: a fault)
-                return f"({self.expr(n.obj)}.{spec.path})"
-            if spec.inline is not None:  # the catalogue's inline form of the getter (null raises likewise)
-                return self.inline(spec.inline, [self.expr(n.obj)])
-            o = self.atom(self.expr(n.obj))
-            if o not in self.nonnull:
-                self.emit(f"if {o} is None: raise _F")
-                self.nonnull.add(o)
-            return f"{self.const(spec.get)}({o})"
+            return self.attr(n)
         if isinstance(n, ast.Call):
             ref = self.res.earlier.get(id(n))
-            if ref is not None:
-                return self.earlier(ref)
-            helper = self.res.helpers[id(n)]
-            arg_t = self.res.type_of(n.args[0]) if len(n.args) == 1 else None
-            if helper.fn is _len:  # the length of a list reads no element
-                views: Sequence[bool] = (arg_t is not None and arg_t.is_list,)
-            else:
-                views = [helper.reads_views and p.type.is_list for p in helper.params]
-            args = self.seq([*((n.receiver,) if n.receiver is not None else ()), *n.args], views)
-            fn = self.const(helper.fn)
-            if helper.fn is _len and arg_t is not None and arg_t.name in ("list", "str"):
-                # what _len does for the list or string the checker saw; null raises TypeError in both: a fault
-                return f"len({args[0]})"
-            first = n.receiver if n.receiver is not None else (n.args[0] if n.args else None)
-            first_t = self.res.type_of(first) if first is not None else None
-            template = None
-            if first_t and not first_t.nullable:
-                key = f"{first_t.name}/{len(args)}"
-                last = n.args[-1] if n.args else None
-                if isinstance(last, ast.Lit) and isinstance(last.value, bool):  # a form for that literal first
-                    template = helper.inline.get(f"{key}/{'true' if last.value else 'false'}")
-                template = template or helper.inline.get(key)
-            if template is not None:  # the domain's inline form: same value, a fault where the call raises
-                form = self.res.attr_dicts.get(id(n))
-                if form is not None and first is not None:
-                    dict_read = re.compile(re.escape(form) + r"(?!\w)")  # the holder's dict, not a longer name
-                    if dict_read.search(template):
-                        attrs = self.attrs_dict(first, args[0], form)
-                        if attrs is not None:
-                            template = dict_read.sub(attrs, template)
-                return self.inline(template, args, fn)
-            if not helper.memo:
-                return f"{fn}({', '.join(args)})"
-            # reused for the same argument objects while deciding this candidate, keyed by identity (cheap); the
-            # entry keeps the arguments alive, so no id is reused meanwhile
-            memo = self.memo_dicts.setdefault(fn, f"M{fn}")  # one table per helper
-            args = [self.atom(a) for a in args]
-            key = f"id({args[0]})" if len(args) == 1 else f"({''.join(f'id({a}), ' for a in args)})"
-            t, e = self.fresh(), self.fresh("e")
-            self.emit(f"{e} = {memo}.get({key})")
-            self.emit(f"if {e} is not None and {' and '.join(f'{e}[{i}] is {a}' for i, a in enumerate(args))}:")
-            with self.indent():
-                self.emit(f"{t} = {e}[{len(args)}]")
-            self.emit("else:")
-            with self.indent():
-                self.emit(f"{t} = {fn}({', '.join(args)})")
-                self.emit(f"{memo}[{key}] = ({''.join(f'{a}, ' for a in args)}{t})")
-            return t
+            return self.earlier(ref) if ref is not None else self.call(n)
         if isinstance(n, ast.Unary):
             o = self.expr(n.operand)
             return f"(not {o})" if n.op == "not" else f"(-{o})"
         if isinstance(n, ast.Compare):
             return self.compare(n)
         if isinstance(n, ast.Arith):
-            a, b = self.seq([n.left, n.right])
-            numeric = self.res.type_of(n.left).name in _NUMERIC and self.res.type_of(n.right).name in _NUMERIC
-            if n.op == "+":  # None raises TypeError in `+`, `*` and _add: a fault, as the closures' check
-                if numeric:
-                    return f"({a} + {b})"
-                if self.res.type_of(n.left).is_list and self.res.type_of(n.right).is_list:
-                    return f"[*{a}, *{b}]"
-                return f"{self.const(_add)}({a}, {b})"
-            if numeric:  # None raises TypeError: a fault
-                return f"({a} {_ARITH[n.op]} {b})"
-            a, b = self.atom(a), self.atom(b)
-            self.emit(f"if {a} is None or {b} is None: raise _F")
-            return f"({a} {_ARITH[n.op]} {b})"
+            return self.arith(n)
         t = self.fresh()
         if isinstance(n, ast.BoolOp):
             return self.boolop(n, t)
         if isinstance(n, ast.IfElse):
-            c = self.expr(n.cond)
-            if self.is_true(c):  # the branch taken is known
-                return self.expr(n.then)
-            self.emit(f"if {c}:")
-            with self.branch():
-                self.assume(c)
-                self.emit(f"{t} = {self.expr(n.then)}")
-            self.emit("else:")
-            with self.branch():
-                self.emit(f"{t} = {self.expr(n.else_)}")
-        elif isinstance(n, ast.Quant):
+            return self.if_else(n, t)
+        if isinstance(n, ast.Quant):
             self.quant(n, t)
-        elif isinstance(n, ast.ListLit):
+            return t
+        if isinstance(n, ast.ListLit):
             if all(isinstance(i, ast.Lit) for i in n.items):  # built once; no helper mutates its arguments
                 return self.const([i.value for i in n.items])  # type: ignore[attr-defined]
             self.emit(f"{t} = [{', '.join(self.seq(list(n.items)))}]")
-        elif isinstance(n, ast.Index):
-            # null (TypeError) and past the end (IndexError) raise as they are: faults; a negative index, which
-            # Python would count from the end, is turned into None (TypeError)
-            o, i = self.seq([n.obj, n.index], (True,))
-            it = self.res.type_of(n.index)
-            lit = n.index.value if isinstance(n.index, ast.Lit) else None
-            if (isinstance(lit, int) and not isinstance(lit, bool) and lit >= 0) or i in self.known:
-                return f"{o}[{i}]"  # a non-negative index: Python raises on null and past the end, as the closures
-            if it.name == "int" and not it.nullable:
-                if not _ATOM.fullmatch(i):
-                    o, i = self.atom(o), self.atom(i)
-                return f"{o}[{i} if {i} >= 0 else None]"
-            o, i = self.atom(o), self.atom(i)
-            self.emit(f"if {o} is None or not isinstance({i}, int) or not 0 <= {i} < len({o}): raise _F")
-            return f"{o}[{i}]"
-        elif isinstance(n, ast.Slice):
-            parts = self.seq([x for x in (n.obj, n.lo, n.hi) if x is not None], (True,))  # copied: a list
-            o = parts.pop(0)
-            lo = parts.pop(0) if n.lo is not None else "None"
-            hi = parts.pop(0) if n.hi is not None else "None"
-            bounds = [(b, x) for b, x in ((lo, n.lo), (hi, n.hi)) if x is not None]
-            if self.res.type_of(n.obj).is_list and all(self.res.type_of(x) == INT for _, x in bounds):
-                # a list slice copied as _slice does; a negative bound is refused by indexing with None
-                o, *rest = [self.atom(v) for v in (o, *(b for b, _ in bounds))] if bounds else [o]
-                lo, hi = (rest.pop(0) if n.lo is not None else "", rest.pop(0) if n.hi is not None else "")
-                neg = " or ".join(f"{b} < 0" for b in (lo, hi) if b)
-                return f"list({o}[{lo}:{hi}] if not ({neg}) else {o}[None])" if neg else f"list({o}[:])"
-            return f"{self.const(_slice)}({o}, {lo}, {hi})"
-        else:  # pragma: no cover - the parser makes no other node
-            raise AssertionError(f"unexpected node {type(n).__name__}")
+            return t
+        if isinstance(n, ast.Index):
+            return self.index(n)
+        if isinstance(n, ast.Slice):
+            return self.slice(n)
+        raise AssertionError(f"unexpected node {type(n).__name__}")  # pragma: no cover - the parser makes no other
+
+    def name(self, n: ast.Name) -> str:
+        """A `let` (computed on first use), a loop variable or a root binding."""
+        binding = self.res.let_refs.get(id(n))
+        if binding is not None:
+            return self.let_value(binding)
+        local = self.vars.get(n.id)
+        if local in self.indexed:
+            return self.element(local)
+        if local is None:
+            local = self.roots.get(n.id)
+            if local is None:
+                local = self.roots[n.id] = self.fresh("r")
+        return local
+
+    def attr(self, n: ast.Attr) -> str:
+        """A catalogue field read: through a sibling, an indexed list's owner, its attribute path, its inline form,
+        or its getter (a null object is a fault in each)."""
+        spec = self.field(n)
+        if spec.not_null_of is not None:  # the sibling, read (and kept) as itself
+            return f"({self.expr(self.sibling(n, spec.not_null_of))} is not None)"
+        part = self.indexed_field(n, spec)
+        if part is not None:
+            return part
+        if spec.path is not None:  # a catalogue-declared attribute path (null raises AttributeError: a fault)
+            return f"({self.expr(n.obj)}.{spec.path})"
+        if spec.inline is not None:  # the catalogue's inline form of the getter (null raises likewise)
+            return self.inline(spec.inline, [self.expr(n.obj)])
+        o = self.atom(self.expr(n.obj))
+        if o not in self.nonnull:
+            self.emit(f"if {o} is None: raise _F")
+            self.nonnull.add(o)
+        return f"{self.const(spec.get)}({o})"
+
+    def call(self, n: ast.Call) -> str:
+        """A helper call: `len` of a list, the domain's inline form of the helper, or the helper itself (through
+        the candidate's memo table when the helper is memoised)."""
+        helper = self.res.helpers[id(n)]
+        arg_t = self.res.type_of(n.args[0]) if len(n.args) == 1 else None
+        if helper.fn is _len:  # the length of a list reads no element
+            views: Sequence[bool] = (arg_t is not None and arg_t.is_list,)
+        else:
+            views = [helper.reads_views and p.type.is_list for p in helper.params]
+        args = self.seq([*((n.receiver,) if n.receiver is not None else ()), *n.args], views)
+        fn = self.const(helper.fn)
+        if helper.fn is _len and arg_t is not None and arg_t.name in ("list", "str"):
+            # what _len does for the list or string the checker saw; null raises TypeError in both: a fault
+            return f"len({args[0]})"
+        first = n.receiver if n.receiver is not None else (n.args[0] if n.args else None)
+        first_t = self.res.type_of(first) if first is not None else None
+        template = None
+        if first_t and not first_t.nullable:
+            key = f"{first_t.name}/{len(args)}"
+            last = n.args[-1] if n.args else None
+            if isinstance(last, ast.Lit) and isinstance(last.value, bool):  # a form for that literal first
+                template = helper.inline.get(f"{key}/{'true' if last.value else 'false'}")
+            template = template or helper.inline.get(key)
+        if template is not None:  # the domain's inline form: same value, a fault where the call raises
+            form = self.res.attr_dicts.get(id(n))
+            if form is not None and first is not None:
+                dict_read = re.compile(re.escape(form) + r"(?!\w)")  # the holder's dict, not a longer name
+                if dict_read.search(template):
+                    attrs = self.attrs_dict(first, args[0], form)
+                    if attrs is not None:
+                        template = dict_read.sub(attrs, template)
+            return self.inline(template, args, fn)
+        if not helper.memo:
+            return f"{fn}({', '.join(args)})"
+        return self.memo_call(fn, args)
+
+    def memo_call(self, fn: str, args: list[str]) -> str:
+        """A memoised helper's call: reused for the same argument objects while deciding this candidate, keyed
+        by identity (cheap); the entry keeps the arguments alive, so no id is reused meanwhile."""
+        memo = self.memo_dicts.setdefault(fn, f"M{fn}")  # one table per helper
+        args = [self.atom(a) for a in args]
+        key = f"id({args[0]})" if len(args) == 1 else f"({''.join(f'id({a}), ' for a in args)})"
+        t, e = self.fresh(), self.fresh("e")
+        self.emit(f"{e} = {memo}.get({key})")
+        self.emit(f"if {e} is not None and {' and '.join(f'{e}[{i}] is {a}' for i, a in enumerate(args))}:")
+        with self.indent():
+            self.emit(f"{t} = {e}[{len(args)}]")
+        self.emit("else:")
+        with self.indent():
+            self.emit(f"{t} = {fn}({', '.join(args)})")
+            self.emit(f"{memo}[{key}] = ({''.join(f'{a}, ' for a in args)}{t})")
         return t
+
+    def arith(self, n: ast.Arith) -> str:
+        """Arithmetic: plain Python on numbers (None raises TypeError: a fault), list concatenation, `_add`."""
+        a, b = self.seq([n.left, n.right])
+        numeric = self.res.type_of(n.left).name in _NUMERIC and self.res.type_of(n.right).name in _NUMERIC
+        if n.op == "+":  # None raises TypeError in `+`, `*` and _add: a fault, as the closures' check
+            if numeric:
+                return f"({a} + {b})"
+            if self.res.type_of(n.left).is_list and self.res.type_of(n.right).is_list:
+                return f"[*{a}, *{b}]"
+            return f"{self.const(_add)}({a}, {b})"
+        if numeric:  # None raises TypeError: a fault
+            return f"({a} {_ARITH[n.op]} {b})"
+        a, b = self.atom(a), self.atom(b)
+        self.emit(f"if {a} is None or {b} is None: raise _F")
+        return f"({a} {_ARITH[n.op]} {b})"
+
+    def if_else(self, n: ast.IfElse, t: str) -> str:
+        """`a if c else b` into `t` (the branch taken alone where the condition is known true)."""
+        c = self.expr(n.cond)
+        if self.is_true(c):  # the branch taken is known
+            return self.expr(n.then)
+        self.emit(f"if {c}:")
+        with self.branch():
+            self.assume(c)
+            self.emit(f"{t} = {self.expr(n.then)}")
+        self.emit("else:")
+        with self.branch():
+            self.emit(f"{t} = {self.expr(n.else_)}")
+        return t
+
+    def index(self, n: ast.Index) -> str:
+        """`o[i]`: null (TypeError) and past the end (IndexError) raise as they are: faults; a negative index,
+        which Python would count from the end, is turned into None (TypeError)."""
+        o, i = self.seq([n.obj, n.index], (True,))
+        it = self.res.type_of(n.index)
+        lit = n.index.value if isinstance(n.index, ast.Lit) else None
+        if (isinstance(lit, int) and not isinstance(lit, bool) and lit >= 0) or i in self.known:
+            return f"{o}[{i}]"  # a non-negative index: Python raises on null and past the end, as the closures
+        if it.name == "int" and not it.nullable:
+            if not _ATOM.fullmatch(i):
+                o, i = self.atom(o), self.atom(i)
+            return f"{o}[{i} if {i} >= 0 else None]"
+        o, i = self.atom(o), self.atom(i)
+        self.emit(f"if {o} is None or not isinstance({i}, int) or not 0 <= {i} < len({o}): raise _F")
+        return f"{o}[{i}]"
+
+    def slice(self, n: ast.Slice) -> str:
+        """`o[lo:hi]`, copied as `_slice` does (a negative bound is a fault)."""
+        parts = self.seq([x for x in (n.obj, n.lo, n.hi) if x is not None], (True,))  # copied: a list
+        o = parts.pop(0)
+        lo = parts.pop(0) if n.lo is not None else "None"
+        hi = parts.pop(0) if n.hi is not None else "None"
+        bounds = [(b, x) for b, x in ((lo, n.lo), (hi, n.hi)) if x is not None]
+        if self.res.type_of(n.obj).is_list and all(self.res.type_of(x) == INT for _, x in bounds):
+            # a list slice copied as _slice does; a negative bound is refused by indexing with None
+            o, *rest = [self.atom(v) for v in (o, *(b for b, _ in bounds))] if bounds else [o]
+            lo, hi = (rest.pop(0) if n.lo is not None else "", rest.pop(0) if n.hi is not None else "")
+            neg = " or ".join(f"{b} < 0" for b in (lo, hi) if b)
+            return f"list({o}[{lo}:{hi}] if not ({neg}) else {o}[None])" if neg else f"list({o}[:])"
+        return f"{self.const(_slice)}({o}, {lo}, {hi})"
 
     def inline(self, template: str, args: list[str], fn: str = "") -> str:
         """A catalogue inline form applied to `args` (an argument used twice is evaluated once, into a local;
@@ -1138,8 +995,6 @@ class _Gen:
             ix = self.indexed.get(local)
             if kept is not None and ix is not None:
                 self.unread_visited[kept[0]] = f"{kept[0]}.append({ix[1]})"
-                if c.where is None:
-                    self.refilter[id(cc.check)] = "True"
             self.for_header(local, items)
             with self.loop():
                 self.open_scope(level)
@@ -1150,9 +1005,6 @@ class _Gen:
                         w = self.expr(c.where.node)
                         self.emit(f"if not {w}: continue")
                         self.assume(w)
-                        test = self.where_test(w, ix[0], ix[1]) if kept is not None and ix is not None else None
-                        if test is not None:
-                            self.refilter[id(cc.check)] = test
                     self.catch(k, vals)
                 self.checks(cc.subs, here, (*groups, cc))
                 if kept is not None:
@@ -1245,39 +1097,13 @@ class _Gen:
         out = f"{self.element(local) if ix is not None else local}, "
         if g.visited is not None:
             h = self.visited[id(g.check)][0]
-            test = self.refilter.get(id(g.check))
-            if ix is not None and test is not None:  # the positions that passed, found again for the record
-                j = self.fresh("j")
-                cond = "" if test == "True" else f" if {test.format(j)}"
-                out += f"[{ix[2]}({ix[0]}, {j}) for {j} in range({ix[1]}){cond}], "
-            elif ix is not None:  # the positions kept, made into elements for the record
+            if ix is not None:  # the positions kept, made into elements for the record
                 j = self.fresh("j")
                 out += f"[{ix[2]}({ix[0]}, {j}) for {j} in {h}], "
                 self.unread_visited.pop(h, None)
             else:
                 out += f"{h}, "
         return out
-
-    def where_test(self, w: str, owner: str, position: str) -> str | None:
-        """`w` (a `where` as emitted) as a template of the position (`{0}`), when it reads only `owner`,
-        `position` and constants (what it keeps in a local for the element is computed again); else None."""
-        out, at = [], 0
-        for m in _SCAN.finditer(w):
-            name = m.group("n")
-            if m.group("w") is not None:  # a value kept for this element: computed again, not kept
-                out.append(w[at : m.start()].replace("{", "{{").replace("}", "}}") + "(")
-                at = m.end()
-                continue
-            if name is None or w[m.start() - 1 : m.start()] == "." or name in _WORDS or name == owner:
-                continue  # a literal, an attribute, a keyword, the owner
-            if _CONST_LOCAL.fullmatch(name):
-                continue
-            if name != position:
-                return None
-            out.append(w[at : m.start()].replace("{", "{{").replace("}", "}}") + "{0}")
-            at = m.end()
-        out.append(w[at:].replace("{", "{{").replace("}", "}}"))
-        return "".join(out)
 
     def visited_lists(self, cc: CompiledCheck, level: int) -> tuple[str, dict[int, tuple[str, str]]] | None:
         """The locals of group `cc`'s visited elements and kept let values (declared empty here), or None; `level`
@@ -1472,139 +1298,3 @@ class _Indent:
             g.known = self.known
         if self.loop:
             g.loop_depth -= 1
-
-
-# a string literal (skipped: its text is not code), a walrus `(x := ` or a name; the generated source has no
-# triple-quoted or f-strings (its strings are the catalogue's plain literals)
-_SCAN = re.compile(r"""'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|\((?P<w>[A-Za-z_]\w*) := |(?P<n>[A-Za-z_]\w*)""")
-
-
-def _drop_unread_walruses(body: list[str], returns: str = "") -> list[str]:
-    """`(x := value)` becomes `(value)` where nothing reads x: a sub-expression counted as repeating may only
-    repeat inside a larger one that is kept, whose reuse never evaluates it again (two bytecodes saved a time).
-    String literals are skipped, so their text is never taken for code; `returns` (the function's return
-    expression) reads locals too."""
-    names: Counter[str] = Counter()
-    walruses: list[tuple[int, str, int, int]] = []  # (line index, x, start of `x`, end of `x := `)
-    for row, line in enumerate([*body, returns]):
-        for m in _SCAN.finditer(line):
-            if m.group("w") is not None:
-                names[m.group("w")] += 1
-                if row < len(body):  # one in the return expression is its own read
-                    walruses.append((row, m.group("w"), m.start("w"), m.end()))
-            elif m.group("n") is not None:
-                names[m.group("n")] += 1
-    out = list(body)
-    for row, name, a, b in reversed(walruses):  # right to left, so earlier columns stay valid
-        if names[name] == 1:
-            out[row] = out[row][:a] + out[row][b:]
-    return out
-
-
-def _build(gen: _Gen, returns: str, init_lets: bool = False, params: str = "R, s") -> tuple[Callable[..., Any], str]:
-    """Wrap the body in a factory binding the constants, compile it and return the function and its source."""
-    load = [f"        {local} = R[{gen.const(name)}]" for name, local in gen.roots.items()]
-    if init_lets:
-        load += [f"        {m} = _U" for m in gen.memo.values()]
-    load += [f"        {m} = {{}}" for m in gen.memo_dicts.values()]
-    # the constants and `_U` (a parameter of the factory) become defaults of `fast`: read as its own locals,
-    # which is cheaper than closure cells (let alone globals); positional, since keyword-only defaults cost a
-    # dict lookup each per call
-    consts = "".join(f", k{i}=k{i}" for i in range(len(gen.consts)))
-    body: list[str] = []
-    unset: list[str] = []  # reset before any statement: parameters defaulting to `_U`, set by the call itself
-    never = {f for f in gen.flags if f not in gen.faulting}
-    dropped = {f"{f} = False" for f in never} | {f"if {f}: raise _F" for f in never}
-    dropped |= {line for h, append in gen.unread_visited.items() for line in (f"{h} = []", append)}
-    for line in gen.lines:
-        text = line.lstrip(" ")
-        if text in dropped:
-            continue
-        if text.startswith("\0"):  # a scope marker: the resets of the sub-expressions memoised in it, at once
-            tested = [m for m in gen.resets[text] if m in gen.tested]  # the others are assigned before any read
-            if tested and not body:
-                unset += [m for m in tested if m not in unset]
-            elif tested:
-                pad = line[: len(line) - len(text)]
-                body.append(f"    {pad}{' = '.join(tested)} = _U")
-        else:
-            body.append("    " + line)
-    body = _drop_unread_walruses(body, returns)
-    head = [
-        "def _factory(K, _U):",
-        *(f"    k{i} = K[{i}]" for i in range(len(gen.consts))),
-        f"    def fast({params}{consts}, _U=_U{''.join(f', {m}=_U' for m in unset)}):",
-    ]
-    src = "\n".join([*head, *load, *body, f"        return {returns}", "    return fast", ""])
-    namespace: dict[str, Any] = {"__builtins__": dict(_BUILTINS), "_F": _Fault, "_B": _Budget}
-    exec(compile(src, "<rulepass generated rule>", "exec"), namespace)  # generated from templates only (see above)
-    return namespace["_factory"](tuple(gen.consts), _UNSET), src
-
-
-def _generate(
-    res: Resolution, step_limit: int, body: Callable[[_Gen], str], *, params: str = "R, s", init_lets: bool = False
-) -> tuple[Callable[..., Any], str, _Gen] | None:
-    """Generate a function whose statements `body` emits (returning what the function returns), in two passes:
-    the first counts the sub-expressions, the second memoises those that repeat. None when it is too large."""
-    hot: set[object] | None = None
-    for _ in range(2):
-        gen = _Gen(res, step_limit)
-        gen.hot = hot
-        try:
-            gen.open_scope(0)
-            returns = body(gen)
-        except _Declined:
-            return None
-        hot = {k for k, c in gen.counts.items() if c > 1}
-    try:
-        fn, src = _build(gen, returns, init_lets=init_lets, params=params)
-    except (SyntaxError, RecursionError, MemoryError):
-        # beyond what Python compiles (more than 20 nested loops, 100 levels of indentation): the closures,
-        # which have no such limit, run the rule
-        return None
-    return fn, src, gen
-
-
-def generate_rule(rule: CompiledRule) -> FastRule | None:
-    """The rule's generated decision function, or None when the rule is too large to generate."""
-
-    def checks(gen: _Gen) -> str:
-        gen.reset_lets(rule.rule.lets, 0)
-        gen.checks(rule.checks, (), ())
-        return "s"
-
-    def actions(gen: _Gen) -> str:
-        gen.reset_lets(rule.rule.lets, 0)
-        for a in rule.rule.actions:
-            gen.action(a.node)
-        gen.apply_writes()
-        return "s"
-
-    def skips(gen: _Gen) -> str:
-        for k, skip in enumerate(rule.rule.skip_graph):
-            gen.emit(f"if {gen.expr(skip.when.node)}: return {k}")
-        return "-1"
-
-    got = _generate(rule.res, rule.step_limit, checks)
-    if got is None:
-        return None
-    fn, src, gen = got
-    acts = _generate(rule.res, rule.step_limit, actions, params="R, s, apply") if rule.rule.actions else None
-    skip = _generate(rule.res, rule.step_limit, skips, init_lets=True) if rule.rule.skip_graph else None
-    return FastRule(
-        fn,
-        tuple(gen.sites),
-        src,
-        acts[0] if acts is not None else None,
-        acts[1] if acts is not None else "",
-        skip[0] if skip is not None else None,
-    )
-
-
-def generate_expr(node: ast.Node, res: Resolution, step_limit: int) -> Callable[[dict[str, Any], int], Any] | None:
-    """One expression as a generated function of (bindings, steps) returning its value (for tests and tools).
-
-    A fault raises :class:`_Fault`; the closures of :mod:`.compile` give the error its text.
-    """
-    got = _generate(res, step_limit, lambda gen: gen.expr(node), init_lets=True)
-    return got[0] if got is not None else None
