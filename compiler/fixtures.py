@@ -19,6 +19,7 @@ from ..base.yaml_source import load_file
 from ..dsl.load import RuleSet
 from ..engine.decisions import Decision
 from .graph_file import graph_from_doc
+from .ir import ComputeGraph, Node
 from .passes import build_pass_manager, load_ge_rules
 
 FIXTURES_DIR = "fixtures"
@@ -176,14 +177,27 @@ def run_fixture(rule_file: Path, fixture: Path, rule_sets: dict[Path, RuleSet] |
                 what = "fired" if d.fired else "missed at " + str(d.check)
                 label = node if len(found) == 1 else f"{node}@{pass_name}"
                 results.append(CaseResult(name, label, False, f"candidate '{label}' has no expectation (it {what})"))
+    for node, inputs in (data.get("expect_inputs") or {}).items():
+        n = _find_node(graph, node)
+        if n is None:
+            results.append(CaseResult(name, f"{node} inputs", False, f"no node '{node}' in the graph"))
+            continue
+        got_inputs = [str(p) if p is not None else None for p in n.in_peers]
+        ok = got_inputs == inputs
+        results.append(CaseResult(name, f"{node} inputs", ok, "ok" if ok else f"expected {inputs}, got {got_inputs}"))
     for node, attrs in (data.get("expect_attrs") or {}).items():
-        n = next((g.node(node) for g in [graph, *graph.all_subgraphs()] if g.node(node) is not None), None)
+        n = _find_node(graph, node)
         if n is None:
             results.append(CaseResult(name, f"{node} attrs", False, f"no node '{node}' in the graph"))
             continue
         bad = [f"{k}={n.op.attrs.get(k)!r} (expected {v!r})" for k, v in attrs.items() if n.op.attrs.get(k) != v]
         results.append(CaseResult(name, f"{node} attrs", not bad, "ok" if not bad else "; ".join(bad)))
     return results
+
+
+def _find_node(graph: ComputeGraph, name: str) -> Node | None:
+    """The node called `name` in `graph` or one of its subgraphs."""
+    return next((g.node(name) for g in [graph, *graph.all_subgraphs()] if g.node(name) is not None), None)
 
 
 def run_fixtures(paths: Sequence[str | Path]) -> tuple[list[CaseResult], list[Diagnostic]]:

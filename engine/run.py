@@ -366,10 +366,15 @@ class Engine:
                 dry_run,
                 tuple(entries or ()),
             )
+        changes: list[str] = []
         if not dry_run:
             for setter, target, attr, value in effects:
-                setter(target, attr, value)
-        return Decision(rule.name, gname, nname, otype, True, dry_run=dry_run, trace=tuple(entries or ()))
+                done = setter(target, attr, value)
+                if done is not None:  # a structural action says what it did
+                    changes.append(str(done))
+        return Decision(
+            rule.name, gname, nname, otype, True, dry_run=dry_run, trace=tuple(entries or ()), changes=tuple(changes)
+        )
 
     def _fast_miss(
         self, rule: CompiledRule, fast: FastRule, got: tuple[int, int, int, tuple[Any, ...]], roots: dict[str, Any]
