@@ -17,6 +17,7 @@ from typing import Any
 from ..dsl.builtins import builtin_catalogue
 from ..dsl.catalogue import Catalogue, IndexedList
 from . import formats
+from . import graph_edit as ge_edit
 from .ir import (
     ATTR_PARENT_NODE_INDEX,
     ATTR_SINGLE_OP_SCENE,
@@ -191,6 +192,19 @@ def ref_source(out: OutAnchor | None) -> OutAnchor | None:
         node = anchor.node
         anchor = node.in_peers[k] if 0 <= k < len(node.in_peers) else None
     return None
+
+
+def ref_chain(out: OutAnchor | None) -> list[OutAnchor]:
+    """`out` and every output it reuses up the ref chain (the anchors GE's GetRefMapping puts in one symbol with
+    it, upwards), ending where an output reuses no input, an input is unconnected, or at GE's depth limit."""
+    chain: list[OutAnchor] = []
+    anchor = out
+    while anchor is not None and len(chain) < REF_TRACE_DEPTH_LIMIT:
+        chain.append(anchor)
+        k = ref_input_index(anchor)
+        node = anchor.node
+        anchor = node.in_peers[k] if 0 <= k < len(node.in_peers) else None
+    return chain
 
 
 def is_single_op_scene(graph: ComputeGraph) -> bool:
@@ -689,6 +703,15 @@ def ge_catalogue() -> Catalogue:
         group=g,
     )
     c.add_helper(
+        "ref_chain",
+        "o: OutputAnchor?",
+        "list[OutputAnchor]",
+        "`o` and every output it reuses up the ref chain (what shares its memory upwards, as one GE symbol); "
+        "empty for null.",
+        ref_chain,
+        group=g,
+    )
+    c.add_helper(
         "memory_type",
         "o: OutputAnchor",
         "int",
@@ -742,9 +765,39 @@ def ge_catalogue() -> Catalogue:
     c.add_helper(
         "primary_format", "fmt: str", "str", "The primary format of a format name.", formats.primary_format, group=g
     )
+    _add_edits(c)
     c.add_root("node", "Node", "The candidate node.")
     c.add_root("graph", "Graph", "The candidate's owner graph (the graph being processed).")
     return c
+
+
+def _add_edits(c: Catalogue) -> None:
+    """The structural actions (`graph_edit`): an insert on an edge, a bypass."""
+    ops = sorted(ge_edit.INSERTABLE)
+    c.add_edit(
+        "insert_before",
+        "InputAnchor",
+        "`insert OP before i`: a new OP node on the edge into input anchor i (GE's InsertNodeBefore).",
+        ops,
+        ge_edit.why_not_insert_before,
+        ge_edit.insert_before,
+    )
+    c.add_edit(
+        "insert_after",
+        "OutputAnchor",
+        "`insert OP after o`: one new OP node between output anchor o and all its consumers (InsertNodeAfter).",
+        ops,
+        ge_edit.why_not_insert_after,
+        ge_edit.insert_after,
+    )
+    c.add_edit(
+        "bypass",
+        "Node",
+        "`bypass n`: n's producer feeds n's consumers and n is removed (one input, one output, no control edge).",
+        (),
+        ge_edit.why_not_bypass,
+        ge_edit.bypass,
+    )
 
 
 class GeGraphAccess:

@@ -21,7 +21,7 @@ from ..dsl.load import RuleSet
 from ..engine.decisions import Decision
 from .facts import ge_catalogue
 from .graph_file import graph_from_doc
-from .ir import ComputeGraph
+from .ir import ComputeGraph, Node
 from .passes import build_pass_manager, load_ge_rules
 
 FIXTURES_DIR = "fixtures"
@@ -184,13 +184,21 @@ def run_fixture(rule_file: Path, fixture: Path, rule_sets: dict[Path, RuleSet] |
 
 
 def _expected_values(name: str, graph: ComputeGraph, data: dict[str, Any]) -> list[CaseResult]:
-    """The results of `expect_attrs` (node -> attributes) and `expect_fields` (node -> fields of the catalogue's
+    """The results of `expect_inputs` (node -> its inputs' producers), `expect_attrs` (node -> attributes) and `expect_fields` (node -> fields of the catalogue's
     Node, read as rules read them: engine, kernel_lib, ...) after the passes ran."""
     cat = ge_catalogue()
     results: list[CaseResult] = []
+    for node, inputs in (data.get("expect_inputs") or {}).items():  # after a structural action
+        n = _find_node(graph, node)
+        if n is None:
+            results.append(CaseResult(name, f"{node} inputs", False, f"no node '{node}' in the graph"))
+            continue
+        got_inputs = [str(p) if p is not None else None for p in n.in_peers]
+        ok = got_inputs == inputs
+        results.append(CaseResult(name, f"{node} inputs", ok, "ok" if ok else f"expected {inputs}, got {got_inputs}"))
     for key, what in (("expect_attrs", "attrs"), ("expect_fields", "fields")):
         for node, want in (data.get(key) or {}).items():
-            n = next((g.node(node) for g in [graph, *graph.all_subgraphs()] if g.node(node) is not None), None)
+            n = _find_node(graph, node)
             if n is None:
                 results.append(CaseResult(name, f"{node} {what}", False, f"no node '{node}' in the graph"))
                 continue
@@ -209,6 +217,11 @@ def _expected_values(name: str, graph: ComputeGraph, data: dict[str, Any]) -> li
                     bad.append(f"{k}={got!r} (expected {v!r})")
             results.append(CaseResult(name, f"{node} {what}", not bad, "ok" if not bad else "; ".join(bad)))
     return results
+
+
+def _find_node(graph: ComputeGraph, name: str) -> Node | None:
+    """The node called `name` in `graph` or one of its subgraphs."""
+    return next((g.node(name) for g in [graph, *graph.all_subgraphs()] if g.node(name) is not None), None)
 
 
 def run_fixtures(paths: Sequence[str | Path]) -> tuple[list[CaseResult], list[Diagnostic]]:

@@ -278,6 +278,7 @@ class ComputeGraph:
         self.subgraphs: dict[str, ComputeGraph] = {}  # kept on the root graph, as GE does
         self._nodes: dict[str, Node] = {}
         self._topo: list[Node] | None = None
+        self._next_seq = 0  # a node's seq: its insertion rank (never reused, so a removal leaves no tie)
 
     # ---- structure -------------------------------------------------------------------------------------
     @property
@@ -301,7 +302,8 @@ class ComputeGraph:
         n_in, n_out = len(op.input_descs), len(op.output_descs)
         op.input_names += [f"x{k}" if n_in > 1 else "x" for k in range(len(op.input_names), n_in)]
         op.output_names += [f"y{k}" if n_out > 1 else "y" for k in range(len(op.output_names), n_out)]
-        node = Node(op, self, len(self._nodes))
+        node = Node(op, self, self._next_seq)
+        self._next_seq += 1
         self._nodes[op.name] = node
         self._topo = None
         return node
@@ -353,6 +355,22 @@ class ComputeGraph:
         consumers[:] = [a for a in consumers if not (a.node is dst and a.index == in_index)]
         self._topo = None
         return peer
+
+    def remove_node(self, node: Node) -> None:
+        """Remove `node`, which must have no data edge left (its control edges go with it)."""
+        if (problem := _not_here(self, node, "node to remove")) is not None:
+            raise GraphError(problem)
+        if any(p is not None for p in node.in_peers) or any(node.out_peers):
+            raise GraphError(f"node '{node.name}' still has data edges; disconnect them before removing it")
+        if node.op.subgraph_names:
+            raise GraphError(f"node '{node.name}' owns subgraphs; it cannot be removed")
+        for c in node.control_in:
+            c.control_out.remove(node)
+        for c in node.control_out:
+            c.control_in.remove(node)
+        node.control_in, node.control_out = [], []
+        del self._nodes[node.name]
+        self._topo = None
 
     def add_control_edge(self, src: Node, dst: Node) -> None:
         """Add a control edge src -> dst (both nodes of this graph)."""

@@ -362,12 +362,15 @@ class PassManager:
 
 
 NO_TASK_TAG = "no-task"  # rules that make ops virtual; MemLayoutConflictPass runs after them
+LAYOUT_CONFLICT_TAG = "layout-conflict"  # GE's Identity insertions (rules/mem_layout_conflict.yaml); it runs after them
 UNDO_KIND = "undo"  # the check_kind of a decision that undoes an earlier pass's decision on the same node
 
 
 def _resolve_layout_conflicts(graph: ComputeGraph, ctx: PassContext, out: PassOutput) -> None:
     """MemLayoutConflictPass: memory's conflict step (`memory.conflicts`) on the root graph, each zero-copy op it
-    undoes recorded as a decision of this pass. Runs once, on the root graph (layouts span subgraphs)."""
+    undoes recorded as a decision of this pass. It runs after GE's Identity insertions (the layout-conflict rules),
+    so it acts only on a conflict none of them resolved (docs/layout_conflicts.md). Runs once, on the root graph
+    (layouts span subgraphs)."""
     if not graph.is_root or ctx.dry_run:
         return
     for undo, conflict in resolve_layout_conflicts(graph):
@@ -453,6 +456,6 @@ def build_pass_manager(rule_set: RuleSet, *, level: str = DEFAULT_LEVEL, disable
     rule_set.raise_on_error()
     passes: list[Pass] = [*placeholder_passes()]
     passes.extend(RulePass(r) for r in rule_set.rules)
-    no_task = tuple(r.name for r in rule_set.rules if NO_TASK_TAG in r.rule.tags)
-    passes.append(PythonPass("MemLayoutConflictPass", _resolve_layout_conflicts, after=no_task))
+    first = tuple(r.name for r in rule_set.rules if {NO_TASK_TAG, LAYOUT_CONFLICT_TAG} & set(r.rule.tags))
+    passes.append(PythonPass("MemLayoutConflictPass", _resolve_layout_conflicts, after=first))
     return PassManager(passes, level=level, disabled=disabled)

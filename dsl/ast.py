@@ -190,6 +190,16 @@ class ForAction(Node):
     var_start: int = 0
 
 
+@dataclass(frozen=True, eq=False)
+class EditAction(Node):
+    """A structural action: `insert OP before target`, `insert OP after target` (kind insert_before /
+    insert_after, `op_type` OP) or `bypass target` (kind bypass, `op_type` empty)."""
+
+    kind: str
+    op_type: str
+    target: Node
+
+
 def children(node: Node) -> tuple[Node, ...]:
     """The direct sub-nodes of `node`, in source order."""
     if isinstance(node, Attr):
@@ -214,6 +224,8 @@ def children(node: Node) -> tuple[Node, ...]:
         return node.items
     if isinstance(node, SetAction):
         return (node.target, node.value)
+    if isinstance(node, EditAction):
+        return (node.target,)
     return ()
 
 
@@ -222,6 +234,7 @@ _NODE_TYPES: dict[str, type[Node]] = {
     for t in (Lit, Name, Attr, Index, Slice, Call, Unary, BoolOp, Compare, Arith, IfElse, Quant, ListLit, SetAction)
 }
 _NODE_TYPES["ForAction"] = ForAction
+_NODE_TYPES["EditAction"] = EditAction
 
 
 def to_data(node: Node) -> list[object]:

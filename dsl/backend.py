@@ -95,9 +95,10 @@ class Backend:
             return (stop.site, stop.how, env.steps, stop.values)
         return env.steps
 
-    def act(self, roots: dict[str, Any], steps: int, apply: bool) -> EvalError | None:
+    def act(self, roots: dict[str, Any], steps: int, apply: bool) -> EvalError | tuple[str, ...]:
         """Evaluate every action (from `roots`, having spent `steps`), then, when `apply`, make their writes as one
-        unit; the error of an action that failed (nothing written), else None."""
+        unit; the error of an action that failed (nothing written), else what the structural actions changed in
+        the graph (one line each; () for attribute writes only)."""
         env = Env(roots, self.rule.step_limit)
         env.steps = steps
         effects: list[Effect] = []
@@ -106,10 +107,13 @@ class Backend:
                 act(env, effects)
         except EvalError as exc:
             return exc
+        changes: list[str] = []
         if apply:
             for setter, target, attr, value in effects:
-                setter(target, attr, value)
-        return None
+                done = setter(target, attr, value)
+                if done is not None:  # a structural action says what it did
+                    changes.append(str(done))
+        return tuple(changes)
 
     def skip(self, roots: dict[str, Any]) -> tuple[int, EvalError | None] | None:
         """The first skip condition that holds for a graph (its index, and the error when evaluating it failed:

@@ -170,6 +170,22 @@ class EntitySpec:
     key_inline: str | None = None
 
 
+@dataclass(frozen=True)
+class EditSpec:
+    """A structural action the domain offers (`insert OP before x`, `insert OP after x`, `bypass x`): the entity
+    its target must be, the op types an insert may name, why it cannot be done on a target (None: it can; asked
+    when the actions are evaluated, so a refusal changes nothing) and how to do it (returns a line saying what
+    it did, kept in the decision record)."""
+
+    kind: str  # "insert_before" | "insert_after" | "bypass"
+    entity: str
+    doc: str
+    op_types: tuple[str, ...]
+    why_not: Callable[[Any, str], str | None]
+    apply: Callable[[Any, str, Any], str]
+
+
+EDIT_KINDS = ("insert_before", "insert_after", "bypass")
 _NO_DEFAULT: Any = object()
 _ATTR_NAME = re.compile(r"[a-z][a-z0-9_]*")  # a public attribute name (no dunders, nothing to import)
 _LENGTH_FORM = re.compile(r"len\((.+)\)")  # an inline form that is the length of what it encloses
@@ -285,6 +301,23 @@ class Catalogue:
     entities: dict[str, EntitySpec] = field(default_factory=dict)
     helpers: dict[str, HelperSpec] = field(default_factory=dict)
     roots: dict[str, tuple[Type, str]] = field(default_factory=dict)
+    edits: dict[str, EditSpec] = field(default_factory=dict)
+
+    def add_edit(
+        self,
+        kind: str,
+        entity: str,
+        doc: str,
+        op_types: Iterable[str],
+        why_not: Callable[[Any, str], str | None],
+        apply: Callable[[Any, str, Any], str],
+    ) -> None:
+        """Offer a structural action (`kind` one of EDIT_KINDS) on values of `entity`; see EditSpec."""
+        if kind not in EDIT_KINDS or kind in self.edits:
+            raise ValueError(f"edit '{kind}' unknown or registered twice")
+        if entity not in self.entities:
+            raise ValueError(f"edit '{kind}' on unknown entity '{entity}'")
+        self.edits[kind] = EditSpec(kind, entity, doc, tuple(op_types), why_not, apply)
 
     def add_entity(
         self,
@@ -423,7 +456,11 @@ class Catalogue:
 
     def merged(self, other: Catalogue) -> Catalogue:
         """A new catalogue with the entries of both (names must not clash)."""
-        out = Catalogue(dict(self.entities), dict(self.helpers), dict(self.roots))
+        out = Catalogue(dict(self.entities), dict(self.helpers), dict(self.roots), dict(self.edits))
+        for k, ed in other.edits.items():
+            if k in out.edits:
+                raise ValueError(f"edit '{k}' defined twice")
+            out.edits[k] = ed
         for k, e in other.entities.items():
             if k in out.entities:
                 raise ValueError(f"entity '{k}' defined twice")

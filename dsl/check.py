@@ -9,6 +9,7 @@ form a cycle. It records what each name resolved to, for the compiler.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +26,7 @@ from .catalogue import (
     NULL,
     STR,
     Catalogue,
+    EditSpec,
     FieldSpec,
     HelperSpec,
     Type,
@@ -44,6 +46,7 @@ class Resolution:
     fields: dict[int, FieldSpec] = field(default_factory=dict)
     helpers: dict[int, HelperSpec] = field(default_factory=dict)
     setters: dict[int, Callable[[Any, str, Any], None]] = field(default_factory=dict)
+    edits: dict[int, EditSpec] = field(default_factory=dict)  # structural action node -> the domain's edit
     let_refs: dict[int, Binding] = field(default_factory=dict)  # Name node -> the `let` it reads
     describers: dict[int, Callable[[Any], str]] = field(default_factory=dict)
     earlier: dict[int, Earlier] = field(default_factory=dict)  # `earlier(x)` Call node -> what it lists
@@ -637,6 +640,9 @@ class _Checker:
                 self.need_bool(n.where, self.visit(n.where, inner), "the 'where' filter")
             self.action(e, n.body, inner)
             return
+        if isinstance(n, ast.EditAction):
+            self.edit_action(e, n, scope)
+            return
         assert isinstance(n, ast.SetAction)
         target = self.visit(n.target, scope)
         self.visit(n.value, scope)
@@ -681,6 +687,35 @@ class _Checker:
                 "type-mismatch",
                 f"an attribute value must be bool, int, float, str or a list of those, not {vt}",
                 n.value,
+            )
+
+    def edit_action(self, e: Expr, n: ast.EditAction, scope: _Scope) -> None:
+        """`insert OP before|after x` / `bypass x`: an edit the catalogue offers, on a target of its entity, making
+        an op type it allows."""
+        target = self.visit(n.target, scope)
+        shown = "bypass" if n.kind == "bypass" else f"insert ... {n.kind.removeprefix('insert_')}"
+        spec = self.cat.edits.get(n.kind)
+        if spec is None:
+            offered = ", ".join(sorted(self.cat.edits)) or "none"
+            self.err("unknown-edit", f"`{shown}` is not offered by this catalogue (edits offered: {offered})", n)
+            return
+        self.res.edits[id(n)] = spec
+        if id(n.target) not in self.poisoned and not self.cat.assignable(target.non_null(), Type(spec.entity)):
+            self.err(
+                "type-mismatch",
+                f"`{shown}` needs {'an' if spec.entity[0] in 'AEIOU' else 'a'} {spec.entity}, "
+                f"but `{self.text(n.target)}` is {target}",
+                n.target,
+                hint=spec.doc,
+            )
+        if n.kind != "bypass" and n.op_type not in spec.op_types:
+            at = re.match(r"insert\s+", e.text[n.start : n.end])
+            self.err_at(
+                "unknown-op-type",
+                f"an insert cannot make op type '{n.op_type}' (it can make: {', '.join(spec.op_types)})",
+                n.start + (at.end() if at else 0),
+                len(n.op_type),
+                hint=did_you_mean(n.op_type, spec.op_types),
             )
 
 

@@ -61,7 +61,9 @@ def budget_error(limit: int) -> BudgetError:
 
 
 Fn = Callable[[Env], Any]
-Effect = tuple[Callable[[Any, str, Any], None], Any, str, Any]
+# (writer, target, name, value): a `set` writes an attribute (the writer returns None); a structural action makes its
+# edit (the writer returns a line saying what it did)
+Effect = tuple[Callable[[Any, str, Any], object], Any, str, Any]
 ActionFn = Callable[[Env, list[Effect]], None]
 
 
@@ -477,6 +479,8 @@ class _Compiler:
                     restore(env.vars, var, prev)
 
             return loop
+        if isinstance(n, ast.EditAction):
+            return self.edit_action(n)
         assert isinstance(n, ast.SetAction)
         target, value = self.expr(n.target), self.expr(n.value)
         setter, attr = self.res.setters[id(n)], n.attr
@@ -488,6 +492,23 @@ class _Compiler:
             out.append((setter, t, attr, _attr_value(value(env))))
 
         return set_
+
+    def edit_action(self, n: ast.EditAction) -> ActionFn:
+        """A structural action: its target evaluated and the edit's own check asked now (a refusal is a fault,
+        so nothing is changed); the edit itself made when the effects are written."""
+        target, spec, op_type = self.expr(n.target), self.res.edits[id(n)], n.op_type
+        shown = "bypass" if n.kind == "bypass" else f"insert {op_type} {n.kind.removeprefix('insert_')}"
+
+        def edit(env: Env, out: list[Effect]) -> None:
+            t = target(env)
+            if t is None:
+                raise EvalError(f"cannot {shown} null", n)
+            why = spec.why_not(t, op_type)
+            if why is not None:
+                raise EvalError(f"cannot {shown} {t}: {why}", n)
+            out.append((spec.apply, t, op_type, None))
+
+        return edit
 
 
 def compile_closures(rule: Rule, res: Resolution, *, step_limit: int = DEFAULT_STEP_LIMIT) -> CompiledRule:

@@ -41,6 +41,7 @@ _TOKEN_WORDS = {
     "COLON": "':'",
     "DOT": "'.'",
     "EQUAL": "'='",
+    "INSERT_AT": "'before' or 'after'",
     "$END": "end of expression",
 }
 
@@ -219,6 +220,13 @@ class _Build(Transformer[Token, Any]):
         where = nodes[1] if len(nodes) == 3 else None
         var = items[1]
         return self._mk(ast.ForAction, items, str(var), nodes[0], where, nodes[-1], _pos(var)[0])
+
+    def insert_action(self, items: list[Any]) -> Any:
+        # "insert" NAME INSERT_AT expr
+        return self._mk(ast.EditAction, items, f"insert_{items[2]}", str(items[1]), items[3])
+
+    def bypass_action(self, items: list[Any]) -> Any:
+        return self._mk(ast.EditAction, items, "bypass", "", items[1])
 
 
 class _TargetError(Exception):

@@ -118,6 +118,7 @@ class Decision:
     error: str | None = None
     dry_run: bool = False
     trace: tuple[TraceEntry, ...] = field(default=(), compare=False)
+    changes: tuple[str, ...] = ()  # what a fired rule's structural actions did to the graph, one line each
 
     def __init__(
         self,
@@ -135,6 +136,7 @@ class Decision:
         error: str | None = None,
         dry_run: bool = False,
         trace: tuple[TraceEntry, ...] = (),
+        changes: tuple[str, ...] = (),
     ) -> None:
         # The dataclass's own __init__ for these fields, minus its cost: a frozen dataclass sets each field with
         # object.__setattr__, which made a record cost three times this (a pass makes one per candidate).
@@ -153,6 +155,7 @@ class Decision:
         d["error"] = error
         d["dry_run"] = dry_run
         d["trace"] = trace
+        d["changes"] = changes
 
     def summary(self) -> str:
         """One line: fired, or the failing check and its innermost reason."""
@@ -179,6 +182,7 @@ class Decision:
             "reason": self.reason.to_json() if self.reason else None,
             "error": self.error,
             "dry_run": self.dry_run,
+            **({"changes": list(self.changes)} if self.changes else {}),
         }
 
 

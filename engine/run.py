@@ -256,12 +256,14 @@ class Engine:
                 roots = bindings(graph, node)
                 got = decide(roots, 0)
                 if got.__class__ is int:
-                    err = act(roots, got, apply)  # type: ignore[arg-type]
-                    if err is None:
-                        append(Decision(name, gname, node_name(node), op_type(node), True, dry_run=dry_run))
+                    done = act(roots, got, apply)  # type: ignore[arg-type]
+                    if done.__class__ is tuple:  # what the structural actions changed, one line each
+                        append(
+                            Decision(name, gname, node_name(node), op_type(node), True, dry_run=dry_run, changes=done)  # type: ignore[arg-type]
+                        )
                         fired += 1
                         continue
-                    d = self._action_failed(rule, gname, node, err, dry_run, ())
+                    d = self._action_failed(rule, gname, node, done, dry_run, ())  # type: ignore[arg-type]
                 else:
                     k, how, _, values = got  # type: ignore[misc]
                     if how == FAILED and not explain:  # a compile's usual miss: the record, no explanation
@@ -335,11 +337,11 @@ class Engine:
         got = backend.trace(roots, on_check)
         if got.__class__ is not int:
             return self._miss_decision(rule, backend, got, roots, gname, node, dry_run, entries)  # type: ignore[arg-type]
-        err = backend.act(roots, got, not dry_run)  # type: ignore[arg-type]
-        if err is not None:
-            return self._action_failed(rule, gname, node, err, dry_run, entries)
+        done = backend.act(roots, got, not dry_run)  # type: ignore[arg-type]
+        if isinstance(done, EvalError):
+            return self._action_failed(rule, gname, node, done, dry_run, entries)
         name, otype = self.access.node_name(node), self.access.op_type(node)
-        return Decision(rule.name, gname, name, otype, True, dry_run=dry_run, trace=tuple(entries))
+        return Decision(rule.name, gname, name, otype, True, dry_run=dry_run, trace=tuple(entries), changes=done)
 
     def _action_failed(
         self, rule: CompiledRule, gname: str, node: Any, err: EvalError, dry_run: bool, entries: Sequence[TraceEntry]

@@ -124,10 +124,10 @@ def test_decision_init_is_the_dataclass_one() -> None:
     assert [p.default for p in params] == [
         inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default for f in fields
     ]
-    d = Decision("r", "g", "n", "t", False, "c", ("c",), "require", None, ("e",), None, "err", True, ())
-    values = ["r", "g", "n", "t", False, "c", ("c",), "require", None, ("e",), None, "err", True, ()]
+    d = Decision("r", "g", "n", "t", False, "c", ("c",), "require", None, ("e",), None, "err", True, (), ("x",))
+    values = ["r", "g", "n", "t", False, "c", ("c",), "require", None, ("e",), None, "err", True, (), ("x",)]
     assert [getattr(d, f.name) for f in fields] == values
-    assert d == Decision("r", "g", "n", "t", False, "c", ("c",), "require", None, ("e",), None, "err", True)
+    assert d == Decision("r", "g", "n", "t", False, "c", ("c",), "require", None, ("e",), None, "err", True, (), ("x",))
     with pytest.raises(dataclasses.FrozenInstanceError):
         d.fired = True  # type: ignore[misc]
 

@@ -31,6 +31,7 @@ from .. import formats
 from ..facts import attr_bool, attr_int, attr_ints, is_memory_type_special, is_subgraph_input, ref_input_index
 from ..ir import ATTR_PARENT_NODE_INDEX, ComputeGraph, Node, OutAnchor
 from ..streams import READY_BEFORE_RUN
+from .io_offsets import ZeroCopyOffset, zero_copy_offsets
 from .planner import Buffer, Placement, greedy_best_fit, plan
 
 MEM_ALIGN_SIZE = 512
@@ -216,6 +217,8 @@ class MemoryPlan:
     workspaces: list[WorkspacePlacement] = field(default_factory=list)
     arenas: list[ArenaReport] = field(default_factory=list)
     schedule: Schedule | None = None
+    # GE's SetInputOutputOffsetPass: the parts of model outputs whose addresses the runtime refreshes (io_offsets)
+    zero_copy: list[ZeroCopyOffset] = field(default_factory=list)
 
     def arena(self, region: str, mem_type: int = RT_MEMORY_HBM) -> int:
         """The size of one arena (0 when absent)."""
@@ -226,7 +229,10 @@ class MemoryPlan:
         return sum(a.size for a in self.arenas if region is None or a.region == region)
 
     def to_json(self) -> dict[str, object]:
-        """The plan as plain data."""
+        """The plan as plain data (`zero_copy_offsets` only when there are some)."""
+        extra: dict[str, object] = (
+            {"zero_copy_offsets": [z.to_json() for z in self.zero_copy]} if self.zero_copy else {}
+        )
         return {
             "arenas": [
                 {
@@ -265,6 +271,7 @@ class MemoryPlan:
                 }
                 for w in self.workspaces
             ],
+            **extra,
         }
 
 
@@ -695,4 +702,5 @@ def assign_memory(
         result.workspaces.append(
             WorkspacePlacement(node.name, k, RT_MEMORY_HBM, unit_offset[f"{node.name}#ws{k}"], size, s)
         )
+    result.zero_copy = zero_copy_offsets(graph, {tid: t.offset for tid, t in result.tensors.items()})
     return result

@@ -1,7 +1,10 @@
 """GE's memory-layout conflict step: zero-copy decisions are local (a concat checks its direct producers), so two
 of them can demand incompatible layouts, e.g. split -> Reshape -> concat putting the concat's next input on a
-split part. GE resolves such conflicts after the passes; here the later of the zero-copy ops involved (in
-execution order) becomes an ordinary op again, until no conflict is left.
+split part. GE resolves the conflicts its MemLayoutConflictOptimizer knows by inserting an Identity (the rules of
+rules/mem_layout_conflict.yaml, which run first); GE never undoes a zero-copy op there. What is left here is a
+conflict none of those rules resolved (one GE's checkers do not look for, or with those rules disabled): the
+later of the zero-copy ops involved (in execution order) becomes an ordinary op again, as GE's own no-task passes
+decline an op whose layout another already claimed, until no conflict is left (docs/layout_conflicts.md).
 
 It lives with memory because it reads memory's layout relations (`assign.find_layout_conflicts`); the pass
 manager runs it as MemLayoutConflictPass and records each op it undoes.

@@ -546,6 +546,30 @@ def check_soundness(graph: ComputeGraph, plan: MemoryPlan) -> list[Unsound]:
     for node in graph.all_nodes():
         if node.op.attrs.get("_no_task") is True:
             out.extend(_node_failures(node, plan))
+    out.extend(_offset_failures(graph, plan))
+    return out
+
+
+def _offset_failures(graph: ComputeGraph, plan: MemoryPlan) -> list[Unsound]:
+    """The zero-copy offsets a virtual op's model output records (SetInputOutputOffsetPass) must name its inputs,
+    in order, relative to its own output: the parts the proof above placed in the whole, where it placed them, so
+    a runtime refreshing the output's address moves each part with the bytes proved to be it."""
+    out: list[Unsound] = []
+    by_op: dict[str, list[tuple[str, int, int]]] = {}
+    for r in plan.zero_copy:
+        by_op.setdefault(r.by, []).append((r.tensor, r.basic, r.relative))
+    for name, got in sorted(by_op.items()):
+        node = next((n for n in graph.all_nodes() if n.name == name), None)
+        if node is None or node.op.attrs.get("_no_task") is not True:
+            continue  # not a virtual op (e.g. a continuous-output collective): the plan verifier checks it
+        whole = plan.tensors.get(f"{name}:0")
+        want = [
+            (f"{p.node.name}:{p.index}", whole.offset, plan.tensors[f"{p.node.name}:{p.index}"].offset - whole.offset)
+            for p in node.in_peers
+            if p is not None and whole is not None and f"{p.node.name}:{p.index}" in plan.tensors
+        ]
+        if got != want:
+            out.append(Unsound(name, node.type, "", f"its model output records parts {got}, its layout gives {want}"))
     return out
 
 

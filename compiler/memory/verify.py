@@ -20,10 +20,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .. import formats
-from ..facts import attr_bool, attr_int, is_subgraph_input, ref_input_index
+from ..facts import attr_bool, attr_int, attr_ints, is_subgraph_input, ref_input_index
 from ..ir import ATTR_PARENT_NODE_INDEX, ComputeGraph, Node, OutAnchor
 from ..streams import READY_BEFORE_RUN
 from .assign import MemoryPlan
+from .io_offsets import BASIC, RELATIVE
 
 STRIDE = 512
 
@@ -352,4 +353,54 @@ def verify_plan(graph: ComputeGraph, plan: MemoryPlan, *, events: Sequence[tuple
                 new.append((hi, hit[-1][1], hit[-1][2], hit[-1][3]))
             segs[k0:k1] = new
             starts[k0:k1] = [s[0] for s in new]
+    # 4. the zero-copy offsets of model outputs (SetInputOutputOffsetPass)
+    _check_zero_copy_offsets(graph, plan, out)
     return out
+
+
+def _check_zero_copy_offsets(graph: ComputeGraph, plan: MemoryPlan, out: list[Violation]) -> None:
+    """The zero-copy offsets a model output carries (SetInputOutputOffsetPass): every (basic, relative) pair names
+    a buffer the NetOutput returns (at `basic`) and a planned tensor lying wholly inside it at `relative`, so
+    refreshing the output's address moves the part with it; and, when the plan holds its records (in a compile),
+    the NetOutput carries exactly those."""
+    recorded: dict[str, list[tuple[int, int]]] = {}
+    for r in plan.zero_copy:
+        recorded.setdefault(r.holder, []).append((r.basic, r.relative))
+    at: dict[tuple[str, int], list[str]] | None = None  # (region, offset) -> tensors, built on first need
+    for node in graph.direct_nodes():
+        if node.type != "NetOutput":
+            continue
+        basics, relatives = attr_ints(node, BASIC), attr_ints(node, RELATIVE)
+        pairs = list(zip(basics, relatives, strict=False))
+        want = recorded.get(node.name, [])
+        if len(basics) != len(relatives) or (plan.zero_copy and pairs != want):
+            out.append(
+                Violation("zero-copy-offset", f"{node.name} carries {basics} / {relatives}; the plan records {want}")
+            )
+            continue
+        if not pairs:
+            continue
+        if at is None:
+            at = {}
+            for t in plan.tensors.values():
+                at.setdefault((t.region, t.offset), []).append(t.anchor)
+        buffers = [plan.tensors[_tid(p)] for p in node.in_peers if p is not None and _tid(p) in plan.tensors]
+        for basic, rel in pairs:
+            whole = next((b for b in buffers if b.offset == basic), None)
+            if whole is None:
+                out.append(Violation("zero-copy-offset", f"{node.name}: no output buffer at basic offset {basic}"))
+                continue
+            inside = [
+                a
+                for a in at.get((whole.region, basic + rel), [])
+                if 0 <= rel <= whole.raw_size - plan.tensors[a].raw_size
+            ]
+            if not inside:
+                out.append(
+                    Violation(
+                        "zero-copy-offset",
+                        f"{node.name}: no planned tensor lies at relative offset {rel} inside the output buffer "
+                        f"{whole.anchor} [{whole.offset}, {whole.offset + whole.raw_size}) of {whole.region}",
+                        (whole.anchor,),
+                    )
+                )

@@ -78,15 +78,16 @@ class FastRule(Backend):
         self.actions_source = actions_source  # the source of `actions`, for reading and for tests
         self.skips = skips
 
-    def act(self, roots: dict[str, Any], steps: int, apply: bool) -> EvalError | None:
-        """:meth:`Backend.act` by the generated actions (the closures' on a fault, which give the error)."""
+    def act(self, roots: dict[str, Any], steps: int, apply: bool) -> EvalError | tuple[str, ...]:
+        """:meth:`Backend.act` by the generated actions (the closures' on a fault, which give the error; and for a
+        rule with structural actions, which are never generated)."""
         if self.actions is not None:
             try:
                 self.actions(roots, steps, apply)
             except Exception:  # nothing was written
                 pass
             else:
-                return None
+                return ()
         return super().act(roots, steps, apply)
 
     def skip(self, roots: dict[str, Any]) -> tuple[int, EvalError | None] | None:

@@ -1231,6 +1231,8 @@ class _Gen:
                 pad = "    " * self.depth
                 self.lines[mark:mark] = [f"{pad}{w} = []" for w in self.write_lists[kept:]]
             return
+        if isinstance(n, ast.EditAction):
+            raise _Declined  # a structural action: the closures run the rule's actions (and ask the edit's check)
         assert isinstance(n, ast.SetAction)
         target = self.atom(self.expr(n.target))
         form = self.res.attr_dicts.get(id(n))

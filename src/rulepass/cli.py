@@ -258,7 +258,7 @@ def _cmd_optimize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(json.dumps(doc, indent=1) + "\n")
         return EXIT_OK
     quiet = {r.name for r in rules.rules if "quiet" in r.rule.tags}
-    shown = [(i, d) for i, d in enumerate(result.decisions) if d.rule not in quiet]
+    shown = [(i, d) for i, d in enumerate(result.decisions) if d.rule not in quiet or d.changes]
     if shown:
         out.write(f"{'pass':<22} {'graph':<18} {'node':<22} {'type':<12} decision\n")
         for i, d in shown:
@@ -292,7 +292,7 @@ def _cmd_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     decisions = explain(graph, args.node, rules, rule=args.rule, level=args.level, disabled=args.disable)
     if args.rule is None:  # housekeeping rules (tagged quiet, e.g. engine placement) only when asked for by name
         quiet = {r.name for r in rules.rules if "quiet" in r.rule.tags}
-        decisions = [d for d in decisions if d.rule not in quiet]
+        decisions = [d for d in decisions if d.rule not in quiet or d.changes]  # a graph edit always shows
     undone = undone_decisions(decisions)
     if args.format == "json":
         docs = []
@@ -325,6 +325,8 @@ def _cmd_explain(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         elif i in undone:
             verdict = f"FIRED, then UNDONE by {undone[i].by}: {undone[i].reason}"
         out.write(f"{d.rule} on {_p(d.node)} ({_p(d.op_type)}) in graph '{_p(d.graph)}': {_p(verdict)}\n")
+        for change in d.changes:  # what the rule's structural actions did
+            out.write(f"  changed: {_p(change)}\n")
         for t in d.trace:
             mark = "pass" if t.passed else "FAIL"
             at = f"  [{_p('; '.join(t.elements))}]" if t.elements else ""

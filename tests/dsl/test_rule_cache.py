@@ -62,8 +62,8 @@ def entries(cache: Path, kind: str) -> list[Path]:
 def test_edit_validate_revert(rules: Path) -> None:
     cache = rules.parent / "cache"
     clean = validate()
-    assert clean[0] == 0 and clean[2] == "" and "5 rule(s) compiled: valid" in clean[1]
-    assert len(entries(cache, "file")) == 5 and len(entries(cache, "set")) == 1
+    assert clean[0] == 0 and clean[2] == "" and "10 rule(s) compiled: valid" in clean[1]
+    assert len(entries(cache, "file")) == 6 and len(entries(cache, "set")) == 1
     assert validate() == clean  # warm: the set's entry
 
     concat = rules / "concat_notask.yaml"
@@ -74,7 +74,7 @@ def test_edit_validate_revert(rules: Path) -> None:
     assert "concat_notask.yaml:26:" in broken[2] and "nope" in broken[2], broken[2]
     assert validate() == broken  # warm, the error too
     assert validate("--no-cache") == broken  # and as a load without any cache says
-    assert len(entries(cache, "file")) == 6  # one more file entry: the edited file's; the others were reused
+    assert len(entries(cache, "file")) == 7  # one more file entry: the edited file's; the others were reused
 
     concat.write_text(original, encoding="utf-8")
     assert validate() == clean
@@ -218,7 +218,7 @@ def test_processes_sharing_the_cache_at_once(rules: Path) -> None:
     store = Store.open()
     assert store is not None
     found = entries(cache, "file") + entries(cache, "set")
-    assert len(found) == 6 and all(store.get(p.stem) is not None for p in found)
+    assert len(found) == 7 and all(store.get(p.stem) is not None for p in found)
     assert not list(cache.glob(".*.tmp"))  # no temporary file left behind
     again = subprocess.run(
         [sys.executable, "-m", "rulepass", "validate", str(rules)], capture_output=True, env=env, timeout=120
