@@ -184,8 +184,9 @@ def run_fixture(rule_file: Path, fixture: Path, rule_sets: dict[Path, RuleSet] |
 
 
 def _expected_values(name: str, graph: ComputeGraph, data: dict[str, Any]) -> list[CaseResult]:
-    """The results of `expect_inputs` (node -> its inputs' producers), `expect_attrs` (node -> attributes) and `expect_fields` (node -> fields of the catalogue's
-    Node, read as rules read them: engine, kernel_lib, ...) after the passes ran."""
+    """The results of `expect_inputs` (node -> its inputs' producers), `expect_attrs` (node -> attributes) and
+    `expect_fields` (node -> fields of the catalogue's Node, read as rules read them: engine, kernel_lib, ...)
+    after the passes ran."""
     cat = ge_catalogue()
     results: list[CaseResult] = []
     for node, inputs in (data.get("expect_inputs") or {}).items():  # after a structural action
