@@ -40,8 +40,10 @@ def _touch(path: Path, text: str) -> None:
 def test_the_bundled_rules_are_loaded_once_and_again_after_an_edit(rules_copy: Path) -> None:
     first = passes.default_rules()
     assert passes.default_rules() is first
-    concat = rules_copy / "concat_notask.yaml"
-    _touch(concat, concat.read_text().replace("levels: [O3]", "levels: [O2, O3]"))
+    base = rules_copy / "notask_base.yaml"  # the NotaskPass template the concat rule takes its levels from
+    edited_text = base.read_text().replace("levels: [O3]", "levels: [O2, O3]", 1)
+    assert edited_text != base.read_text()
+    _touch(base, edited_text)
     edited = passes.default_rules()
     assert edited is not first
     assert next(r for r in edited.rules if r.name == "ConcatNotaskPass").rule.levels == ("O2", "O3")
