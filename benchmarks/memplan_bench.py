@@ -143,7 +143,7 @@ def markdown(rows: list[dict[str, Any]], env: dict[str, Any]) -> str:
         "",
         f"Planner at the lower bound on {at_lb} of {len(rows)} instances; worse than the baseline on {worse}.",
         f"Budget: plan()'s default, {env['budget_work']:,} work units ({env['budget_work'] / WORK_PER_SECOND:g} "
-        f"nominal seconds at {WORK_PER_SECOND:,} units/s); results do not depend on the machine, times do.",
+        f"seconds at {WORK_PER_SECOND:,} units/s); results do not depend on the machine, times do.",
         f"Machine: {env['platform']}, {env['cpus']} CPUs, {env['implementation']} {env['python']}.",
     ]
     return "\n".join(lines)

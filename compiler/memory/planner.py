@@ -29,8 +29,10 @@ Google's MiniMalloc and TelaMalloc, and omnimalloc's greedy orders):
    of reach, the remaining budget probes arenas between the lower bound and the best height found.
 5. Safety net: the result is never worse than the plain size-descending first-fit baseline.
 
-Everything beyond one greedy member a component is optional work, bounded by one budget (``budget_s``) counted
-in work units, not seconds, so results never depend on the machine's speed.
+All the work is charged to one budget (``budget_s``) counted in work units, not seconds, so results never depend
+on the machine's speed; the units are calibrated so that the budget is not exceeded in CPU time on the reference
+machine. Only one greedy member a component (an n log n sweep when the budget cannot pay for more) runs whatever
+the budget.
 
 Fixed-offset buffers are honoured (placed first), offsets respect each buffer's alignment, and the same input
 always gives the same output.
@@ -75,12 +77,14 @@ __all__ = [
     "read_csv",
 ]
 
-#: Nominal speed used to turn ``exact_budget_s`` into work units of the exact search (roughly: items looked
-#: at), calibrated on a 2-core reference machine. Real time varies with the machine; results never do.
-WORK_PER_SECOND = 10_000_000
+#: Speed used to turn ``budget_s`` into work units (roughly: items looked at), measured in CPU time on the
+#: 2-core reference machine (``benchmarks/memplan_peer.py --budgets``): every kind of work (greedy orders,
+#: sweeps, peak repair, exact search) ran at 6.5-16 M units a second there, so a budget of S seconds ends
+#: within S seconds of CPU. Real time varies with the machine; results never do.
+WORK_PER_SECOND = 5_000_000
 
-#: Default of ``plan``'s ``budget_s``: nominal seconds of optional work (greedy members beyond the first,
-#: exact search, peak repair), turned into work units with :data:`WORK_PER_SECOND`.
+#: Default of ``plan``'s ``budget_s``: seconds of planning, turned into work units with
+#: :data:`WORK_PER_SECOND` (the first greedy member of each piece runs even when it costs more).
 DEFAULT_BUDGET_S = 8.0
 
 #: Above this many time-overlapping pairs a component is "huge" (if also dense, see below): the greedy portfolio
@@ -129,7 +133,7 @@ class Placement:
     exact_nodes: int = 0
     exact_work: int = 0
     component_strategies: tuple[str, ...] = field(default_factory=tuple)
-    work: int = 0  # work units spent on optional work (greedy members beyond the first, exact search, repair)
+    work: int = 0  # work units charged (every greedy member, exact search, repair, safety net)
     budget: int = 0  # the work units allowed for it (``budget_s`` times WORK_PER_SECOND)
 
     @property
@@ -597,17 +601,19 @@ def _live_max(items: Sequence[int], first: Sequence[int], last: Sequence[int], s
     for d in delta[:-1]:
         live += d
         profile.append(live)
-    # sparse table for range maxima over the compressed steps
-    table = [profile]
+    return _range_maxima(profile, [(index[first[i]], index[last[i] + 1]) for i in items])
+
+
+def _range_maxima(values: Sequence[int], spans: Iterable[tuple[int, int]]) -> list[int]:
+    """``max(values[lo:hi])`` for each (lo, hi) with lo < hi, by a sparse table (n log n, then O(1) a query)."""
+    table = [list(values)]
     width = 1
-    while 2 * width <= len(profile):
+    while 2 * width <= len(values):
         prev = table[-1]
         table.append(list(map(max, prev, prev[width:])))  # pairwise maxima, len(prev) - width of them
         width *= 2
     out: list[int] = []
-    for i in items:
-        lo = index[first[i]]
-        hi = index[last[i] + 1]  # exclusive
+    for lo, hi in spans:
         level = (hi - lo).bit_length() - 1
         row = table[level]
         out.append(max(row[lo], row[hi - (1 << level)]))
@@ -736,7 +742,10 @@ def _decompose(arr: _Arrays, items: list[int], off: list[int]) -> list[_Piece]:
 _Key = Callable[[int], tuple[int, ...]]
 
 #: Work units charged per buffer for one n log n time sweep (calibrated like :data:`WORK_PER_SECOND`).
-SWEEP_UNITS_PER_BUFFER = 40
+SWEEP_UNITS_PER_BUFFER = 50
+
+#: Work units charged per buffer for reading the input: validation, lower bound, decomposition, pair count.
+INPUT_UNITS_PER_BUFFER = 60
 
 
 class _Budget:
@@ -851,7 +860,7 @@ def _portfolio(arr: _Arrays, piece: _Piece, target: int, budget: _Budget) -> tup
     :data:`PORTFOLIO_VISITS_PER_BUFFER` a buffer, if more); then n log n time sweeps. A huge piece (more
     than :data:`PAIR_LIMIT` overlapping pairs and :data:`DENSE_PAIRS_PER_BUFFER` a buffer) skips the lists:
     sweeps first, then the size order over a time index if its pairs fit in the budget. The first member
-    always runs; the rest are charged to ``budget``. Stops as soon as one reaches ``target``.
+    always runs; every member is charged to ``budget``. Stops as soon as one reaches ``target``.
     """
     first, last = arr.first, arr.last
     m = _Members(arr, piece)
@@ -862,7 +871,7 @@ def _portfolio(arr: _Arrays, piece: _Piece, target: int, budget: _Budget) -> tup
     cost = 2 * pairs + n  # one order over neighbour lists (building the lists costs about the same)
     lists = not huge and (bool(m.fixed) or budget.allows(2 * cost))
     if lists:
-        budget.spend(min(cost, budget.left))
+        budget.spend(cost)  # building the lists; the first order below is always run (and charged)
         adj = _overlaps(piece.items, first, last)
         keys = _order_keys(arr, piece.items, lambda i: len(adj[i]))
         orders: dict[str, list[int]] = {}
@@ -870,8 +879,7 @@ def _portfolio(arr: _Arrays, piece: _Piece, target: int, budget: _Budget) -> tup
         for k, (name, best_fit) in enumerate(_RUNS[: max(1, visits // max(pairs, 1))]):
             if k and not budget.allows(cost):
                 break
-            if k:
-                budget.spend(cost)
+            budget.spend(cost)
             if name not in orders:
                 orders[name] = sorted(m.movable, key=keys[name])
             height = _place(orders[name], arr.size, arr.align, adj, m.reset(), piece.base, best_fit, m.limit())
@@ -883,15 +891,13 @@ def _portfolio(arr: _Arrays, piece: _Piece, target: int, budget: _Budget) -> tup
         for k, (name, best_fit) in enumerate(_SWEEPS):
             if (k or lists) and not budget.allows(sweep_cost):
                 break
-            if k or lists:
-                budget.spend(sweep_cost)
+            budget.spend(sweep_cost)
             height = _sweep(sorted(m.movable, key=skeys[name]), arr, m.reset(), piece.base, best_fit)
             m.consider(f"sweep-{name}-{'best' if best_fit else 'first'}-fit", height)
             if m.best is not None and m.best[0] <= target:
                 return m.best
     if not lists and (m.best is None or budget.allows(pairs + sweep_cost)):
-        if m.best is not None:
-            budget.spend(pairs + sweep_cost)
+        budget.spend(pairs + sweep_cost)
         order = sorted(m.movable, key=lambda i: (-arr.size[i], first[i], i))
         m.consider("greedy-size-first-fit", _place_indexed(order, arr, piece.items, m.reset(), piece.base))
     assert m.best is not None
@@ -1124,21 +1130,18 @@ class _Search:
     def _preorder(self, items: Sequence[int]) -> list[int]:
         """Items in the static order named by the heuristic letters (T, W, A, Z size); index = rank."""
         f = self.f
-        total = self.total
+        lo = min(f.lo[k] for k in items)
+        hi = max(f.hi[k] for k in items)
+        peaks = _range_maxima(self.total[lo:hi], [(f.lo[k] - lo, f.hi[k] - lo) for k in items])
+        self.work += (hi - lo) * max(hi - lo, 1).bit_length() + 12 * len(items)
         keys: dict[int, tuple[int, ...]] = {}
-        for k in items:
-            by = {
-                "T": -max(total[f.lo[k] : f.hi[k]]),
-                "W": -f.width[k],
-                "A": -f.width[k] * f.size[k],
-                "Z": -f.size[k],
-            }
+        for k, peak in zip(items, peaks, strict=True):
+            by = {"T": -peak, "W": -f.width[k], "A": -f.width[k] * f.size[k], "Z": -f.size[k]}
             keys[k] = (*(by[c] for c in self.heuristic), k)
         return sorted(items, key=keys.__getitem__)
 
     def _subsolve(self, items: list[int], lo: int, hi: int) -> Generator[None, None, int]:
         """Solve one independent partition (its items live only in sections lo..hi-1)."""
-        self.work += 4 * len(items)
         pre = self._preorder(items)
         return (yield from self._search(pre, list(range(len(pre))), pre, lo, hi, 0))
 
@@ -1275,6 +1278,7 @@ class _Search:
             status = yield from self._search(pre, ranks, items, lo, hi, key)
         else:
             points.append(hi)
+            self.work += len(items) * len(points)
             for a, z in itertools.pairwise(points):
                 part = [i for i in items if f.lo[i] < z and a < f.hi[i]]
                 if part:
@@ -1357,17 +1361,18 @@ def plan(
     buffers: Sequence[Buffer],
     *,
     budget_s: float | None = None,
-    exact_budget_s: float = 6.0,
+    exact_budget_s: float | None = None,
     exact_work: int | None = None,
     exact_max_buffers: int = 3000,
 ) -> Placement:
     """Assign offsets aiming at the lower bound: decomposition, greedy portfolio, peak repair, exact search.
 
-    ``budget_s`` (default :data:`DEFAULT_BUDGET_S`) bounds, in nominal seconds turned into work units with
-    :data:`WORK_PER_SECOND`, all the optional work: the greedy members beyond each piece's first, the peak
-    repair and the exact search (so results never depend on the machine; the unavoidable part, one n log n
-    greedy a piece, is not counted). ``exact_budget_s`` (or ``exact_work``, in units) caps the exact search's
-    share. Components with more than ``exact_max_buffers`` buffers skip the exact search.
+    ``budget_s`` (default :data:`DEFAULT_BUDGET_S`) bounds the planning, in seconds turned into work units
+    with :data:`WORK_PER_SECOND` (so results never depend on the machine): greedy members, peak repair, exact
+    search and the safety net are all charged, and only the first greedy member of each piece runs when the
+    budget cannot pay for it. ``exact_budget_s`` (or ``exact_work``, in units) caps the exact search's share
+    (default: no cap beyond the budget). Components with more than ``exact_max_buffers`` buffers skip the
+    exact search.
     """
     t0 = time.perf_counter()
     try:
@@ -1382,7 +1387,7 @@ def plan(
 def _plan(
     buffers: Sequence[Buffer],
     budget_s: float | None,
-    exact_budget_s: float,
+    exact_budget_s: float | None,
     exact_work: int | None,
     exact_max_buffers: int,
 ) -> Placement:
@@ -1392,6 +1397,7 @@ def _plan(
     allowance = _Budget(total)
     arr = _Arrays(buffers)
     n = len(buffers)
+    allowance.spend(INPUT_UNITS_PER_BUFFER * n)
     lb = lower_bound(buffers)
     off = [-1] * n
     for i in range(n):
@@ -1400,7 +1406,8 @@ def _plan(
     positive = [i for i in range(n) if arr.size[i] > 0]
     pieces = _decompose(arr, positive, off)
     results = [_portfolio(arr, piece, lb, allowance) for piece in pieces]
-    exact_cap = exact_work if exact_work is not None else int(exact_budget_s * WORK_PER_SECOND)
+    exact_cap = total if exact_budget_s is None else int(exact_budget_s * WORK_PER_SECOND)
+    exact_cap = exact_cap if exact_work is None else exact_work
     _repair_highest(arr, pieces, results, lb, allowance, REPAIR_SHARE)
     budget = max(0, min(exact_cap, allowance.left))
     frames: dict[int, _Frame] = {}
@@ -1430,7 +1437,7 @@ def _plan(
 
     # Phase 1: the lower bound itself (most of the budget). Phase 2, if that fails: bisect the arena between
     # the lower bound and the best height found, keeping every packing found on the way.
-    if not improve(lb, budget * 2 // 3, "exact"):
+    if not improve(lb, budget * 3 // 4, "exact"):
         low = lb
         while budget > work:
             high = max((r[0] for r in results), default=0)

@@ -873,8 +873,8 @@ def budget_option(parser: argparse.ArgumentParser) -> None:
         "--budget",
         type=_budget,
         metavar="S",
-        help="the memory planner's budget: nominal seconds of optional work, counted in work units "
-        "(default: plan()'s, 8)",
+        help="the memory planner's budget in seconds, counted in calibrated work units so the plan "
+        "never depends on the machine (default: plan()'s, 8)",
     )
 
 
