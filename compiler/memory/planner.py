@@ -431,8 +431,17 @@ def _place(
     return height
 
 
-def _place_indexed(order: Sequence[int], arr: _Arrays, items: Sequence[int], off: list[int], base: int) -> int:
-    """First fit like :func:`_place`, finding placed neighbours with a :class:`_TimeIndex` (no pair lists)."""
+def _place_indexed(
+    order: Sequence[int],
+    arr: _Arrays,
+    items: Sequence[int],
+    off: list[int],
+    base: int,
+    best_fit: bool = False,
+    limit: int | None = None,
+) -> int:
+    """First (or best) fit like :func:`_place`, finding placed neighbours with a :class:`_TimeIndex` (no pair
+    lists); with a ``limit``, stops once the height reaches it (the placement is then incomplete)."""
     index = _TimeIndex([arr.first[i] for i in items] + [arr.last[i] for i in items])
     size = arr.size
     for i in items:
@@ -443,10 +452,12 @@ def _place_indexed(order: Sequence[int], arr: _Arrays, items: Sequence[int], off
         f, t = arr.first[b], arr.last[b]
         obstacles = index.query(f, t)
         obstacles.sort()
-        cand = _lowest_fit(obstacles, size[b], arr.align[b], base, False)
+        cand = _lowest_fit(obstacles, size[b], arr.align[b], base, best_fit)
         off[b] = cand
         index.add(f, t, (cand, cand + size[b]))
         height = max(height, cand + size[b])
+        if limit is not None and height >= limit:
+            return height
     return height
 
 
@@ -896,12 +907,34 @@ def _portfolio(arr: _Arrays, piece: _Piece, target: int, budget: _Budget) -> tup
             m.consider(f"sweep-{name}-{'best' if best_fit else 'first'}-fit", height)
             if m.best is not None and m.best[0] <= target:
                 return m.best
-    if not lists and (m.best is None or budget.allows(pairs + sweep_cost)):
-        budget.spend(pairs + sweep_cost)
-        order = sorted(m.movable, key=lambda i: (-arr.size[i], first[i], i))
-        m.consider("greedy-size-first-fit", _place_indexed(order, arr, piece.items, m.reset(), piece.base))
+    if not lists:
+        _indexed_orders(arr, m, pairs + sweep_cost, target, budget)
     assert m.best is not None
     return m.best
+
+
+#: Orders run over a time index on a huge piece (no neighbour lists), most useful first.
+_INDEXED_RUNS = [
+    ("size", False), ("conflict-size", False), ("size", True), ("area", False), ("total", False),
+    ("conflict-size", True), ("lifetime", False), ("conflict", False),
+]  # fmt: skip
+
+
+def _indexed_orders(arr: _Arrays, m: _Members, cost: int, target: int, budget: _Budget) -> None:
+    """Greedy orders over a :class:`_TimeIndex` (size, conflict x size, ... as omnimalloc's greedies order),
+    while the budget pays ``cost`` an order; the first always runs if the piece has no plan yet."""
+    items = m.piece.items
+    degree: dict[int, int] = {}
+    keys = _order_keys(arr, items, lambda i: degree[i])
+    for name, best_fit in _INDEXED_RUNS:
+        if m.best is not None and (m.best[0] <= target or not budget.allows(cost)):
+            return
+        budget.spend(cost)
+        if not degree and name.startswith("conflict"):
+            degree.update(_degrees(items, arr.first, arr.last))
+        order = sorted(m.movable, key=keys[name])
+        height = _place_indexed(order, arr, items, m.reset(), m.piece.base, best_fit, m.limit())
+        m.consider(f"greedy-{name}-{'best' if best_fit else 'first'}-fit", height)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -1404,6 +1437,9 @@ def _plan(
         if arr.size[i] == 0:
             off[i] = arr.fixed[i] if arr.fixed[i] >= 0 else 0
     positive = [i for i in range(n) if arr.size[i] > 0]
+    quick = _quick(arr, positive, off, lb, allowance)
+    if quick is not None:
+        return quick
     pieces = _decompose(arr, positive, off)
     results = [_portfolio(arr, piece, lb, allowance) for piece in pieces]
     exact_cap = total if exact_budget_s is None else int(exact_budget_s * WORK_PER_SECOND)
@@ -1484,6 +1520,41 @@ def _plan(
         component_strategies=strategies,
         work=allowance.spent,
         budget=total,
+    )
+
+
+#: The quick first try runs on inputs with at most this many overlapping pairs a buffer (its cost is the pairs).
+QUICK_PAIRS_PER_BUFFER = 8
+
+
+def _quick(arr: _Arrays, positive: list[int], off: list[int], lb: int, budget: _Budget) -> Placement | None:
+    """The size order, first fit, on the whole input: the plan if it reaches the lower bound, else None.
+
+    Most real traces (a compile's, a small model's) are packed at the lower bound by this one greedy, so they
+    skip the decomposition and the portfolio. Sparse inputs without fixed offsets only; charged to ``budget``.
+    """
+    n = len(positive)
+    first, last, size = arr.first, arr.last, arr.size
+    if not n or any(arr.fixed[i] >= 0 for i in positive):
+        return None
+    pairs = _count_pairs(positive, first, last)
+    if pairs > QUICK_PAIRS_PER_BUFFER * n or not budget.allows(2 * pairs + n):
+        return None
+    trial = list(off)
+    order = sorted(positive, key=lambda i: (-size[i], first[i], i))
+    budget.spend(2 * pairs + n)
+    height = _place(order, size, arr.align, _overlaps(positive, first, last), trial, 0, False, lb + 1)
+    if height > lb:
+        return None
+    return Placement(
+        offsets=dict(zip(arr.ids, trial, strict=True)),
+        arena=lb,
+        lower_bound=lb,
+        strategy="portfolio",
+        components=1,
+        component_strategies=("greedy-size-first-fit",),
+        work=budget.spent,
+        budget=budget.spent + budget.left,
     )
 
 

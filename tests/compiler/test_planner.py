@@ -463,3 +463,39 @@ def test_planner_clock_counts_the_calls_it_saw() -> None:
     plan(bufs, budget_s=0)
     assert (outer.calls, inner.calls) == (2, 1)
     assert outer.seconds >= inner.seconds >= 0
+
+
+def test_the_quick_try_returns_a_size_order_plan_at_the_lower_bound_only() -> None:
+    # a sparse input the size order packs at the lower bound skips decomposition and portfolio...
+    bufs = [Buffer("a", 0, 2, 64), Buffer("b", 1, 3, 32), Buffer("c", 4, 6, 96), Buffer("d", 3, 3, 16)]
+    p = plan(bufs)
+    assert (p.arena, p.component_strategies) == (p.lower_bound, ("greedy-size-first-fit",))
+    assert check_placement(bufs, p.offsets) == []
+    # ...but not with a budget too small to pay for it, nor where the size order misses the bound
+    assert plan(bufs, budget_s=0).component_strategies == ("sweep-start-first-fit",)
+    tricky = read_csv(DATA / "minimalloc_C.1048576.csv")
+    arr = planner._Arrays(tricky)
+    items = [i for i in range(len(tricky)) if arr.size[i] > 0]
+    assert planner._quick(arr, items, [-1] * len(tricky), lower_bound(tricky), planner._Budget(10**9)) is None
+
+
+@settings(max_examples=40, deadline=None)
+@given(instances(max_size=60, fixed=False), st.integers(0, 20_000))
+def test_property_huge_pieces_run_the_indexed_orders_validly(bufs: list[Buffer], units: int) -> None:
+    # with every piece "huge" (no neighbour lists), the orders over the time index keep the plan valid, never
+    # above the sweeps' best, within the budget beyond the first member
+    arr = planner._Arrays(bufs)
+    items = [i for i in range(len(bufs)) if arr.size[i] > 0]
+    if not items:
+        return
+    members = planner._Members(arr, planner._Piece(items, 0, False))
+    order = sorted(items, key=lambda i: (arr.first[i], i))
+    members.consider("sweep", planner._sweep(order, arr, members.reset(), 0))
+    assert members.best is not None
+    swept = members.best[0]
+    budget = planner._Budget(units)
+    planner._indexed_orders(arr, members, 100, 0, budget)
+    height, offsets, _ = members.best
+    assert height <= swept and budget.spent <= units
+    got = {b.id: 0 for b in bufs} | {bufs[i].id: o for i, o in zip(items, offsets, strict=True)}
+    assert check_placement(bufs, got) == [] and _arena(bufs, got) == height
