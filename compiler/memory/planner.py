@@ -7,6 +7,8 @@ behind it: buffers in, offsets out. A later stage feeds it with a graph's tensor
 How :func:`plan` works (ideas from TFLite's greedy-by-size planner, XLA's heap simulator, MindSpore SOMAS,
 Google's MiniMalloc and TelaMalloc, and omnimalloc's greedy orders):
 
+0. Quick try. A sparse input is first packed by the size order alone (first fit over neighbour lists); if
+   that reaches the lower bound, as it does for most compile traces, it is the plan.
 1. Decomposition. Steps where nothing is live split the timeline into independent components; buffers live
    over a whole component are stacked at its bottom (lossless: such a buffer conflicts with every other
    buffer of the component, so any packing can be rearranged to have it at the bottom), after which the rest
@@ -17,8 +19,8 @@ Google's MiniMalloc and TelaMalloc, and omnimalloc's greedy orders):
    is the overlapping pairs, and time sweeps (start order, ties by size or lifetime; first and best fit over
    the gaps between the buffers live at each step), whose cost is n log n whatever the overlaps. Dense
    components (more than :data:`PAIR_LIMIT` pairs and :data:`DENSE_PAIRS_PER_BUFFER` a buffer) get the
-   sweeps first and neighbour work only if its pairs fit in the budget. The best height is kept: the result
-   is never worse than any member.
+   sweeps first, then the size, conflict x size, area, ... orders over a time index while the budget pays
+   their pairs. The best height is kept: the result is never worse than any member.
 3. Peak repair. The buffers living inside a window of steps around those at the top are lifted out and
    placed again by several orders among the buffers crossing the window's borders and those spanning it;
    a re-pack below the top is kept and the new top attacked, else the window doubles.
