@@ -77,6 +77,7 @@ __all__ = [
     "plan",
     "planner_clock",
     "read_csv",
+    "wall_clock_budget",
 ]
 
 #: Speed used to turn ``budget_s`` into work units (roughly: items looked at), measured in CPU time on the
@@ -762,11 +763,13 @@ INPUT_UNITS_PER_BUFFER = 60
 
 
 class _Budget:
-    """Work units left for the optional work (greedy orders beyond the first, peak repair, exact search)."""
+    """Work units left for the optional work (greedy orders beyond the first, peak repair, exact search), and
+    the wall-clock deadline (``time.perf_counter``) it also ends at, if any (see :func:`wall_clock_budget`)."""
 
-    def __init__(self, units: int) -> None:
+    def __init__(self, units: int, deadline: float | None = None) -> None:
         self.left = units
         self.spent = 0
+        self.deadline = deadline
 
     def spend(self, units: int) -> None:
         """Charge ``units`` of work done."""
@@ -774,8 +777,12 @@ class _Budget:
         self.spent += units
 
     def allows(self, units: int) -> bool:
-        """Whether ``units`` more fit in what is left."""
-        return units <= self.left
+        """Whether ``units`` more fit in what is left (and the deadline, if any, has not passed)."""
+        return units <= self.left and not self.expired()
+
+    def expired(self) -> bool:
+        """Whether the wall-clock deadline, if any, has passed."""
+        return self.deadline is not None and time.perf_counter() >= self.deadline
 
 
 def _degrees(items: Sequence[int], first: Sequence[int], last: Sequence[int]) -> dict[int, int]:
@@ -1335,15 +1342,20 @@ class _ExactResult:
     work: int
 
 
-def _exact(frame: _Frame, capacity: int, budget: int, quantum: int = 500_000) -> _ExactResult:
-    """Run the heuristics' searches side by side, ``quantum`` work units each in turn, within ``budget``."""
+def _exact(
+    frame: _Frame, capacity: int, budget: int, quantum: int = 500_000, deadline: float | None = None
+) -> _ExactResult:
+    """Run the heuristics' searches side by side, ``quantum`` work units each in turn, within ``budget`` (and
+    until the wall-clock ``deadline``, checked between quanta)."""
+    if deadline is not None:
+        quantum = min(quantum, 20_000)  # look at the clock every few milliseconds
     searches = [_Search(frame, capacity, h) for h in EXACT_HEURISTICS]
     runs = [s.solve() for s in searches]
     spent = 0
     old_limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old_limit, 8 * len(frame.size) + 1000))
     try:
-        while spent < budget:
+        while spent < budget and (deadline is None or time.perf_counter() < deadline):
             for search, run in zip(searches, runs, strict=True):
                 before = search.work
                 search.pause_at = before + min(quantum, budget - spent)
@@ -1379,6 +1391,19 @@ class PlannerClock:
 
 
 _CLOCKS: list[PlannerClock] = []
+_WALL_CLOCK: list[bool] = []
+
+
+@contextmanager
+def wall_clock_budget() -> Iterator[None]:
+    """While the block runs, :func:`plan` also ends its optional work once ``budget_s`` seconds of wall time
+    have passed since it was called (the command line's ``--budget``: never longer than asked, even on a
+    loaded machine, at the cost of plans that may then depend on the machine's load)."""
+    _WALL_CLOCK.append(True)
+    try:
+        yield
+    finally:
+        _WALL_CLOCK.pop()
 
 
 @contextmanager
@@ -1428,8 +1453,10 @@ def _plan(
 ) -> Placement:
     """:func:`plan` itself."""
     _validate(buffers)
-    total = int((DEFAULT_BUDGET_S if budget_s is None else max(budget_s, 0.0)) * WORK_PER_SECOND)
-    allowance = _Budget(total)
+    seconds = DEFAULT_BUDGET_S if budget_s is None else max(budget_s, 0.0)
+    total = int(seconds * WORK_PER_SECOND)
+    # a tenth of a wall-clock budget is left for the steps after the deadline (assembling the result)
+    allowance = _Budget(total, time.perf_counter() + 0.9 * seconds if _WALL_CLOCK else None)
     arr = _Arrays(buffers)
     n = len(buffers)
     allowance.spend(INPUT_UNITS_PER_BUFFER * n)
@@ -1450,6 +1477,7 @@ def _plan(
     budget = max(0, min(exact_cap, allowance.left))
     frames: dict[int, _Frame] = {}
     nodes = work = 0
+    clock = allowance  # improve() names its own share "allowance"
 
     def improve(capacity: int, allowance: int, label: str) -> bool:
         """Exact-search every piece above ``capacity`` (highest first) within ``allowance``; all succeeded?"""
@@ -1459,11 +1487,11 @@ def _plan(
             if results[k][0] <= capacity:
                 break
             piece = pieces[k]
-            if piece.has_fixed or len(piece.items) > exact_max_buffers or spent >= allowance:
+            if piece.has_fixed or len(piece.items) > exact_max_buffers or spent >= allowance or clock.expired():
                 return False
             if k not in frames:
                 frames[k] = _Frame(arr, piece)
-            outcome = _exact(frames[k], capacity, allowance - spent)
+            outcome = _exact(frames[k], capacity, allowance - spent, deadline=clock.deadline)
             nodes += outcome.nodes
             work += outcome.work
             spent += outcome.work
@@ -1477,7 +1505,7 @@ def _plan(
     # the lower bound and the best height found, keeping every packing found on the way.
     if not improve(lb, budget * 3 // 4, "exact"):
         low = lb
-        while budget > work:
+        while budget > work and not allowance.expired():
             high = max((r[0] for r in results), default=0)
             if high - low <= max(1, high // 1000):
                 break
@@ -1570,7 +1598,7 @@ def _repair_highest(
 ) -> None:
     """Repair the highest piece while that lowers it (then the next highest, ...), within ``share`` of the
     budget left."""
-    mine = _Budget(int(budget.left * share))
+    mine = _Budget(int(budget.left * share), budget.deadline)
     while results and mine.left > 0:
         k = max(range(len(results)), key=lambda k: (results[k][0], -k))
         if results[k][0] <= lb:

@@ -499,3 +499,18 @@ def test_property_huge_pieces_run_the_indexed_orders_validly(bufs: list[Buffer],
     assert height <= swept and budget.spent <= units
     got = {b.id: 0 for b in bufs} | {bufs[i].id: o for i, o in zip(items, offsets, strict=True)}
     assert check_placement(bufs, got) == [] and _arena(bufs, got) == height
+
+
+def test_a_wall_clock_budget_ends_the_optional_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the command line's --budget is also a deadline: with a clock that runs 1 s a reading, the 8 s budget is
+    # gone after a few readings and the exact search stops early, with a valid plan all the same
+    bufs = read_csv(DATA / "minimalloc_E.1048576.csv")
+    counted = plan(bufs)
+    ticks = itertools.count()
+    monkeypatch.setattr(planner.time, "perf_counter", lambda: float(next(ticks)))
+    with planner.wall_clock_budget():
+        rushed = plan(bufs)
+    assert check_placement(bufs, rushed.offsets) == []
+    assert rushed.exact_work < counted.exact_work // 10
+    assert plan(bufs) == counted  # outside the block: work units only, the same plan as before
+    assert planner._Budget(10**9, deadline=-1.0).allows(1) is False
