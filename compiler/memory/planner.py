@@ -917,7 +917,7 @@ def _portfolio(arr: _Arrays, piece: _Piece, target: int, budget: _Budget) -> tup
             if m.best is not None and m.best[0] <= target:
                 return m.best
     if not lists:
-        _indexed_orders(arr, m, pairs + sweep_cost, target, budget)
+        _indexed_orders(arr, m, 3 * pairs + sweep_cost, target, budget)  # gather, sort, fit
     assert m.best is not None
     return m.best
 
