@@ -5,6 +5,8 @@ Two sources, both written as ``id,lower,upper,size`` CSV (the format ``read_csv`
 * ``compiled`` — the memory-plan inputs of real compiles: the synthetic graphs of ``benchmarks/synthetic.py``
   (and the example graphs) are compiled, and the buffers ``assign_memory`` hands to the planner for the
   feature-map arena are captured on the way (the planner is wrapped for the duration of the compile).
+* ``corpus`` — the same for the real models of ``tests/data/models`` (imported from ONNX, ``keep`` formats, with
+  the manifest's sizes of their symbolic dims), one trace per model.
 * ``training`` — a training step: each layer's forward ops produce activations that the backward pass reads
   back, so they live from their forward step to their layer's backward step (nested, long-lived and all
   overlapping at the peak, where forward meets backward); plus short-lived temporaries and workspaces, and
@@ -24,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from rulepass.compiler.memory.planner import Buffer
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 TRAINING_SEED = 37
 
@@ -91,13 +95,32 @@ def captured() -> Iterator[list[list[Buffer]]]:
 
 def compiled(workload: str, nodes: int) -> list[Buffer]:
     """The largest buffer list the planner gets when the ``workload`` graph of ``nodes`` nodes is compiled."""
-    from rulepass.api import compile_graph
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     from synthetic import generate
+
+    from rulepass.api import compile_graph
 
     with captured() as seen:
         compile_graph(generate(workload, nodes), verify=False)
+    return max(seen, key=len)
+
+
+def corpus_models() -> list[str]:
+    """The names of the corpus models (``tests/data/models/manifest.json``)."""
+    import real_models
+
+    return [e["name"] for e in real_models.entries()]
+
+
+def corpus(name: str) -> list[Buffer]:
+    """The largest buffer list the planner gets when the corpus model ``name`` is imported and compiled."""
+    import real_models
+
+    from rulepass.api import compile_graph
+
+    (entry,) = real_models.entries([name])
+    graph = real_models.import_model(entry, "keep")
+    with captured() as seen:
+        compile_graph(graph, verify=False)
     return max(seen, key=len)
 
 
@@ -116,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nodes", type=int, nargs="*", default=[10_000, 100_000])
     parser.add_argument("--workloads", nargs="*", default=["llm", "split", "cnn"])
     parser.add_argument("--training", type=int, nargs="*", default=[60_000, 1_000_000])
+    parser.add_argument("--corpus", action="store_true", help="also the corpus models' traces")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     for n in args.training:
@@ -125,6 +149,8 @@ def main(argv: list[str] | None = None) -> int:
         for nodes in args.nodes:
             path = write_csv(compiled(workload, nodes), args.out / f"compiled_{workload}_{nodes}.csv")
             print(path)
+    for name in corpus_models() if args.corpus else []:
+        print(write_csv(corpus(name), args.out / f"corpus_{name}.csv"))
     return 0
 
 

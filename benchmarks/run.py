@@ -62,7 +62,12 @@ DOC = ROOT / "docs" / "benchmarks.md"
 RESULTS = HERE / "results.json"
 FINDINGS = HERE / "findings.md"
 # sections measured by scripts of their own, too long to rerun with the page (their text is the script's output)
-HAND_RUN = (HERE / "onnx_backend_sweep.md", HERE / "corpus_bench.md", HERE / "task_incremental.md")
+HAND_RUN = (
+    HERE / "onnx_backend_sweep.md",
+    HERE / "corpus_bench.md",
+    HERE / "task_incremental.md",
+    HERE / "memplan_peer.md",
+)
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 

@@ -39,3 +39,18 @@ def test_each_side_is_checked_by_the_project_checker(monkeypatch: pytest.MonkeyP
     assert mine["arena"] == res["lower_bound"] == 96
     assert res["verdict"] == "no peer" and res["best_peer"] is None  # an invalid placement never counts
     assert "| overlapping | 64 |" in peer.markdown([res], None)
+
+
+def test_a_corpus_model_hands_its_compile_trace_to_the_capture() -> None:
+    assert "branches_tiny" in traces.corpus_models()
+    bufs = traces.corpus("branches_tiny")
+    assert bufs and all(b.size > 0 and b.last >= b.first for b in bufs)
+
+
+def test_budget_rows_time_the_planner_at_each_budget() -> None:
+    bufs = traces.training(300)
+    rows = peer.budget_rows([("t", lambda: bufs)], [0.0, 0.01])
+    (row,) = rows
+    assert row["valid"] and [r["budget"] for r in row["runs"]] == [0.0, 0.01]
+    assert all(r["ratio"] >= 1.0 and r["cpu_s"] >= 0 and r["wall_s"] > 0 for r in row["runs"])
+    assert f"| t | {len(bufs):,} |" in peer.budget_markdown(rows, [0.0, 0.01])

@@ -7,6 +7,8 @@ behind it: buffers in, offsets out. A later stage feeds it with a graph's tensor
 How :func:`plan` works (ideas from TFLite's greedy-by-size planner, XLA's heap simulator, MindSpore SOMAS,
 Google's MiniMalloc and TelaMalloc, and omnimalloc's greedy orders):
 
+0. Quick try. A sparse input is first packed by the size order alone (first fit over neighbour lists); if
+   that reaches the lower bound, as it does for most compile traces, it is the plan.
 1. Decomposition. Steps where nothing is live split the timeline into independent components; buffers live
    over a whole component are stacked at its bottom (lossless: such a buffer conflicts with every other
    buffer of the component, so any packing can be rearranged to have it at the bottom), after which the rest
@@ -17,8 +19,8 @@ Google's MiniMalloc and TelaMalloc, and omnimalloc's greedy orders):
    is the overlapping pairs, and time sweeps (start order, ties by size or lifetime; first and best fit over
    the gaps between the buffers live at each step), whose cost is n log n whatever the overlaps. Dense
    components (more than :data:`PAIR_LIMIT` pairs and :data:`DENSE_PAIRS_PER_BUFFER` a buffer) get the
-   sweeps first and neighbour work only if its pairs fit in the budget. The best height is kept: the result
-   is never worse than any member.
+   sweeps first, then the size, conflict x size, area, ... orders over a time index while the budget pays
+   their pairs. The best height is kept: the result is never worse than any member.
 3. Peak repair. The buffers living inside a window of steps around those at the top are lifted out and
    placed again by several orders among the buffers crossing the window's borders and those spanning it;
    a re-pack below the top is kept and the new top attacked, else the window doubles.
@@ -29,8 +31,10 @@ Google's MiniMalloc and TelaMalloc, and omnimalloc's greedy orders):
    of reach, the remaining budget probes arenas between the lower bound and the best height found.
 5. Safety net: the result is never worse than the plain size-descending first-fit baseline.
 
-Everything beyond one greedy member a component is optional work, bounded by one budget (``budget_s``) counted
-in work units, not seconds, so results never depend on the machine's speed.
+All the work is charged to one budget (``budget_s``) counted in work units, not seconds, so results never depend
+on the machine's speed; the units are calibrated so that the budget is not exceeded in CPU time on the reference
+machine. Only one greedy member a component (an n log n sweep when the budget cannot pay for more) runs whatever
+the budget.
 
 Fixed-offset buffers are honoured (placed first), offsets respect each buffer's alignment, and the same input
 always gives the same output.
@@ -73,14 +77,17 @@ __all__ = [
     "plan",
     "planner_clock",
     "read_csv",
+    "wall_clock_budget",
 ]
 
-#: Nominal speed used to turn ``exact_budget_s`` into work units of the exact search (roughly: items looked
-#: at), calibrated on a 2-core reference machine. Real time varies with the machine; results never do.
-WORK_PER_SECOND = 10_000_000
+#: Speed used to turn ``budget_s`` into work units (roughly: items looked at), measured in CPU time on the
+#: 2-core reference machine (``benchmarks/memplan_peer.py --budgets``): every kind of work (greedy orders,
+#: sweeps, peak repair, exact search) ran at 6.5-16 M units a second there, so a budget of S seconds ends
+#: within S seconds of CPU. Real time varies with the machine; results never do.
+WORK_PER_SECOND = 5_000_000
 
-#: Default of ``plan``'s ``budget_s``: nominal seconds of optional work (greedy members beyond the first,
-#: exact search, peak repair), turned into work units with :data:`WORK_PER_SECOND`.
+#: Default of ``plan``'s ``budget_s``: seconds of planning, turned into work units with
+#: :data:`WORK_PER_SECOND` (the first greedy member of each piece runs even when it costs more).
 DEFAULT_BUDGET_S = 8.0
 
 #: Above this many time-overlapping pairs a component is "huge" (if also dense, see below): the greedy portfolio
@@ -129,7 +136,7 @@ class Placement:
     exact_nodes: int = 0
     exact_work: int = 0
     component_strategies: tuple[str, ...] = field(default_factory=tuple)
-    work: int = 0  # work units spent on optional work (greedy members beyond the first, exact search, repair)
+    work: int = 0  # work units charged (every greedy member, exact search, repair, safety net)
     budget: int = 0  # the work units allowed for it (``budget_s`` times WORK_PER_SECOND)
 
     @property
@@ -427,8 +434,17 @@ def _place(
     return height
 
 
-def _place_indexed(order: Sequence[int], arr: _Arrays, items: Sequence[int], off: list[int], base: int) -> int:
-    """First fit like :func:`_place`, finding placed neighbours with a :class:`_TimeIndex` (no pair lists)."""
+def _place_indexed(
+    order: Sequence[int],
+    arr: _Arrays,
+    items: Sequence[int],
+    off: list[int],
+    base: int,
+    best_fit: bool = False,
+    limit: int | None = None,
+) -> int:
+    """First (or best) fit like :func:`_place`, finding placed neighbours with a :class:`_TimeIndex` (no pair
+    lists); with a ``limit``, stops once the height reaches it (the placement is then incomplete)."""
     index = _TimeIndex([arr.first[i] for i in items] + [arr.last[i] for i in items])
     size = arr.size
     for i in items:
@@ -439,10 +455,12 @@ def _place_indexed(order: Sequence[int], arr: _Arrays, items: Sequence[int], off
         f, t = arr.first[b], arr.last[b]
         obstacles = index.query(f, t)
         obstacles.sort()
-        cand = _lowest_fit(obstacles, size[b], arr.align[b], base, False)
+        cand = _lowest_fit(obstacles, size[b], arr.align[b], base, best_fit)
         off[b] = cand
         index.add(f, t, (cand, cand + size[b]))
         height = max(height, cand + size[b])
+        if limit is not None and height >= limit:
+            return height
     return height
 
 
@@ -597,17 +615,19 @@ def _live_max(items: Sequence[int], first: Sequence[int], last: Sequence[int], s
     for d in delta[:-1]:
         live += d
         profile.append(live)
-    # sparse table for range maxima over the compressed steps
-    table = [profile]
+    return _range_maxima(profile, [(index[first[i]], index[last[i] + 1]) for i in items])
+
+
+def _range_maxima(values: Sequence[int], spans: Iterable[tuple[int, int]]) -> list[int]:
+    """``max(values[lo:hi])`` for each (lo, hi) with lo < hi, by a sparse table (n log n, then O(1) a query)."""
+    table = [list(values)]
     width = 1
-    while 2 * width <= len(profile):
+    while 2 * width <= len(values):
         prev = table[-1]
         table.append(list(map(max, prev, prev[width:])))  # pairwise maxima, len(prev) - width of them
         width *= 2
     out: list[int] = []
-    for i in items:
-        lo = index[first[i]]
-        hi = index[last[i] + 1]  # exclusive
+    for lo, hi in spans:
         level = (hi - lo).bit_length() - 1
         row = table[level]
         out.append(max(row[lo], row[hi - (1 << level)]))
@@ -736,15 +756,20 @@ def _decompose(arr: _Arrays, items: list[int], off: list[int]) -> list[_Piece]:
 _Key = Callable[[int], tuple[int, ...]]
 
 #: Work units charged per buffer for one n log n time sweep (calibrated like :data:`WORK_PER_SECOND`).
-SWEEP_UNITS_PER_BUFFER = 40
+SWEEP_UNITS_PER_BUFFER = 50
+
+#: Work units charged per buffer for reading the input: validation, lower bound, decomposition, pair count.
+INPUT_UNITS_PER_BUFFER = 60
 
 
 class _Budget:
-    """Work units left for the optional work (greedy orders beyond the first, peak repair, exact search)."""
+    """Work units left for the optional work (greedy orders beyond the first, peak repair, exact search), and
+    the wall-clock deadline (``time.perf_counter``) it also ends at, if any (see :func:`wall_clock_budget`)."""
 
-    def __init__(self, units: int) -> None:
+    def __init__(self, units: int, deadline: float | None = None) -> None:
         self.left = units
         self.spent = 0
+        self.deadline = deadline
 
     def spend(self, units: int) -> None:
         """Charge ``units`` of work done."""
@@ -752,8 +777,12 @@ class _Budget:
         self.spent += units
 
     def allows(self, units: int) -> bool:
-        """Whether ``units`` more fit in what is left."""
-        return units <= self.left
+        """Whether ``units`` more fit in what is left (and the deadline, if any, has not passed)."""
+        return units <= self.left and not self.expired()
+
+    def expired(self) -> bool:
+        """Whether the wall-clock deadline, if any, has passed."""
+        return self.deadline is not None and time.perf_counter() >= self.deadline
 
 
 def _degrees(items: Sequence[int], first: Sequence[int], last: Sequence[int]) -> dict[int, int]:
@@ -851,7 +880,7 @@ def _portfolio(arr: _Arrays, piece: _Piece, target: int, budget: _Budget) -> tup
     :data:`PORTFOLIO_VISITS_PER_BUFFER` a buffer, if more); then n log n time sweeps. A huge piece (more
     than :data:`PAIR_LIMIT` overlapping pairs and :data:`DENSE_PAIRS_PER_BUFFER` a buffer) skips the lists:
     sweeps first, then the size order over a time index if its pairs fit in the budget. The first member
-    always runs; the rest are charged to ``budget``. Stops as soon as one reaches ``target``.
+    always runs; every member is charged to ``budget``. Stops as soon as one reaches ``target``.
     """
     first, last = arr.first, arr.last
     m = _Members(arr, piece)
@@ -862,7 +891,7 @@ def _portfolio(arr: _Arrays, piece: _Piece, target: int, budget: _Budget) -> tup
     cost = 2 * pairs + n  # one order over neighbour lists (building the lists costs about the same)
     lists = not huge and (bool(m.fixed) or budget.allows(2 * cost))
     if lists:
-        budget.spend(min(cost, budget.left))
+        budget.spend(cost)  # building the lists; the first order below is always run (and charged)
         adj = _overlaps(piece.items, first, last)
         keys = _order_keys(arr, piece.items, lambda i: len(adj[i]))
         orders: dict[str, list[int]] = {}
@@ -870,8 +899,7 @@ def _portfolio(arr: _Arrays, piece: _Piece, target: int, budget: _Budget) -> tup
         for k, (name, best_fit) in enumerate(_RUNS[: max(1, visits // max(pairs, 1))]):
             if k and not budget.allows(cost):
                 break
-            if k:
-                budget.spend(cost)
+            budget.spend(cost)
             if name not in orders:
                 orders[name] = sorted(m.movable, key=keys[name])
             height = _place(orders[name], arr.size, arr.align, adj, m.reset(), piece.base, best_fit, m.limit())
@@ -883,19 +911,39 @@ def _portfolio(arr: _Arrays, piece: _Piece, target: int, budget: _Budget) -> tup
         for k, (name, best_fit) in enumerate(_SWEEPS):
             if (k or lists) and not budget.allows(sweep_cost):
                 break
-            if k or lists:
-                budget.spend(sweep_cost)
+            budget.spend(sweep_cost)
             height = _sweep(sorted(m.movable, key=skeys[name]), arr, m.reset(), piece.base, best_fit)
             m.consider(f"sweep-{name}-{'best' if best_fit else 'first'}-fit", height)
             if m.best is not None and m.best[0] <= target:
                 return m.best
-    if not lists and (m.best is None or budget.allows(pairs + sweep_cost)):
-        if m.best is not None:
-            budget.spend(pairs + sweep_cost)
-        order = sorted(m.movable, key=lambda i: (-arr.size[i], first[i], i))
-        m.consider("greedy-size-first-fit", _place_indexed(order, arr, piece.items, m.reset(), piece.base))
+    if not lists:
+        _indexed_orders(arr, m, 3 * pairs + sweep_cost, target, budget)  # gather, sort, fit
     assert m.best is not None
     return m.best
+
+
+#: Orders run over a time index on a huge piece (no neighbour lists), most useful first.
+_INDEXED_RUNS = [
+    ("size", False), ("conflict-size", False), ("size", True), ("area", False), ("total", False),
+    ("conflict-size", True), ("lifetime", False), ("conflict", False),
+]  # fmt: skip
+
+
+def _indexed_orders(arr: _Arrays, m: _Members, cost: int, target: int, budget: _Budget) -> None:
+    """Greedy orders over a :class:`_TimeIndex` (size, conflict x size, ... as omnimalloc's greedies order),
+    while the budget pays ``cost`` an order; the first always runs if the piece has no plan yet."""
+    items = m.piece.items
+    degree: dict[int, int] = {}
+    keys = _order_keys(arr, items, lambda i: degree[i])
+    for name, best_fit in _INDEXED_RUNS:
+        if m.best is not None and (m.best[0] <= target or not budget.allows(cost)):
+            return
+        budget.spend(cost)
+        if not degree and name.startswith("conflict"):
+            degree.update(_degrees(items, arr.first, arr.last))
+        order = sorted(m.movable, key=keys[name])
+        height = _place_indexed(order, arr, items, m.reset(), m.piece.base, best_fit, m.limit())
+        m.consider(f"greedy-{name}-{'best' if best_fit else 'first'}-fit", height)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -1124,21 +1172,18 @@ class _Search:
     def _preorder(self, items: Sequence[int]) -> list[int]:
         """Items in the static order named by the heuristic letters (T, W, A, Z size); index = rank."""
         f = self.f
-        total = self.total
+        lo = min(f.lo[k] for k in items)
+        hi = max(f.hi[k] for k in items)
+        peaks = _range_maxima(self.total[lo:hi], [(f.lo[k] - lo, f.hi[k] - lo) for k in items])
+        self.work += (hi - lo) * max(hi - lo, 1).bit_length() + 12 * len(items)
         keys: dict[int, tuple[int, ...]] = {}
-        for k in items:
-            by = {
-                "T": -max(total[f.lo[k] : f.hi[k]]),
-                "W": -f.width[k],
-                "A": -f.width[k] * f.size[k],
-                "Z": -f.size[k],
-            }
+        for k, peak in zip(items, peaks, strict=True):
+            by = {"T": -peak, "W": -f.width[k], "A": -f.width[k] * f.size[k], "Z": -f.size[k]}
             keys[k] = (*(by[c] for c in self.heuristic), k)
         return sorted(items, key=keys.__getitem__)
 
     def _subsolve(self, items: list[int], lo: int, hi: int) -> Generator[None, None, int]:
         """Solve one independent partition (its items live only in sections lo..hi-1)."""
-        self.work += 4 * len(items)
         pre = self._preorder(items)
         return (yield from self._search(pre, list(range(len(pre))), pre, lo, hi, 0))
 
@@ -1275,6 +1320,7 @@ class _Search:
             status = yield from self._search(pre, ranks, items, lo, hi, key)
         else:
             points.append(hi)
+            self.work += len(items) * len(points)
             for a, z in itertools.pairwise(points):
                 part = [i for i in items if f.lo[i] < z and a < f.hi[i]]
                 if part:
@@ -1296,15 +1342,20 @@ class _ExactResult:
     work: int
 
 
-def _exact(frame: _Frame, capacity: int, budget: int, quantum: int = 500_000) -> _ExactResult:
-    """Run the heuristics' searches side by side, ``quantum`` work units each in turn, within ``budget``."""
+def _exact(
+    frame: _Frame, capacity: int, budget: int, quantum: int = 500_000, deadline: float | None = None
+) -> _ExactResult:
+    """Run the heuristics' searches side by side, ``quantum`` work units each in turn, within ``budget`` (and
+    until the wall-clock ``deadline``, checked between quanta)."""
+    if deadline is not None:
+        quantum = min(quantum, 20_000)  # look at the clock every few milliseconds
     searches = [_Search(frame, capacity, h) for h in EXACT_HEURISTICS]
     runs = [s.solve() for s in searches]
     spent = 0
     old_limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old_limit, 8 * len(frame.size) + 1000))
     try:
-        while spent < budget:
+        while spent < budget and (deadline is None or time.perf_counter() < deadline):
             for search, run in zip(searches, runs, strict=True):
                 before = search.work
                 search.pause_at = before + min(quantum, budget - spent)
@@ -1340,6 +1391,19 @@ class PlannerClock:
 
 
 _CLOCKS: list[PlannerClock] = []
+_WALL_CLOCK: list[bool] = []
+
+
+@contextmanager
+def wall_clock_budget() -> Iterator[None]:
+    """While the block runs, :func:`plan` also ends its optional work once ``budget_s`` seconds of wall time
+    have passed since it was called (the command line's ``--budget``: never longer than asked, even on a
+    loaded machine, at the cost of plans that may then depend on the machine's load)."""
+    _WALL_CLOCK.append(True)
+    try:
+        yield
+    finally:
+        _WALL_CLOCK.pop()
 
 
 @contextmanager
@@ -1357,17 +1421,18 @@ def plan(
     buffers: Sequence[Buffer],
     *,
     budget_s: float | None = None,
-    exact_budget_s: float = 6.0,
+    exact_budget_s: float | None = None,
     exact_work: int | None = None,
     exact_max_buffers: int = 3000,
 ) -> Placement:
     """Assign offsets aiming at the lower bound: decomposition, greedy portfolio, peak repair, exact search.
 
-    ``budget_s`` (default :data:`DEFAULT_BUDGET_S`) bounds, in nominal seconds turned into work units with
-    :data:`WORK_PER_SECOND`, all the optional work: the greedy members beyond each piece's first, the peak
-    repair and the exact search (so results never depend on the machine; the unavoidable part, one n log n
-    greedy a piece, is not counted). ``exact_budget_s`` (or ``exact_work``, in units) caps the exact search's
-    share. Components with more than ``exact_max_buffers`` buffers skip the exact search.
+    ``budget_s`` (default :data:`DEFAULT_BUDGET_S`) bounds the planning, in seconds turned into work units
+    with :data:`WORK_PER_SECOND` (so results never depend on the machine): greedy members, peak repair, exact
+    search and the safety net are all charged, and only the first greedy member of each piece runs when the
+    budget cannot pay for it. ``exact_budget_s`` (or ``exact_work``, in units) caps the exact search's share
+    (default: no cap beyond the budget). Components with more than ``exact_max_buffers`` buffers skip the
+    exact search.
     """
     t0 = time.perf_counter()
     try:
@@ -1382,29 +1447,37 @@ def plan(
 def _plan(
     buffers: Sequence[Buffer],
     budget_s: float | None,
-    exact_budget_s: float,
+    exact_budget_s: float | None,
     exact_work: int | None,
     exact_max_buffers: int,
 ) -> Placement:
     """:func:`plan` itself."""
     _validate(buffers)
-    total = int((DEFAULT_BUDGET_S if budget_s is None else max(budget_s, 0.0)) * WORK_PER_SECOND)
-    allowance = _Budget(total)
+    seconds = DEFAULT_BUDGET_S if budget_s is None else max(budget_s, 0.0)
+    total = int(seconds * WORK_PER_SECOND)
+    # a tenth of a wall-clock budget is left for the steps after the deadline (assembling the result)
+    allowance = _Budget(total, time.perf_counter() + 0.9 * seconds if _WALL_CLOCK else None)
     arr = _Arrays(buffers)
     n = len(buffers)
+    allowance.spend(INPUT_UNITS_PER_BUFFER * n)
     lb = lower_bound(buffers)
     off = [-1] * n
     for i in range(n):
         if arr.size[i] == 0:
             off[i] = arr.fixed[i] if arr.fixed[i] >= 0 else 0
     positive = [i for i in range(n) if arr.size[i] > 0]
+    quick = _quick(arr, positive, off, lb, allowance)
+    if quick is not None:
+        return quick
     pieces = _decompose(arr, positive, off)
     results = [_portfolio(arr, piece, lb, allowance) for piece in pieces]
-    exact_cap = exact_work if exact_work is not None else int(exact_budget_s * WORK_PER_SECOND)
+    exact_cap = total if exact_budget_s is None else int(exact_budget_s * WORK_PER_SECOND)
+    exact_cap = exact_cap if exact_work is None else exact_work
     _repair_highest(arr, pieces, results, lb, allowance, REPAIR_SHARE)
     budget = max(0, min(exact_cap, allowance.left))
     frames: dict[int, _Frame] = {}
     nodes = work = 0
+    clock = allowance  # improve() names its own share "allowance"
 
     def improve(capacity: int, allowance: int, label: str) -> bool:
         """Exact-search every piece above ``capacity`` (highest first) within ``allowance``; all succeeded?"""
@@ -1414,11 +1487,11 @@ def _plan(
             if results[k][0] <= capacity:
                 break
             piece = pieces[k]
-            if piece.has_fixed or len(piece.items) > exact_max_buffers or spent >= allowance:
+            if piece.has_fixed or len(piece.items) > exact_max_buffers or spent >= allowance or clock.expired():
                 return False
             if k not in frames:
                 frames[k] = _Frame(arr, piece)
-            outcome = _exact(frames[k], capacity, allowance - spent)
+            outcome = _exact(frames[k], capacity, allowance - spent, deadline=clock.deadline)
             nodes += outcome.nodes
             work += outcome.work
             spent += outcome.work
@@ -1430,9 +1503,9 @@ def _plan(
 
     # Phase 1: the lower bound itself (most of the budget). Phase 2, if that fails: bisect the arena between
     # the lower bound and the best height found, keeping every packing found on the way.
-    if not improve(lb, budget * 2 // 3, "exact"):
+    if not improve(lb, budget * 3 // 4, "exact"):
         low = lb
-        while budget > work:
+        while budget > work and not allowance.expired():
             high = max((r[0] for r in results), default=0)
             if high - low <= max(1, high // 1000):
                 break
@@ -1480,6 +1553,41 @@ def _plan(
     )
 
 
+#: The quick first try runs on inputs with at most this many overlapping pairs a buffer (its cost is the pairs).
+QUICK_PAIRS_PER_BUFFER = 8
+
+
+def _quick(arr: _Arrays, positive: list[int], off: list[int], lb: int, budget: _Budget) -> Placement | None:
+    """The size order, first fit, on the whole input: the plan if it reaches the lower bound, else None.
+
+    Most real traces (a compile's, a small model's) are packed at the lower bound by this one greedy, so they
+    skip the decomposition and the portfolio. Sparse inputs without fixed offsets only; charged to ``budget``.
+    """
+    n = len(positive)
+    first, last, size = arr.first, arr.last, arr.size
+    if not n or any(arr.fixed[i] >= 0 for i in positive):
+        return None
+    pairs = _count_pairs(positive, first, last)
+    if pairs > QUICK_PAIRS_PER_BUFFER * n or not budget.allows(2 * pairs + n):
+        return None
+    trial = list(off)
+    order = sorted(positive, key=lambda i: (-size[i], first[i], i))
+    budget.spend(2 * pairs + n)
+    height = _place(order, size, arr.align, _overlaps(positive, first, last), trial, 0, False, lb + 1)
+    if height > lb:
+        return None
+    return Placement(
+        offsets=dict(zip(arr.ids, trial, strict=True)),
+        arena=lb,
+        lower_bound=lb,
+        strategy="portfolio",
+        components=1,
+        component_strategies=("greedy-size-first-fit",),
+        work=budget.spent,
+        budget=budget.spent + budget.left,
+    )
+
+
 def _repair_highest(
     arr: _Arrays,
     pieces: list[_Piece],
@@ -1490,7 +1598,7 @@ def _repair_highest(
 ) -> None:
     """Repair the highest piece while that lowers it (then the next highest, ...), within ``share`` of the
     budget left."""
-    mine = _Budget(int(budget.left * share))
+    mine = _Budget(int(budget.left * share), budget.deadline)
     while results and mine.left > 0:
         k = max(range(len(results)), key=lambda k: (results[k][0], -k))
         if results[k][0] <= lb:

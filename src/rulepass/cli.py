@@ -397,9 +397,10 @@ def _fmt_bytes(n: int) -> str:
 
 def _cmd_memory(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .api import load_rules, plan_memory
+    from .compiler.memory.planner import wall_clock_budget
 
     graph = _load_graph_arg(args.graph or _default_graph(err), err)
-    with _no_soundness_warning():
+    with _no_soundness_warning(), wall_clock_budget():
         result = plan_memory(
             graph,
             load_rules(args.rules or None),
@@ -465,14 +466,15 @@ def _savings_text(mem: dict[str, Any], indent: str) -> str:
 
 
 def _cmd_memplan(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .compiler.memory.planner import check_placement, greedy_best_fit, plan, read_csv
+    from .compiler.memory.planner import check_placement, greedy_best_fit, plan, read_csv, wall_clock_budget
 
     try:
         buffers = read_csv(args.file)
     except (ValueError, OSError) as exc:
         err.write(f"rulepass: {exc}\n")
         return EXIT_INVALID
-    placement = plan(buffers, budget_s=args.budget)
+    with wall_clock_budget():
+        placement = plan(buffers, budget_s=args.budget)
     base = greedy_best_fit(buffers) if args.baseline else None
     problems = check_placement(buffers, placement.offsets)
     if args.format == "json":
@@ -508,6 +510,7 @@ def _cmd_compile(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.output:
         check_writable(args.output, what="model file")  # before any work
     from .api import compile_graph, load_rules
+    from .compiler.memory.planner import wall_clock_budget
 
     graph = _load_graph_arg(args.graph or _default_graph(err), err)
     show_progress = args.verbose > 0 or (not args.quiet and (err.isatty() or len(graph) >= 5000))
@@ -519,7 +522,7 @@ def _cmd_compile(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     options = {"ge.bufferOptimize": args.buffer_optimize} if args.buffer_optimize else {}
     streamed = bool(args.output) and args.output != "-" and not args.check  # (--check writes no model on failure)
     reuse = _task_reuse(args, args.output if streamed else None)
-    with _no_soundness_warning():
+    with _no_soundness_warning(), wall_clock_budget():
         result = compile_graph(
             graph,
             load_rules(args.rules or None),
@@ -871,8 +874,8 @@ def budget_option(parser: argparse.ArgumentParser) -> None:
         "--budget",
         type=_budget,
         metavar="S",
-        help="the memory planner's budget: nominal seconds of optional work, counted in work units "
-        "(default: plan()'s, 8)",
+        help="the memory planner's budget in seconds, counted in calibrated work units so the plan "
+        "never depends on the machine (default: plan()'s, 8)",
     )
 
 

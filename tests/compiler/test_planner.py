@@ -315,7 +315,8 @@ def test_a_long_sparse_piece_gets_the_whole_portfolio(monkeypatch: pytest.Monkey
     assert plan(bufs, exact_work=0).component_strategies[0].startswith("sweep-")
     monkeypatch.setattr(planner, "PAIR_LIMIT", 10**9)
     cut = plan(bufs, budget_s=0)  # no optional work: the first member alone, the n log n sweep
-    assert (cut.arena, cut.component_strategies, cut.work) == (331264, ("sweep-start-first-fit",), 0)
+    assert (cut.arena, cut.component_strategies) == (331264, ("sweep-start-first-fit",))
+    assert cut.work == (planner.INPUT_UNITS_PER_BUFFER + planner.SWEEP_UNITS_PER_BUFFER) * len(bufs)
     assert check_placement(bufs, cut.offsets) == check_placement(bufs, full.offsets) == []
 
 
@@ -388,11 +389,13 @@ def test_shared_instance(name: str) -> None:
 @settings(max_examples=60, deadline=None)
 @given(instances(max_size=60, fixed=False), st.sampled_from([0.0, 0.0001, 0.002, 0.05]))
 def test_property_the_budget_bounds_the_optional_work(bufs: list[Buffer], budget_s: float) -> None:
-    # work is counted, not timed: what plan() reports spending stays within what it was allowed (the exact
-    # search may overrun by one search node's work, a few hundred units at these sizes)
+    # work is counted, not timed: what plan() reports spending stays within what it was allowed, beyond the
+    # part that always runs (reading the input, one sweep a piece) and one exact search node (a few hundred
+    # units at these sizes)
     p = plan(bufs, budget_s=budget_s)
     assert p.budget == int(budget_s * planner.WORK_PER_SECOND)
-    assert p.work <= p.budget + 2_000
+    floor = (planner.INPUT_UNITS_PER_BUFFER + planner.SWEEP_UNITS_PER_BUFFER) * len(bufs)
+    assert p.work <= max(p.budget, floor) + 2_000
     assert check_placement(bufs, p.offsets) == []
     if budget_s >= 0.05:  # enough for every member and the safety net at these sizes
         assert p.arena <= greedy_best_fit(bufs).arena
@@ -460,3 +463,54 @@ def test_planner_clock_counts_the_calls_it_saw() -> None:
     plan(bufs, budget_s=0)
     assert (outer.calls, inner.calls) == (2, 1)
     assert outer.seconds >= inner.seconds >= 0
+
+
+def test_the_quick_try_returns_a_size_order_plan_at_the_lower_bound_only() -> None:
+    # a sparse input the size order packs at the lower bound skips decomposition and portfolio...
+    bufs = [Buffer("a", 0, 2, 64), Buffer("b", 1, 3, 32), Buffer("c", 4, 6, 96), Buffer("d", 3, 3, 16)]
+    p = plan(bufs)
+    assert (p.arena, p.component_strategies) == (p.lower_bound, ("greedy-size-first-fit",))
+    assert check_placement(bufs, p.offsets) == []
+    # ...but not with a budget too small to pay for it, nor where the size order misses the bound
+    assert plan(bufs, budget_s=0).component_strategies == ("sweep-start-first-fit",)
+    tricky = read_csv(DATA / "minimalloc_C.1048576.csv")
+    arr = planner._Arrays(tricky)
+    items = [i for i in range(len(tricky)) if arr.size[i] > 0]
+    assert planner._quick(arr, items, [-1] * len(tricky), lower_bound(tricky), planner._Budget(10**9)) is None
+
+
+@settings(max_examples=40, deadline=None)
+@given(instances(max_size=60, fixed=False), st.integers(0, 20_000))
+def test_property_huge_pieces_run_the_indexed_orders_validly(bufs: list[Buffer], units: int) -> None:
+    # with every piece "huge" (no neighbour lists), the orders over the time index keep the plan valid, never
+    # above the sweeps' best, within the budget beyond the first member
+    arr = planner._Arrays(bufs)
+    items = [i for i in range(len(bufs)) if arr.size[i] > 0]
+    if not items:
+        return
+    members = planner._Members(arr, planner._Piece(items, 0, False))
+    order = sorted(items, key=lambda i: (arr.first[i], i))
+    members.consider("sweep", planner._sweep(order, arr, members.reset(), 0))
+    assert members.best is not None
+    swept = members.best[0]
+    budget = planner._Budget(units)
+    planner._indexed_orders(arr, members, 100, 0, budget)
+    height, offsets, _ = members.best
+    assert height <= swept and budget.spent <= units
+    got = {b.id: 0 for b in bufs} | {bufs[i].id: o for i, o in zip(items, offsets, strict=True)}
+    assert check_placement(bufs, got) == [] and _arena(bufs, got) == height
+
+
+def test_a_wall_clock_budget_ends_the_optional_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the command line's --budget is also a deadline: with a clock that runs 1 s a reading, the 8 s budget is
+    # gone after a few readings and the exact search stops early, with a valid plan all the same
+    bufs = read_csv(DATA / "minimalloc_E.1048576.csv")
+    counted = plan(bufs)
+    ticks = itertools.count()
+    monkeypatch.setattr(planner.time, "perf_counter", lambda: float(next(ticks)))
+    with planner.wall_clock_budget():
+        rushed = plan(bufs)
+    assert check_placement(bufs, rushed.offsets) == []
+    assert rushed.exact_work < counted.exact_work // 10
+    assert plan(bufs) == counted  # outside the block: work units only, the same plan as before
+    assert planner._Budget(10**9, deadline=-1.0).allows(1) is False
