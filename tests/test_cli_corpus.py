@@ -114,3 +114,22 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/status").read_text(encoding="utf-8").split("State:")[1].split("\n")[0].lower()
     except (OSError, IndexError):
         return "zombie"
+
+
+def test_nearmiss_ranks_the_corpus_candidates_by_bytes(tmp_path: Path) -> None:
+    """`corpus nearmiss`: every candidate failing one check, over the examples and the strict-alignment rules, most
+    copy bytes first, each with its graph file and failing check; a file that cannot be read is one line."""
+    (tmp_path / "broken.yaml").write_text("nodes: [\n", encoding="utf-8")
+    args = ["corpus", "nearmiss", "--rules", strict_rules(tmp_path), EXAMPLES, str(tmp_path / "broken.yaml")]
+    code, out, err = run(*args, "--format", "json", "--no-cache", "-j", "1")
+    assert code == 1, err  # the broken file
+    report = json.loads(out)
+    misses = report["near_misses"]
+    assert report["kind"] == "nearmiss" and report["max_failed"] == 1 and misses
+    assert [m["copy_bytes"] for m in misses] == sorted((m["copy_bytes"] for m in misses), reverse=True)
+    assert all(len(m["failed"]) == 1 and m["graph"].startswith(EXAMPLES) for m in misses)
+    assert {f["check"] for m in misses for f in m["failed"]} == {"CheckTensorAlign"}  # 8192-byte alignment
+    assert report["summary"]["copy_bytes"] == sum(m["copy_bytes"] for m in misses)
+    assert [e["graph"].rsplit("/", 1)[1] for e in report["errors"]] == ["broken.yaml"]
+    code, text, _ = run(*args, "--no-cache", "-j", "1")
+    assert "InputCheck/CheckTensorAlign:" in text and "broken.yaml" in text

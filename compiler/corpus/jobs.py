@@ -122,7 +122,7 @@ def load_graph_data(data: GraphData) -> ComputeGraph:
 def run_product(kind: str, graph: ComputeGraph, rules: RuleSet, options: dict[str, Any]) -> dict[str, Any]:
     """One product of `graph` (left untouched: the product runs on a copy), as JSON data."""
     try:
-        return PRODUCTS[kind](copy_graph(graph), rules, options["level"], tuple(options["disabled"]))
+        return product(kind)(copy_graph(graph), rules, options["level"], tuple(options["disabled"]))
     except RulepassError as exc:
         d = exc.diagnostics[0]
         level, disabled = options["level"], options["disabled"]
@@ -164,10 +164,30 @@ def _optimize(graph: ComputeGraph, rules: RuleSet, level: str, disabled: tuple[s
     return {**_decisions_of(result), "virtual_ops": virtual, "error": None}
 
 
-PRODUCTS: dict[str, Callable[[ComputeGraph, RuleSet, str, tuple[str, ...]], dict[str, Any]]] = {
+ProductFn = Callable[[ComputeGraph, RuleSet, str, tuple[str, ...]], dict[str, Any]]
+PRODUCTS: dict[str, ProductFn] = {
     "compile": _compile,
     "optimize": _optimize,
 }
+NEAR_MISS = "nearmiss:"  # + K: the near misses failing 1..K checks (`compiler.nearmiss`)
+
+
+def product(kind: str) -> ProductFn:
+    """The function computing product `kind`: one of PRODUCTS, or `nearmiss:K`."""
+    if kind.startswith(NEAR_MISS):
+        return _near_misses(int(kind[len(NEAR_MISS) :]))
+    return PRODUCTS[kind]
+
+
+def _near_misses(max_failed: int) -> ProductFn:
+    def run(graph: ComputeGraph, rules: RuleSet, level: str, disabled: tuple[str, ...]) -> dict[str, Any]:
+        """The near-miss product: every candidate failing 1..K checks, with what firing on it would save."""
+        from ..nearmiss import near_misses
+
+        found = near_misses(graph, rules, max_failed=max_failed, level=level, disabled=disabled)
+        return {"near_misses": [m.to_json() for m in found], "error": None}
+
+    return run
 
 
 def _decisions_of(result: OptimizeResult) -> dict[str, Any]:

@@ -31,7 +31,14 @@ def render(report: dict[str, Any], fmt: str) -> str:
     """The report in `fmt` (one of FORMATS)."""
     if fmt == "json":
         return json_text(report)
-    blocks = _diff_blocks(report) if report["kind"] == "diff" else _batch_blocks(report)
+    kind = report["kind"]
+    blocks = (
+        _diff_blocks(report)
+        if kind == "diff"
+        else _nearmiss_blocks(report)
+        if kind == "nearmiss"
+        else _batch_blocks(report)
+    )
     return {"text": _text, "markdown": _markdown, "html": _html}[fmt](blocks, _title(report))
 
 
@@ -125,6 +132,50 @@ def _batch_blocks(r: dict[str, Any]) -> list[Block]:
     cols = list(s["totals"])
     rows = [[g["graph"], *(str(g.get(m, "")) for m in cols), str(g.get("soundness") or "")] for g in r["graphs"]]
     out += [("h", "Graphs"), ("table", (["graph", *(LABELS[m] for m in cols), "soundness"], rows))]
+    return out + _errors(r)
+
+
+def _why(failed: dict[str, Any]) -> str:
+    """Why a near miss's check failed, in one line: its reason's message, or its error."""
+    reason = failed.get("reason")
+    if isinstance(reason, dict):
+        return str(reason.get("message") or "")
+    return str(failed.get("error") or reason or "")
+
+
+def _nearmiss_blocks(r: dict[str, Any]) -> list[Block]:
+    s = r["summary"]
+    out: list[Block] = [
+        ("p", f"rules: {', '.join(r['rules'])}"),
+        (
+            "p",
+            f"{s['near_misses']} candidate(s) in {s['with_near_misses']} of {s['graphs']} graphs fail at most "
+            f"{r['max_failed']} check(s); firing on all would avoid {s['copy_bytes']:,} copy bytes and "
+            f"{s['tasks']} task(s)",
+        ),
+    ]
+    if s["by_check"]:
+        out += [
+            ("h", "Failing checks"),
+            ("table", (["check", "near misses"], [[c, str(n)] for c, n in s["by_check"].items()])),
+        ]
+    rows = [
+        [
+            str(k),
+            m["graph"],
+            m["node"],
+            m["pass"],
+            f"{m['copy_bytes']:,}",
+            str(m["tasks"]),
+            "; ".join(f"{'/'.join(f['check_path'])}: {_why(f)}" for f in m["failed"]),
+        ]
+        for k, m in enumerate(r["near_misses"], 1)
+    ]
+    if rows:
+        out += [
+            ("h", "Near misses"),
+            ("table", (["#", "graph", "node", "pass", "copy bytes", "tasks", "failing"], rows)),
+        ]
     return out + _errors(r)
 
 

@@ -187,3 +187,35 @@ def batch_report(outcomes: Sequence[Outcome], kind: str, rules: Sequence[str], l
         "by_pass": {name: dict(sorted(c.items())) for name, c in sorted(passes.items())},
     }
     return {"kind": kind, "level": level, "rules": list(rules), "summary": summary, "graphs": rows, "errors": errors}
+
+
+def nearmiss_report(outcomes: Sequence[Outcome], max_failed: int, rules: Sequence[str], level: str) -> dict[str, Any]:
+    """Every near miss of the corpus (candidates failing 1..`max_failed` checks), most copy bytes first, then most
+    tasks, then the corpus's order; and the graphs that failed."""
+    found: list[tuple[int, dict[str, Any]]] = []
+    errors: list[dict[str, Any]] = []
+    for k, o in enumerate(outcomes):
+        r: dict[str, Any] = o.results[0] if o.error is None else {"error": o.error}
+        if r.get("error") is not None:
+            errors.append({"graph": o.entry.label, "error": _brief(r["error"])})
+            continue
+        found += [(k, {**m, "graph": o.entry.label, "in_graph": m["graph"]}) for m in r.get("near_misses", [])]
+    found.sort(key=lambda km: (-km[1]["copy_bytes"], -km[1]["tasks"], km[0]))
+    misses = [m for _, m in found]
+    summary = {
+        "graphs": len(outcomes),
+        "with_near_misses": len({m["graph"] for m in misses}),
+        "near_misses": len(misses),
+        "copy_bytes": sum(m["copy_bytes"] for m in misses),
+        "tasks": sum(m["tasks"] for m in misses),
+        "by_check": dict(sorted(Counter(f["check"] for m in misses for f in m["failed"]).items())),
+    }
+    return {
+        "kind": "nearmiss",
+        "max_failed": max_failed,
+        "level": level,
+        "rules": list(rules),
+        "summary": summary,
+        "near_misses": misses,
+        "errors": errors,
+    }

@@ -15,8 +15,8 @@ EXIT_OK, EXIT_INVALID = 0, 1
 
 
 def add_corpus_parser(sub: Any, *, count: Callable[[str], int], seconds: Callable[[str], float]) -> None:
-    """Add `corpus diff|compile|optimize` to the subparsers `sub` of the `rulepass` parser; `count` and `seconds`
-    are the argument types of a positive count and of seconds (the command line's own)."""
+    """Add `corpus diff|compile|optimize|nearmiss` to the subparsers `sub` of the `rulepass` parser; `count` and
+    `seconds` are the argument types of a positive count and of seconds (the command line's own)."""
     corpus = sub.add_parser("corpus", help="a rule edit's impact, or a batch run, over a corpus of graphs")
     csub = corpus.add_subparsers(dest="corpus_command", metavar="SUBCOMMAND", parser_class=type(corpus))
     csub.required = True
@@ -24,9 +24,11 @@ def add_corpus_parser(sub: Any, *, count: Callable[[str], int], seconds: Callabl
     diff.add_argument("--base", action="append", metavar="PATH", help="the rules before (default: the bundled rules)")
     comp = csub.add_parser("compile", help="compile every graph; one summary")
     opt = csub.add_parser("optimize", help="run the rule passes over every graph; one summary")
-    for p in (diff, comp, opt):
+    near = csub.add_parser("nearmiss", help="candidates that fail at most K checks, ranked by what firing would save")
+    near.add_argument("--max-failed", type=count, default=1, metavar="K", help="at most K failing checks (default 1)")
+    for p in (diff, comp, opt, near):
         _options(p, count, seconds)
-    for p in (comp, opt):
+    for p in (comp, opt, near):
         p.add_argument("--rules", action="append", metavar="PATH", help="rule file or folder (default: the bundled)")
     diff.add_argument("--rules", action="append", metavar="PATH", help="the rules after (default: the bundled rules)")
 
@@ -59,8 +61,9 @@ def _cmd_corpus(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .base.files import atomic_output, check_writable
     from .compiler.corpus.execute import default_workers, open_cache, run_corpus
     from .compiler.corpus.inputs import ImportOptions, RuleSource, expand
+    from .compiler.corpus.jobs import NEAR_MISS
     from .compiler.corpus.render import render
-    from .compiler.corpus.report import batch_report, diff_report
+    from .compiler.corpus.report import batch_report, diff_report, nearmiss_report
     from .compiler.onnx_fold import parse_dims, parse_input_shapes
 
     if args.output:
@@ -73,6 +76,7 @@ def _cmd_corpus(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise error("usage", "no graphs: give graph or ONNX files, folders, globs or --manifest files")
     new = RuleSource.read(args.rules)
     sides = [("compile", RuleSource.read(args.base)), ("compile", new)] if args.corpus_command == "diff" else []
+    kind = f"{NEAR_MISS}{args.max_failed}" if args.corpus_command == "nearmiss" else args.corpus_command
     store = None if args.no_cache or args.corpus_no_cache else open_cache(args.cache)
     quiet = bool(getattr(args, "quiet", 0))  # the global -q/--quiet
     tty = err.isatty() and not quiet
@@ -88,7 +92,7 @@ def _cmd_corpus(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     outcomes = run_corpus(
         entries,
-        sides or [(args.corpus_command, new)],
+        sides or [(kind, new)],
         level=args.level,
         disabled=args.disable,
         workers=args.jobs or default_workers(),
@@ -99,6 +103,8 @@ def _cmd_corpus(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     )
     if sides:
         report = diff_report(outcomes, [n for n, _ in sides[0][1].files], [n for n, _ in new.files], args.level)
+    elif args.corpus_command == "nearmiss":
+        report = nearmiss_report(outcomes, args.max_failed, [n for n, _ in new.files], args.level)
     else:
         report = batch_report(outcomes, args.corpus_command, [n for n, _ in new.files], args.level)
     text = render(report, args.format)
