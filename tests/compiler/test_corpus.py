@@ -123,7 +123,9 @@ def test_diff_reports_flips_deltas_and_unreadable_files(tmp_path: Path, corpus: 
     assert [e["graph"].rsplit("/", 1)[1] for e in report["errors"]] == ["broken.yaml", "missing.json"]
     top = report["graphs"][0]
     assert top["graph"].endswith("conv_nc1hwc0_concat.yaml") and top["rank"] == 1  # the most copy bytes moved
-    (change,) = top["changes"]
+    # the concat flips; the layout-conflict rule that looks at it misses either way, at another check now
+    (change,) = [c for c in top["changes"] if c["pass"] == "ConcatNotaskPass"]
+    assert all(c["before"].startswith("missed") for c in top["changes"] if c is not change)
     assert (change["node"], change["before"], change["decided_by"]) == (
         "concat_c",
         "fired",
