@@ -233,19 +233,19 @@ def test_definition(session: Session, rules: Path) -> None:
 
 
 def test_the_settings_rule_set_and_nested_check_names(session: Session, tmp_path: Path) -> None:
-    """With `rules = ["shared", "mine"]` in rulepass.toml, a rule of `mine/` is checked with the shared checks of
-    `shared/` (alone, its folder would not know them) and `use:` goes there; a nested check's name hovers."""
-    (tmp_path / "shared").mkdir()
+    """With `rules = ["common", "mine"]` in rulepass.toml, a rule of `mine/` is checked with the shared checks of
+    `common/` (alone, its folder would not know them) and `use:` goes there; a nested check's name hovers."""
+    (tmp_path / "common").mkdir()
     (tmp_path / "mine").mkdir()
     for f in (ROOT / "rules").glob("*.yaml"):
-        shutil.copy(f, tmp_path / ("shared" if f.name == "notask_base.yaml" else "mine") / f.name)
-    (tmp_path / "rulepass.toml").write_text('rules = ["shared", "mine"]\n', encoding="utf-8")
+        shutil.copy(f, tmp_path / ("common" if f.name == "notask_base.yaml" else "mine") / f.name)
+    (tmp_path / "rulepass.toml").write_text('rules = ["common", "mine"]\n', encoding="utf-8")
     concat = tmp_path / "mine" / "concat_notask.yaml"
     assert session.open(concat) == []
     p = session.doc_pos(concat, "{use: InputCheck", len("{use: I"))
     loc = session.run(session.client.text_document_definition_async(lsp.DefinitionParams(p.text_document, p.position)))
-    assert isinstance(loc, lsp.Location) and loc.uri == from_fs_path(str(tmp_path / "shared" / "notask_base.yaml"))
-    base = tmp_path / "shared" / "notask_base.yaml"
+    assert isinstance(loc, lsp.Location) and loc.uri == from_fs_path(str(tmp_path / "common" / "notask_base.yaml"))
+    base = tmp_path / "common" / "notask_base.yaml"
     session.open(base)
     nested = session.hover(base, "- name: HasSameSourceAnchor", len("- name: H"))
     assert nested is not None and "No input traces back to the same output" in nested
