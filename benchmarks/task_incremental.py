@@ -1,15 +1,17 @@
 """Incremental and streamed task generation (issue 34): what reuse saves, and what streaming saves in memory.
 
-* **Incremental compile.** A graph is compiled once (its model written); then edited, and compiled twice more:
-  in full, and incrementally from the first model (`--incremental-from`). Two edits: *one rule* (a mutant of
-  the mutation campaign, benchmarks/mutation_campaign.py: the first, in its order, that compiles and changes
-  the marked graph, else the first that compiles) and *one node* (`_block_dim` set on the node in the middle of
-  the topological order). Both compiles write the model (streamed), so the incremental one pays for reading the
-  previous model too. Reported: CPU seconds of the whole compile and of its task stages (`task cache`, reading
-  the previous model, + `tasks`, which includes writing the model), each the least of `--repeat` runs, and
-  incremental / full;
-  the nodes rebuilt and reused (work counted: the same on any machine); the models equal byte for byte.
-  Graphs: the synthetic `llm` and `split` workloads at 10k nodes, and the three largest corpus models.
+* **Incremental compile.** A graph is compiled once, keeping its tasks in a cache folder (`--task-cache`) and
+  writing its model; then edited, and compiled three more times: in full, incrementally from the cache folder
+  (restored to the unedited graph's before every run: an incremental compile rewrites it), and incrementally
+  from the first model (`--incremental-from`). Two edits: *one rule* (a mutant of the mutation campaign,
+  benchmarks/mutation_campaign.py: the first, in its order, that compiles and changes the marked graph, else
+  the first that compiles) and *one node* (`_block_dim` set on the node in the middle of the topological order).
+  Every compile writes the model (streamed), so an incremental one pays for reading the previous tasks and
+  (from the folder) for rewriting the folder. Reported: CPU seconds of the whole compile and of its task stages
+  (`task cache`, reading the previous tasks, + `tasks`, which includes writing the model, + `task cache store`),
+  each the least of `--repeat` runs, and incremental / full; the nodes rebuilt and reused (work counted: the
+  same on any machine); the models equal byte for byte. Graphs: the synthetic `llm` and `split` workloads at 10k
+  nodes, and the three largest corpus models.
 * **Streaming.** A synthetic graph (default `llm`, 1M nodes) is taken through passes, streams and memory in a
   fresh process per mode; then task generation and model writing run, held (`generate_tasks`, `build_model`,
   `write_model`: every task, and the model, in memory) or streamed (`stream_model`: each task written as it is
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -55,15 +58,19 @@ def _marker(marks: list[tuple[str, float]]) -> Any:
     return lambda stage: marks.append((stage, time.process_time()))
 
 
-def _compile(g: ComputeGraph, rules: RuleSet, out: Path, prev: Path | None, repeat: int) -> tuple[float, float, Any]:
+def _compile(g: ComputeGraph, rules: RuleSet, out: Path, reuse: dict[str, Path], repeat: int) -> tuple[float, float, Any]:
     """(least CPU s of the compile, least CPU s of its task stages, the last result). The stages' CPU time is read
-    at each stage's start (the pipeline's progress callback) and at the end."""
+    at each stage's start (the pipeline's progress callback) and at the end. A cache folder (`reuse["folder"]`)
+    is restored from `reuse["pristine"]` before each run."""
     best, best_tasks, r = float("inf"), float("inf"), None
     for _ in range(repeat):
+        if "folder" in reuse:
+            shutil.rmtree(reuse["folder"], ignore_errors=True)
+            shutil.copytree(reuse["pristine"], reuse["folder"])
         marks: list[tuple[str, float]] = []
         t0 = time.process_time()
-        reuse = TaskReuse(previous=prev, model_path=out)
-        r = compile_graph(copy_graph(g), rules, reuse=reuse, progress=_marker(marks))
+        task_reuse = TaskReuse(previous=reuse.get("previous"), folder=reuse.get("folder"), model_path=out)
+        r = compile_graph(copy_graph(g), rules, reuse=task_reuse, progress=_marker(marks))
         end = time.process_time()
         start = next(t for stage, t in marks if stage == TASK_STAGES[0])  # the task stages come last
         best, best_tasks = min(best, end - t0), min(best_tasks, end - start)
@@ -98,24 +105,29 @@ def _node_edit(g: ComputeGraph) -> tuple[str, ComputeGraph]:
 
 
 def incremental_rows(graphs: list[tuple[str, ComputeGraph]], repeat: int, tries: int = 40) -> list[list[str]]:
-    """One row per graph and edit: the incremental compile against the full one."""
+    """One row per graph and edit: the incremental compiles against the full one."""
     rules = load_rules()
     rows = []
     for name, g in graphs:
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
-            base = compile_graph(copy_graph(g), rules, reuse=TaskReuse(model_path=work / "prev.json"))
+            prev = work / "prev.json"
+            base = compile_graph(copy_graph(g), rules, reuse=TaskReuse(folder=work / "pristine", model_path=prev))
             rule_id, mutant = _rule_edit(g, base, work, tries)
             node_id, edited = _node_edit(g)
             for edit, graph, rs in (("one rule", g, mutant), ("one node", edited, rules)):
-                full_s, full_t, _ = _compile(graph, rs, work / "full.json", None, repeat)
-                inc_s, inc_t, inc = _compile(graph, rs, work / "inc.json", work / "prev.json", repeat)
-                same = (work / "full.json").read_bytes() == (work / "inc.json").read_bytes()
+                full_s, full_t, _ = _compile(graph, rs, work / "full.json", {}, repeat)
+                folder = {"folder": work / "cache", "pristine": work / "pristine"}
+                inc_s, inc_t, inc = _compile(graph, rs, work / "inc.json", folder, repeat)
+                from_s, _, _ = _compile(graph, rs, work / "from.json", {"previous": prev}, repeat)
+                full = (work / "full.json").read_bytes()
+                same = full == (work / "inc.json").read_bytes() == (work / "from.json").read_bytes()
                 what = rule_id if edit == "one rule" else node_id
                 rows.append([
                     f"{name} ({len(g.all_nodes())})", f"{edit}: {what}", f"{inc.tasks.regenerated}",
-                    f"{inc.tasks.reused}", f"{full_s:.2f}", f"{inc_s:.2f}", f"{inc_s / full_s:.2f}",
-                    f"{full_t:.3f}", f"{inc_t:.3f}", f"{inc_t / full_t:.2f}", "yes" if same else "**NO**",
+                    f"{inc.tasks.reused}", f"{full_s:.3f}", f"{inc_s:.3f}", f"{inc_s / full_s:.2f}",
+                    f"{full_t:.3f}", f"{inc_t:.3f}", f"{inc_t / full_t:.2f}", f"{from_s / full_s:.2f}",
+                    "yes" if same else "**NO**",
                 ])  # fmt: skip
                 print(" | ".join(rows[-1]), file=sys.stderr)
     return rows
@@ -212,7 +224,8 @@ def main(argv: list[str] | None = None) -> int:
         graphs = [(w, synthetic.generate(w, args.nodes)) for w in ("llm", "split")]
         graphs += [(e["name"], rm.import_model(e, "keep")) for e in rm.entries(list(CORPUS))]
         head = ["graph (nodes)", "edit", "nodes rebuilt", "nodes reused", "full CPU s", "incremental CPU s",
-                "ratio", "full task stages s", "incremental task stages s", "ratio", "same bytes"]  # fmt: skip
+                "ratio", "full task stages s", "incremental task stages s", "ratio",
+                "ratio from the model (`--incremental-from`)", "same bytes"]  # fmt: skip
         print(_table(head, incremental_rows(graphs, args.repeat)) + "\n")
     if args.only != "incremental":
         head = ["graph", "tasks", "peak RSS MiB above start", "ratio to held", "seconds", "same bytes"]

@@ -23,7 +23,6 @@ from .ir import ComputeGraph
 from .memory.assign import MemoryPlan
 from .streams import StreamPlan
 from .tasks import (
-    Address,
     BuildContext,
     Reuse,
     TaskDef,
@@ -92,6 +91,30 @@ class _Streamed:
         self.items = items
 
 
+class Encoded(str):
+    """A member of a streamed list already encoded (the encoder's text of it)."""
+
+
+def _encode_members(piece: list[Any]) -> str:
+    """The members of a list as the encoder writes them inside it: those `Encoded` as they are, runs of the
+    others encoded together."""
+    if not any(isinstance(x, Encoded) for x in piece):
+        return ENCODE(piece)[1:-1]
+    out: list[str] = []
+    run: list[Any] = []
+    for x in piece:
+        if isinstance(x, Encoded):
+            if run:
+                out.append(ENCODE(run)[1:-1])
+                run = []
+            out.append(x)
+        else:
+            run.append(x)
+    if run:
+        out.append(ENCODE(run)[1:-1])
+    return ",".join(out)
+
+
 class _Later:
     """A value the writer asks for only when it reaches it (after everything before it is written)."""
 
@@ -114,9 +137,12 @@ def stream_model(
     opts = dict(options or {})
     order = order_tasks(graph, streams, opts)
     result = TaskResult([], {}, order.fusion_order, streamed=True)
-    lookup = reused(graph, result, reuse)
-    made = iter_tasks(order, BuildContext(plan, opts), workers_for(threads), result, lookup)
-    write_streamed_model(graph, plan, streams, made, path, result.graph_data)
+    source = reused(graph, result, reuse)
+    made = iter_tasks(order, BuildContext(plan, opts), workers_for(threads), result, source)
+    graph_data = result.graph_data
+    if graph_data is not None and result.node_texts is not None:  # the nodes' text the task source made
+        graph_data = {**graph_data, "nodes": _Streamed(map(Encoded, result.node_texts))}
+    write_streamed_model(graph, plan, streams, made, path, graph_data)
     return result
 
 
@@ -131,23 +157,23 @@ def write_streamed_model(
     """Write the model of `tasks` (an iterator in model order) to `path` as each task comes: the bytes of
     `write_model(build_model(...))`, holding neither the tasks nor their text, only their addresses' keys until
     the address table (after the tasks) is written. Atomic, like `write_model`."""
-    used: dict[str, Address] = {}
+    used: dict[str, None] = {}
 
-    def task_json() -> Iterator[dict[str, Any]]:
+    def task_json() -> Iterator[dict[str, Any] | Encoded]:
         for t in tasks:
-            for a in t.addresses():
-                used.setdefault(a.key(), a)
-            yield t.to_json()
+            used.update(dict.fromkeys(t.address_keys()))
+            yield t.to_json() if t.text is None else Encoded(f'{{"id":{t.id},{t.text}')
 
     def addresses() -> dict[str, Any]:
-        return bind(used.items(), plan)
+        return bind(used, plan)
 
     model = _model(graph, plan, streams, _Streamed(task_json()), _Later(addresses), graph_data)
     with gc_paused(), atomic_output(path, what="model file") as f:
         f.writelines(model_chunks(model))
 
 
-_ENCODE = json.JSONEncoder(separators=(",", ":"), sort_keys=False).encode
+# the model's encoder: compact, ASCII (every other character escaped), keys in insertion order
+ENCODE = json.JSONEncoder(separators=(",", ":"), sort_keys=False).encode
 # a list or a dict longer than this is encoded in slices of this many members (each member whole); a shorter one
 # in the top `_SPLIT_DEPTH` levels, member by member, so a long one inside it is sliced too
 CHUNK = 4096
@@ -157,7 +183,7 @@ _SPLIT_DEPTH = 3
 def dump_model(model: dict[str, Any]) -> str:
     """Deterministic JSON text of a model (compact: the C encoder; `python -m json.tool` pretty-prints it)."""
     with gc_paused():  # the encoder allocates a string per value: collections would walk the whole heap for nothing
-        return _ENCODE(model) + "\n"
+        return ENCODE(model) + "\n"
 
 
 def model_chunks(model: dict[str, Any]) -> Iterator[str]:
@@ -174,21 +200,21 @@ def _chunks(value: Any, depth: int) -> Iterator[str]:
         items = iter(value.items)
         first = True
         while piece := list(islice(items, CHUNK)):
-            yield ("[" if first else ",") + _ENCODE(piece)[1:-1]
+            yield ("[" if first else ",") + _encode_members(piece)
             first = False
         yield "[]" if first else "]"
     elif isinstance(value, list) and len(value) > CHUNK:
         for i in range(0, len(value), CHUNK):
-            yield ("[" if i == 0 else ",") + _ENCODE(value[i : i + CHUNK])[1:-1]
+            yield ("[" if i == 0 else ",") + ENCODE(value[i : i + CHUNK])[1:-1]
         yield "]"
     elif isinstance(value, dict) and len(value) > CHUNK:
         items = iter(value.items())
         for i in range(0, len(value), CHUNK):
-            yield ("{" if i == 0 else ",") + _ENCODE(dict(islice(items, CHUNK)))[1:-1]
+            yield ("{" if i == 0 else ",") + ENCODE(dict(islice(items, CHUNK)))[1:-1]
         yield "}"
     elif isinstance(value, dict) and value and depth < _SPLIT_DEPTH:  # a short container may hold a long one
         for i, (key, member) in enumerate(value.items()):
-            yield ("{" if i == 0 else ",") + _ENCODE({key: 0})[1:-2]  # the key as the encoder writes a key
+            yield ("{" if i == 0 else ",") + ENCODE({key: 0})[1:-2]  # the key as the encoder writes a key
             yield from _chunks(member, depth + 1)
         yield "}"
     elif isinstance(value, list) and value and depth < _SPLIT_DEPTH:
@@ -197,7 +223,7 @@ def _chunks(value: Any, depth: int) -> Iterator[str]:
             yield from _chunks(member, depth + 1)
         yield "]"
     else:
-        yield _ENCODE(value)
+        yield ENCODE(value)
 
 
 def write_model(model: dict[str, Any], path: str | Path) -> None:

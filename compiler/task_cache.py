@@ -7,44 +7,68 @@ owns with everything in them: an FFTS+ node's tasks wrap theirs), and the symbol
 (its producers' names and output indices, and for a producer that is a Data/RefData its type and `index`). The
 *signature* of a node is a digest of exactly that, taken from the graph's text (`graph_to_data`): the text the
 model file keeps of its graph. So a signature is computed the same way for a live graph and from the graph
-section of a previous model, and the cache is keyed by content, never by a node's index: nodes another
+section of a previous model, and a cache is keyed by content, never by a node's index: nodes another
 pass inserted (an Identity) or whose first/last marks, fusion group or fallback library changed (generation
 sets those before any task is built: `tasks.order_tasks`) simply miss, and are built.
 
-The previous compile is read from its model file (`--incremental-from MODEL`): the tasks of each node are the
-model's top-level tasks of that op, less the event tasks the model's `events` put around them. A node whose name
-is not unique in the model or whose tasks are not contiguous there, or a subgraph's node without top-level
-tasks (it may have had some inside its FFTS+ owner's), is not reused: it is rebuilt, which is always correct.
-A cache folder (`--task-cache DIR`) keeps the model of the last compile of each graph name beside a key of what
-the model file does not record (rulepass version, task builders, generation options); a different key reuses
-nothing.
+Two sources of previous tasks:
+
+- **A model file** (`--incremental-from MODEL`): the tasks of each node are the model's top-level tasks of that
+  op, less the event tasks the model's `events` put around them. A node whose name is not unique in the model
+  or whose tasks are not contiguous there, or a subgraph's node without top-level tasks (it may have had some
+  inside its FFTS+ owner's), is not reused: it is rebuilt, which is always correct. The whole model is read.
+- **A cache folder** (`--task-cache DIR`), written by the last compile of each graph name: an *index*
+  (`NAME.index`: a versioned header with the generation key, what the model does not record: rulepass's
+  version, the task builders, the generation options; then per node signature the offset, length and digest of
+  its record) and one *blob* of records (each node's own tasks as the JSON text the model holds of them, with
+  the keys of their addresses). Only the index is read whole (36 bytes a node); a record is read (memory-mapped)
+  and checked against its digest when its node is looked up, and its text is copied into the new model as it
+  is: a reused task is neither decoded nor encoded. A different key reuses nothing. A cache that is not one
+  (unreadable, truncated, another format's, a record whose digest is wrong) gives one `TaskCacheWarning` and
+  no reuse (a bad record: no reuse from there on; the records read before it were checked), and is rewritten.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import json
-import shutil
+import mmap
+import os
+import secrets
+import struct
+import warnings
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ..base.diagnostics import RulepassError, error
 from ..base.files import atomic_output, read_text
 from ..base.schema import is_valid, schema_diagnostics
 from ..base.yaml_source import load_file
 from .ir import ComputeGraph, Node
-from .task_registry import ModelTaskType, TaskDef, builder_for, registered_libraries
-from .tasks import Lookup, TaskResult, generate_tasks
+from .model import ENCODE
+from .task_registry import DATA_TYPES, ModelTaskType, TaskDef, builder_for, registered_libraries
+from .tasks import Lookup, TaskResult, TaskSource
 
 if TYPE_CHECKING:
     from .memory.assign import MemoryPlan
     from .streams import StreamPlan
 
-CACHE_FORMAT = 1
-_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+CACHE_FORMAT = 2
+INDEX_MAGIC = b"rulepass-tasks\n\0"
+# the index: magic, format, node count, blob size, key digest, blob token; then one entry per node signature
+_HEADER = struct.Struct("<16sIIQ16s16s")
+_ENTRY = struct.Struct("<16sQII")  # signature, record offset, record length, record CRC-32
+Signatures = dict[str, "bytes | None"]  # node name -> signature (None: a name the graph holds twice)
+
+
+class TaskCacheWarning(UserWarning):
+    """A task cache folder that cannot be used: the compile builds every node and rewrites it."""
 
 
 def _input_ref(item: Any) -> str | None:
@@ -52,20 +76,39 @@ def _input_ref(item: Any) -> str | None:
     return ref if isinstance(ref, str) else None
 
 
-def data_signatures(graph: dict[str, Any], is_root: bool = True) -> Iterator[tuple[str, str]]:
-    """(node name, signature) of every node of a graph's text (`graph_to_data`), its subgraphs' too."""
-    nodes = graph.get("nodes", [])
-    by_name = {rn["name"]: rn for rn in nodes}
+def _signatures(graph: dict[str, Any], is_root: bool, out: list[tuple[str, bytes]], texts: list[str] | None) -> None:
+    nodes = graph.get("nodes", ())
+    data = {rn["name"]: [rn["type"], rn.get("attrs", {}).get("index")] for rn in nodes if rn["type"] in DATA_TYPES}
     for seq, rn in enumerate(nodes):
-        producers: list[Any] = []
-        for item in rn.get("inputs", []):
-            ref = _input_ref(item)
-            peer = by_name.get(ref.rsplit(":", 1)[0]) if ref is not None else None
-            producers.append(None if peer is None else [peer["type"], peer.get("attrs", {}).get("index")])
-        text = _ENCODE([CACHE_FORMAT, is_root, seq, rn, producers])
-        yield rn["name"], hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
-        for sub in rn.get("subgraphs", []):
-            yield from data_signatures(sub, False)
+        text = ENCODE(rn)  # ASCII: the model's encoder escapes the rest
+        if texts is not None:
+            texts.append(text)
+        head = f"{CACHE_FORMAT},{is_root:d},{seq}"
+        inputs = rn.get("inputs") if data else None
+        if inputs:  # the producers that are data nodes: their type and index make the input's address
+            fed = [None if ref is None else data.get(ref.rsplit(":", 1)[0]) for ref in map(_input_ref, inputs)]
+            if any(fed):
+                head += ENCODE(fed)
+        out.append((rn["name"], hashlib.blake2b(f"{head}|{text}".encode("ascii"), digest_size=16).digest()))
+        for sub in rn.get("subgraphs", ()):
+            _signatures(sub, False, out, None)
+
+
+def data_signatures(graph: dict[str, Any], texts: list[str] | None = None) -> list[tuple[str, bytes]]:
+    """(node name, signature) of every node of a graph's text (`graph_to_data`), its subgraphs' too; `texts`
+    (if given) gets the model encoder's text of each of the graph's own nodes, in order."""
+    out: list[tuple[str, bytes]] = []
+    _signatures(graph, True, out, texts)
+    return out
+
+
+def signature_map(graph: dict[str, Any], texts: list[str] | None = None) -> Signatures:
+    """Every node's signature by name (see `data_signatures`); None for a name met twice (its tasks' node is
+    not known)."""
+    sigs: Signatures = {}
+    for name, digest in data_signatures(graph, texts):
+        sigs[name] = None if name in sigs else digest
+    return sigs
 
 
 def _own_tasks(model: dict[str, Any]) -> tuple[dict[str, list[dict[str, Any]]], set[str]]:
@@ -99,9 +142,9 @@ def _own_tasks(model: dict[str, Any]) -> tuple[dict[str, list[dict[str, Any]]], 
 
 
 class TaskCache:
-    """A previous compile's tasks by node signature, with the address keys its model bound."""
+    """A previous model's tasks by node signature, with the address keys the model bound."""
 
-    def __init__(self, entries: dict[str, list[dict[str, Any]]], addresses: set[str], source: str = "") -> None:
+    def __init__(self, entries: dict[bytes, list[dict[str, Any]]], addresses: set[str], source: str = "") -> None:
         self.entries = entries
         self.addresses = addresses
         self.source = source
@@ -112,12 +155,9 @@ class TaskCache:
         had none (a node there is a candidate by its own text, which its signature holds); a subgraph's node
         may have had them inside its FFTS+ owner's: only its own top-level tasks are kept."""
         own, with_tasks = _own_tasks(model)
-        seen: dict[str, str | None] = {}
         root = {rn["name"] for rn in model["graph"].get("nodes", [])}
-        for name, digest in data_signatures(model["graph"]):
-            seen[name] = None if name in seen else digest  # a name met twice: its tasks' node is not known
-        entries: dict[str, list[dict[str, Any]]] = {}
-        for name, sig in seen.items():
+        entries: dict[bytes, list[dict[str, Any]]] = {}
+        for name, sig in signature_map(model["graph"]).items():
             if sig is not None and name in own:
                 entries[sig] = own[name]
             elif sig is not None and name in root and name not in with_tasks:
@@ -141,12 +181,8 @@ class TaskCache:
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise _not_ours(str(path), exc) from None
 
-    def reuse(self, graph: dict[str, Any]) -> Lookup:
-        """The lookup generation calls per node of a graph (given its text): the node's previous tasks (fresh
-        objects), or None. A name the graph holds twice is never looked up."""
-        sigs: dict[str, str | None] = {}
-        for name, digest in data_signatures(graph):
-            sigs[name] = None if name in sigs else digest
+    def lookup(self, sigs: Signatures, held: bool, kept: dict[str, Record]) -> Lookup:
+        """The lookup generation calls per node: the node's previous tasks (fresh objects), or None."""
 
         def lookup(node: Node) -> list[TaskDef] | None:
             sig = sigs.get(node.name)
@@ -175,49 +211,215 @@ def generation_key(options: dict[str, str]) -> str:
     """What a model file does not record but a task depends on: rulepass's version, the task builders
     registered (by library), the generation options."""
     builders = {lib: type(builder_for(lib)).__qualname__ for lib in registered_libraries()}
+    return ENCODE([CACHE_FORMAT, _version(), builders, sorted(options.items())])
+
+
+@functools.cache
+def _version() -> str:
+    """rulepass's installed version (looked up once: the metadata lookup costs milliseconds)."""
     try:
-        version = metadata.version("rulepass")
+        return metadata.version("rulepass")
     except metadata.PackageNotFoundError:  # pragma: no cover - run from a source tree without metadata
-        version = "unknown"
-    return _ENCODE([CACHE_FORMAT, version, builders, sorted(options.items())])
+        return "unknown"
+
+
+class _Corrupt(Exception):
+    """A cache folder's file is not what rulepass wrote (the message says what)."""
+
+
+Record = tuple[bytes, int]  # a node's record in a blob and its CRC-32
+
+
+def _record(tasks: list[TaskDef]) -> Record:
+    """A node's record: a line of its own tasks' types, streams and address keys, then a line per task of its
+    text after its id (ASCII, no line break: the model's encoder escapes them). Sets each task's text and keys,
+    so the model writer copies the text instead of encoding the task again."""
+    meta, lines = [], []
+    for t in tasks:
+        if t.text is None:
+            full = ENCODE(t.to_json())
+            t.keys = tuple(t.address_keys())
+            t.text = full[full.index(",") + 1 :]  # after `{"id":N,`
+        meta.append([int(t.type), t.stream_id, t.keys or ()])
+        lines.append(t.text)
+    raw = "\n".join([ENCODE(meta), *lines, ""]).encode("ascii")
+    return raw, zlib.crc32(raw)
+
+
+def _tasks(raw: bytes, name: str, held: bool) -> list[TaskDef]:
+    """The tasks of a record (see `_record`), of node `name`; with every field set when `held`."""
+    head, *texts = raw.decode("ascii").split("\n")
+    meta = json.loads(head)
+    if len(texts) != len(meta) + 1 or texts.pop():
+        raise ValueError("not one text a task")
+    if held:  # every field set, as a task built now has them
+        return [TaskDef.from_json(json.loads(f'{{"id":-1,{x}'), set(m[2])) for m, x in zip(meta, texts)]
+    return [TaskDef(ModelTaskType(tp), name, st, text=x, keys=tuple(k)) for (tp, st, k), x in zip(meta, texts)]
+
+
+class FolderCache:
+    """The tasks of the last compile kept in a cache folder: its index (read whole) and its blob (records read
+    when looked up, each checked against its CRC)."""
+
+    def __init__(self, where: str, index: dict[bytes, tuple[int, int, int]], blob: Path, size: int) -> None:
+        self.where = where
+        self.index = index
+        self.blob = blob
+        self.size = size
+        self._data: mmap.mmap | bytes | None = None
+        self.broken = False
+
+    def _bytes(self) -> mmap.mmap | bytes:
+        if self._data is None:
+            with open(self.blob, "rb") as f:
+                if os.fstat(f.fileno()).st_size != self.size:
+                    raise _Corrupt(f"its blob '{self.blob.name}' is not the size its index says")
+                self._data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if self.size else b""
+        return self._data
+
+    def record(self, sig: bytes, name: str) -> Record | None:
+        """The record of the node of signature `sig` (named `name` now), or None; raises _Corrupt."""
+        entry = self.index.get(sig)
+        if entry is None:
+            return None
+        offset, length, crc = entry
+        raw = self._bytes()[offset : offset + length]
+        if len(raw) != length or zlib.crc32(raw) != crc:
+            raise _Corrupt(f"the record of node '{name}' is not the one its index describes")
+        return raw, crc
+
+    def lookup(self, sigs: Signatures, held: bool, kept: dict[str, Record]) -> Lookup:
+        """The lookup generation calls per node (each record found is put in `kept` by node name); a bad record
+        warns once and reuses nothing from there on."""
+
+        def lookup(node: Node) -> list[TaskDef] | None:
+            sig = sigs.get(node.name)
+            if sig is None or self.broken:
+                return None
+            try:
+                rec = self.record(sig, node.name)
+                if rec is None:
+                    return None
+                try:
+                    tasks = _tasks(rec[0], node.name, held)
+                except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                    raise _Corrupt(f"the record of node '{node.name}' does not read back ({exc})") from None
+            except (_Corrupt, OSError) as exc:
+                self.broken = True
+                _warn(self.where, f"{exc}; the nodes from '{node.name}' on are built")
+                return None
+            kept[node.name] = rec
+            return tasks
+
+        return lookup
+
+
+def _warn(where: str, what: str) -> None:
+    warnings.warn(f"task cache '{where}': {what}", TaskCacheWarning, stacklevel=2)
 
 
 class CacheFolder:
-    """A task cache folder: per graph name, the last compile's model file and its generation key."""
+    """A task cache folder: per graph name, the index and the blob of the last compile of that graph."""
 
     def __init__(self, folder: str | Path, graph_name: str, options: dict[str, str]) -> None:
         self.folder = Path(folder)
         if self.folder.exists() and not self.folder.is_dir():
             raise error("usage", f"task cache '{folder}' is not a folder")
-        stem = hashlib.blake2b(graph_name.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
-        self.model_path = self.folder / f"{stem}.model.json"
-        self.key_path = self.folder / f"{stem}.key"
-        self.key = generation_key(options)
+        self.stem = hashlib.blake2b(graph_name.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+        self.index_path = self.folder / f"{self.stem}.index"
+        self.legacy = [self.folder / f"{self.stem}.model.json", self.folder / f"{self.stem}.key"]  # format 1
+        self.key = hashlib.blake2b(generation_key(options).encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
-    def load(self) -> TaskCache | None:
-        """The cache of the last compile of this graph name with the same key, or None (none, or another key)."""
-        if not self.model_path.is_file() or not self.key_path.is_file():
-            return None
-        if self.key_path.read_text(encoding="utf-8") != self.key:
-            return None
-        return TaskCache.load(self.model_path)
+    def _blob(self, token: bytes) -> Path:
+        return self.folder / f"{self.stem}.{token.hex()}.tasks"
 
-    def store(self, write: Callable[[Path], None] | Path) -> None:
-        """Keep this compile's model: written by `write(path)`, or copied from the model file at a path."""
+    def load(self) -> FolderCache | None:
+        """The tasks of the last compile of this graph name with the same key; None when there are none, for
+        another key, or (with one warning) when the folder's files are not what rulepass wrote."""
+        if not self.index_path.is_file():
+            if any(p.is_file() for p in self.legacy):
+                _warn(str(self.folder), "written by an older rulepass (cache format 1); it is rewritten")
+            return None
+        try:
+            data = self.index_path.read_bytes()
+            if len(data) < _HEADER.size:
+                raise _Corrupt("its index is truncated")
+            magic, fmt, count, size, key, token = _HEADER.unpack_from(data)
+            if magic != INDEX_MAGIC:
+                raise _Corrupt("its index is not a rulepass task index")
+            if fmt != CACHE_FORMAT:
+                raise _Corrupt(f"its index has cache format {fmt}, this rulepass reads {CACHE_FORMAT}")
+            if len(data) != _HEADER.size + count * _ENTRY.size:
+                raise _Corrupt("its index is not the size its header says")
+            if key != self.key:
+                return None
+            body = memoryview(data)[_HEADER.size :]
+            index = {sig: (off, n, dig) for sig, off, n, dig in _ENTRY.iter_unpack(body)}
+            return FolderCache(str(self.folder), index, self._blob(token), size)
+        except (_Corrupt, OSError) as exc:
+            _warn(str(self.folder), f"{exc}; compiling in full and rewriting it")
+            return None
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[CacheWriter]:
+        """A writer of this compile's records into a new blob; its index is written (the folder switched to the
+        new blob) by `CacheWriter.commit`, and the blob removed when the block raises first."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        if isinstance(write, Path):
-            with atomic_output(self.model_path, what="task cache", binary=True) as f, write.open("rb") as src:
-                shutil.copyfileobj(src, f)
-        else:
-            write(self.model_path)
-        with atomic_output(self.key_path, what="task cache") as f:
-            f.write(self.key)
+        token = secrets.token_bytes(16)
+        blob = self._blob(token)
+        try:
+            with atomic_output(blob, what="task cache", binary=True) as f:
+                writer = CacheWriter(self, token, f)
+                yield writer
+        except BaseException:
+            blob.unlink(missing_ok=True)
+            raise
+
+    def commit(self, token: bytes, entries: list[tuple[bytes, int, int, int]], size: int) -> None:
+        """Write the index of the blob `token` (its entries sorted), then remove the other blobs and files of
+        this graph name."""
+        header = _HEADER.pack(INDEX_MAGIC, CACHE_FORMAT, len(entries), size, self.key, token)
+        with atomic_output(self.index_path, what="task cache", binary=True) as f:
+            f.write(header)
+            f.writelines(_ENTRY.pack(*e) for e in sorted(entries))
+        keep = self._blob(token).name
+        for old in [*self.folder.glob(f"{self.stem}.*.tasks"), *self.legacy]:
+            if old.name != keep:
+                with contextlib.suppress(OSError):
+                    old.unlink()
+
+
+class CacheWriter:
+    """Writes each candidate node's record into a cache folder's new blob as generation tells it."""
+
+    def __init__(self, folder: CacheFolder, token: bytes, out: IO[bytes]) -> None:
+        self.folder = folder
+        self.token = token
+        self.out = out
+        self.size = 0
+        self.entries: list[tuple[bytes, int, int, int]] = []
+
+    def keep(self, sigs: Signatures, kept: dict[str, Record]) -> Callable[[Node, list[TaskDef]], None]:
+        """The function generation calls with each candidate node's own tasks: a reused node's record (in
+        `kept`, by node name) is copied as it was read."""
+
+        def keep(node: Node, tasks: list[TaskDef]) -> None:
+            rec = kept.pop(node.name, None)
+            sig = sigs.get(node.name)
+            if sig is None:
+                return
+            raw, crc = _record(tasks) if rec is None else rec
+            self.out.write(raw)
+            self.entries.append((sig, self.size, len(raw), crc))
+            self.size += len(raw)
+
+        return keep
 
 
 @dataclass
 class TaskReuse:
     """How a compile reuses and writes its tasks: the previous model to reuse (`previous`), or a cache folder
-    (`folder`: read when no previous model is given, and written with this compile's model), and the model
+    (`folder`: read when no previous model is given, and written with this compile's tasks), and the model
     file to stream the tasks into as they are made (`model_path`; None keeps the model in memory)."""
 
     previous: str | Path | None = None
@@ -234,29 +436,52 @@ class TaskReuse:
         timed: Callable[[str, Callable[[], Any]], Any],
     ) -> tuple[TaskResult, dict[str, Any] | None]:
         """The tasks and the model (None when streamed to `model_path`), each stage timed by `timed`."""
-        from .model import build_model, stream_model, write_model
-
         folder = None if self.folder is None else CacheFolder(self.folder, graph.name, options)
 
-        def load() -> TaskCache | None:
+        def load() -> TaskCache | FolderCache | None:
             if self.previous is not None:
                 return TaskCache.load(self.previous)
             return None if folder is None else folder.load()
 
-        cache: TaskCache | None = timed("task cache", load)
-        lookup = None if cache is None else cache.reuse
-        model: dict[str, Any] | None = None
+        cache: TaskCache | FolderCache | None = timed("task cache", load)
+        if folder is None:
+            return self._generate(graph, plan, streams, threads, options, timed, cache, None)
+        with folder.writing() as writer:
+            done = self._generate(graph, plan, streams, threads, options, timed, cache, writer)
+        timed("task cache store", lambda: folder.commit(writer.token, writer.entries, writer.size))
+        return done
+
+    def _generate(
+        self,
+        graph: ComputeGraph,
+        plan: MemoryPlan,
+        streams: StreamPlan,
+        threads: int | None,
+        options: dict[str, str],
+        timed: Callable[[str, Callable[[], Any]], Any],
+        cache: TaskCache | FolderCache | None,
+        writer: CacheWriter | None,
+    ) -> tuple[TaskResult, dict[str, Any] | None]:
+        from .model import build_model, stream_model
+        from .tasks import generate_tasks
+
+        held = self.model_path is None
+
+        def source(graph_data: dict[str, Any]) -> TaskSource:
+            texts: list[str] = []  # the root nodes' text, which the model writer then copies
+            sigs = signature_map(graph_data, texts)
+            kept: dict[str, Record] = {}
+            lookup = None if cache is None else cache.lookup(sigs, held, kept)
+            return TaskSource(lookup, None if writer is None else writer.keep(sigs, kept), texts)
+
+        reuse = None if cache is None and writer is None else source
         if self.model_path is None:
             tasks: TaskResult = timed(
-                "tasks", lambda: generate_tasks(graph, plan, streams, threads=threads, options=options, reuse=lookup)
+                "tasks", lambda: generate_tasks(graph, plan, streams, threads=threads, options=options, reuse=reuse)
             )
-            model = timed("model", lambda: build_model(graph, plan, streams, tasks))
-        else:
-            out = self.model_path
-            tasks = timed(
-                "tasks", lambda: stream_model(graph, plan, streams, out, threads=threads, options=options, reuse=lookup)
-            )
-        if folder is not None:
-            doc = model
-            timed("task cache store", lambda: folder.store(self.model_path or (lambda p: write_model(doc or {}, p))))
-        return tasks, model
+            return tasks, timed("model", lambda: build_model(graph, plan, streams, tasks))
+        out = self.model_path
+        tasks = timed(
+            "tasks", lambda: stream_model(graph, plan, streams, out, threads=threads, options=options, reuse=reuse)
+        )
+        return tasks, None

@@ -8,6 +8,7 @@ generator imports the built-in builders, which register themselves here.
 
 from __future__ import annotations
 
+import json
 import warnings
 from collections.abc import Callable, Container
 from dataclasses import dataclass, field
@@ -132,12 +133,23 @@ class TaskDef:
     ffts_plus_task: dict[str, Any] | None = None
     dsa_task: dict[str, Any] | None = None
     dvpp_task: dict[str, Any] | None = None
-    # the text `from_json` read this task from (its id apart), written again as it was: a reused task costs no
+    # the data `from_json` read this task from (its id apart), written again as it was: a reused task costs no
     # encoding; a task whose fields are changed after reading must drop it
     source: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+    # the JSON text of the task after its id (`{"id":N,` + text is its text in the model) and the keys of the
+    # addresses it uses, when it is known as text (a task cache's): the writer copies the text, and a task known
+    # only so has no other field set but `type` and `stream_id` (`to_json` reads the text back)
+    text: str | None = field(default=None, repr=False, compare=False)
+    keys: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
+
+    def address_keys(self) -> list[str]:
+        """The keys of every address the task uses (`addresses`' keys)."""
+        return list(self.keys) if self.keys is not None else [a.key() for a in self.addresses()]
 
     def addresses(self) -> list[Address]:
         """Every symbolic address the task uses (also inside an FFTS+ task's sub-tasks)."""
+        if self.keys is not None:
+            return [address_from_key(k) for k in self.keys]
         out: list[Address] = []
         for part in (getattr(self, name) for name in ADDRESS_PARTS):
             if part:
@@ -156,6 +168,9 @@ class TaskDef:
         """GE field names; symbolic addresses as their keys."""
         if self.source is not None:
             return {**self.source, "id": self.id}
+        if self.text is not None:
+            data: dict[str, Any] = json.loads(f'{{"id":{self.id},{self.text}')
+            return data
         out: dict[str, Any] = {
             "id": self.id,
             "type": int(self.type),
@@ -267,8 +282,11 @@ class BuildContext:
         return [Address("workspace", node.name, k) for k, w in enumerate(node.op.workspace_bytes) if w > 0]
 
 
+DATA_TYPES = ("Data", "RefData")  # a root graph's nodes of these types are the model's inputs
+
+
 def _output_address(node: Node, index: int) -> Address:
-    if node.op.type in ("Data", "RefData") and node.graph.is_root:
+    if node.op.type in DATA_TYPES and node.graph.is_root:
         return Address("model_input", node.name, attr_int(node, "index", 0))
     return Address("output", node.name, index)
 

@@ -47,6 +47,7 @@ from .task_registry import (
     ModelTaskType,
     TaskBuilder,
     TaskDef,
+    address_from_key,
     builder_for,
     register,
     register_builder,
@@ -87,7 +88,8 @@ def check_threads(n: int, source: str) -> int:
 
 
 def _is_ffts(node: Node) -> bool:
-    return any(node.op.attrs.get(a) for a in FFTS_SUBGRAPH_ATTRS)
+    attrs = node.op.attrs  # FFTS_SUBGRAPH_ATTRS, unrolled: called for every node several times
+    return bool(attrs.get("_ffts_sub_graph") or attrs.get("_ffts_plus_sub_graph"))
 
 
 def candidate_nodes(graph: ComputeGraph) -> list[Node]:
@@ -276,6 +278,7 @@ class TaskResult:
     streamed: bool = False
     # the graph's text once generation set its attributes, when a task cache needed it (the model reuses it)
     graph_data: dict[str, Any] | None = field(default=None, repr=False)
+    node_texts: list[str] | None = field(default=None, repr=False)  # its nodes' text (`TaskSource.node_texts`)
 
     def count(self, t: TaskDef) -> None:
         """Count one task of the model."""
@@ -357,8 +360,23 @@ def order_tasks(graph: ComputeGraph, streams: StreamPlan | None, options: dict[s
 
 # a reused node's tasks, or None to build them
 Lookup = Callable[[Node], "list[TaskDef] | None"]
-# the lookup for a graph, given its text (`graph_to_data`) once generation has set its attributes
-Reuse = Callable[[dict[str, Any]], Lookup]
+
+
+@dataclass
+class TaskSource:
+    """Where generation takes a node's tasks from besides its builders, and where it keeps them: `lookup` gives
+    a reused node's tasks (None: build them); `keep` is told every candidate node's own tasks, reused or built,
+    in model order."""
+
+    lookup: Lookup | None = None
+    keep: Callable[[Node, list[TaskDef]], None] | None = None
+    # the model encoder's text of each node of the root graph's text, when the source made it (the model
+    # writer copies it rather than encoding the graph's nodes again)
+    node_texts: list[str] | None = None
+
+
+# the task source for a graph, given its text (`graph_to_data`) once generation has set its attributes
+Reuse = Callable[[dict[str, Any]], TaskSource]
 WINDOW = 64  # nodes submitted ahead of the one being written, per worker
 
 
@@ -367,11 +385,13 @@ def iter_tasks(
     ctx: BuildContext,
     workers: int,
     result: TaskResult,
-    reuse: Lookup | None = None,
+    source: TaskSource | None = None,
 ) -> Iterator[TaskDef]:
     """Every task in model order, numbered, built in a pool of `workers` threads at most a window ahead of the
     one yielded (so they are never all held); `result` counts them and the reused and rebuilt nodes."""
     next_id = 0
+    reuse = None if source is None else source.lookup
+    keep = None if source is None else source.keep
     result.incremental = reuse is not None
     with _submitter(workers, ctx) as submit:
         window: deque[tuple[Node, _Pending | list[TaskDef] | None]] = deque()
@@ -390,8 +410,11 @@ def iter_tasks(
             elif made is not None:
                 result.reused += 1
             own = made.result() if isinstance(made, _Pending) else made or []
-            if not result.streamed and n.name in order.candidates:
-                result.per_node[n.name] = own
+            if n.name in order.candidates:
+                if keep is not None:
+                    keep(n, own)
+                if not result.streamed:
+                    result.per_node[n.name] = own
             for t in (*order.waits.get(n.name, ()), *own, *order.records.get(n.name, ())):
                 t.id = next_id
                 next_id += 1
@@ -412,17 +435,19 @@ def generate_tasks(
     opts = dict(options or {})
     order = order_tasks(graph, streams, opts)
     result = TaskResult([], {}, order.fusion_order)
-    lookup = reused(graph, result, reuse)
-    result.tasks.extend(iter_tasks(order, BuildContext(plan, opts), workers_for(threads), result, lookup))
+    source = reused(graph, result, reuse)
+    result.tasks.extend(iter_tasks(order, BuildContext(plan, opts), workers_for(threads), result, source))
     return result
 
 
-def reused(graph: ComputeGraph, result: TaskResult, reuse: Reuse | None) -> Lookup | None:
-    """The lookup of `reuse` for `graph` (its text kept in `result` for the model), or None."""
+def reused(graph: ComputeGraph, result: TaskResult, reuse: Reuse | None) -> TaskSource | None:
+    """The task source of `reuse` for `graph` (its text kept in `result` for the model), or None."""
     if reuse is None:
         return None
     result.graph_data = graph_to_data(graph)
-    return reuse(result.graph_data)
+    source = reuse(result.graph_data)
+    result.node_texts = source.node_texts
+    return source
 
 
 def workers_for(threads: int | None) -> int:
@@ -432,25 +457,28 @@ def workers_for(threads: int | None) -> int:
 
 def bind_addresses(tasks: Iterable[TaskDef], plan: MemoryPlan) -> dict[str, dict[str, Any]]:
     """Bind every symbolic address the tasks use to its (region, memory type, offset, size) in the plan."""
-    return bind(((a.key(), a) for t in tasks for a in t.addresses()), plan)
+    return bind((k for t in tasks for k in t.address_keys()), plan)
 
 
-def bind(addresses: Iterable[tuple[str, Address]], plan: MemoryPlan) -> dict[str, dict[str, Any]]:
-    """Bind (key, address) pairs to their places in the plan, by key in sorted order."""
+def bind(keys: Iterable[str], plan: MemoryPlan) -> dict[str, dict[str, Any]]:
+    """Bind address keys (`Address.key`, repeats allowed) to their places in the plan, by key in sorted order."""
     out: dict[str, dict[str, Any]] = {}
     ws = {(w.node, w.index): w for w in plan.workspaces}
-    for key, a in addresses:
+    for key in keys:
         if key in out:
             continue
-        if a.kind == "workspace":
-            w = ws.get((a.node, a.index))
+        kind, rest = key.split(":", 1)  # rest: `node:index`, a tensor id
+        if kind == "workspace":
+            node, index = rest.rsplit(":", 1)
+            w = ws.get((node, int(index)))
             if w is None:
-                raise error("task-gen", f"{a} has no place in the memory plan", where=a.node)
+                raise error("task-gen", f"{address_from_key(key)} has no place in the memory plan", where=node)
             out[key] = {"region": "feature_map", "mem_type": w.mem_type, "offset": w.offset, "size": w.size}
             continue
-        tid = f"{a.node}:{a.index if a.kind != 'model_input' else 0}"
+        tid = rest if kind != "model_input" else rest.rsplit(":", 1)[0] + ":0"
         p = plan.tensors.get(tid)
         if p is None:
+            a = address_from_key(key)
             raise error("task-gen", f"{a} has no place in the memory plan", where=a.node)
         out[key] = {"region": p.region, "mem_type": p.mem_type, "offset": p.offset, "size": p.size, "tensor": tid}
     return dict(sorted(out.items()))
