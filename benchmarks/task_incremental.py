@@ -24,6 +24,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import hashlib
 import json
 import shutil
@@ -58,23 +59,35 @@ def _marker(marks: list[tuple[str, float]]) -> Any:
     return lambda stage: marks.append((stage, time.process_time()))
 
 
-def _compile(g: ComputeGraph, rules: RuleSet, out: Path, reuse: dict[str, Path], repeat: int) -> tuple[float, float, Any]:
-    """(least CPU s of the compile, least CPU s of its task stages, the last result). The stages' CPU time is read
-    at each stage's start (the pipeline's progress callback) and at the end. A cache folder (`reuse["folder"]`)
-    is restored from `reuse["pristine"]` before each run."""
-    best, best_tasks, r = float("inf"), float("inf"), None
+def _run(g: ComputeGraph, rules: RuleSet, out: Path, reuse: dict[str, Path]) -> tuple[float, float, Any]:
+    """(CPU s of the compile, CPU s of its task stages, its result). The stages' CPU time is read at each stage's
+    start (the pipeline's progress callback) and at the end. A cache folder (`reuse["folder"]`) is restored from
+    `reuse["pristine"]` first."""
+    if "folder" in reuse:
+        shutil.rmtree(reuse["folder"], ignore_errors=True)
+        shutil.copytree(reuse["pristine"], reuse["folder"])
+    gc.collect()
+    marks: list[tuple[str, float]] = []
+    t0 = time.process_time()
+    task_reuse = TaskReuse(previous=reuse.get("previous"), folder=reuse.get("folder"), model_path=out)
+    r = compile_graph(copy_graph(g), rules, reuse=task_reuse, progress=_marker(marks))
+    end = time.process_time()
+    start = next(t for stage, t in marks if stage == TASK_STAGES[0])  # the task stages come last
+    return end - t0, end - start, r
+
+
+def _compiles(
+    g: ComputeGraph, rules: RuleSet, variants: dict[str, dict[str, Path]], work: Path, repeat: int
+) -> dict[str, tuple[float, float, Any]]:
+    """Per variant (name -> how it reuses), the least CPU s of the compile and of its task stages over `repeat`
+    runs, and its last result; the variants' runs interleaved, so each meets the same machine."""
+    best: dict[str, tuple[float, float, Any]] = {}
     for _ in range(repeat):
-        if "folder" in reuse:
-            shutil.rmtree(reuse["folder"], ignore_errors=True)
-            shutil.copytree(reuse["pristine"], reuse["folder"])
-        marks: list[tuple[str, float]] = []
-        t0 = time.process_time()
-        task_reuse = TaskReuse(previous=reuse.get("previous"), folder=reuse.get("folder"), model_path=out)
-        r = compile_graph(copy_graph(g), rules, reuse=task_reuse, progress=_marker(marks))
-        end = time.process_time()
-        start = next(t for stage, t in marks if stage == TASK_STAGES[0])  # the task stages come last
-        best, best_tasks = min(best, end - t0), min(best_tasks, end - start)
-    return best, best_tasks, r
+        for name, reuse in variants.items():
+            s, t, r = _run(g, rules, work / f"{name}.json", reuse)
+            old = best.get(name, (float("inf"), float("inf"), None))
+            best[name] = (min(old[0], s), min(old[1], t), r)
+    return best
 
 
 def _rule_edit(g: ComputeGraph, base: CompileResult, work: Path, tries: int) -> tuple[str, RuleSet]:
@@ -116,10 +129,13 @@ def incremental_rows(graphs: list[tuple[str, ComputeGraph]], repeat: int, tries:
             rule_id, mutant = _rule_edit(g, base, work, tries)
             node_id, edited = _node_edit(g)
             for edit, graph, rs in (("one rule", g, mutant), ("one node", edited, rules)):
-                full_s, full_t, _ = _compile(graph, rs, work / "full.json", {}, repeat)
-                folder = {"folder": work / "cache", "pristine": work / "pristine"}
-                inc_s, inc_t, inc = _compile(graph, rs, work / "inc.json", folder, repeat)
-                from_s, _, _ = _compile(graph, rs, work / "from.json", {"previous": prev}, repeat)
+                variants = {
+                    "full": {},
+                    "inc": {"folder": work / "cache", "pristine": work / "pristine"},
+                    "from": {"previous": prev},
+                }
+                runs = _compiles(graph, rs, variants, work, repeat)
+                (full_s, full_t, _), (inc_s, inc_t, inc), (from_s, _, _) = runs["full"], runs["inc"], runs["from"]
                 full = (work / "full.json").read_bytes()
                 same = full == (work / "inc.json").read_bytes() == (work / "from.json").read_bytes()
                 what = rule_id if edit == "one rule" else node_id

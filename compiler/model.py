@@ -212,6 +212,8 @@ def _chunks(value: Any, depth: int) -> Iterator[str]:
         for i in range(0, len(value), CHUNK):
             yield ("{" if i == 0 else ",") + ENCODE(dict(islice(items, CHUNK)))[1:-1]
         yield "}"
+    elif depth < _SPLIT_DEPTH and isinstance(value, (dict, list)) and _short(value, depth):
+        yield ENCODE(value)  # nothing long inside: one piece, one call of the encoder
     elif isinstance(value, dict) and value and depth < _SPLIT_DEPTH:  # a short container may hold a long one
         for i, (key, member) in enumerate(value.items()):
             yield ("{" if i == 0 else ",") + ENCODE({key: 0})[1:-2]  # the key as the encoder writes a key
@@ -224,6 +226,19 @@ def _chunks(value: Any, depth: int) -> Iterator[str]:
         yield "]"
     else:
         yield ENCODE(value)
+
+
+def _short(value: Any, depth: int) -> bool:
+    """Whether `value` holds, down to the split depth, no container longer than CHUNK and nothing streamed or
+    made later (so `_chunks` would write it as the encoder does, in pieces small enough to hold at once)."""
+    if isinstance(value, (_Later, _Streamed)):
+        return False
+    if isinstance(value, (dict, list)):
+        if len(value) > CHUNK:
+            return False
+        if depth < _SPLIT_DEPTH:
+            return all(_short(m, depth + 1) for m in (value.values() if isinstance(value, dict) else value))
+    return True
 
 
 def write_model(model: dict[str, Any], path: str | Path) -> None:

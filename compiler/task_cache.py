@@ -17,15 +17,15 @@ Two sources of previous tasks:
   op, less the event tasks the model's `events` put around them. A node whose name is not unique in the model
   or whose tasks are not contiguous there, or a subgraph's node without top-level tasks (it may have had some
   inside its FFTS+ owner's), is not reused: it is rebuilt, which is always correct. The whole model is read.
-- **A cache folder** (`--task-cache DIR`), written by the last compile of each graph name: an *index*
-  (`NAME.index`: a versioned header with the generation key, what the model does not record: rulepass's
-  version, the task builders, the generation options; then per node signature the offset, length and digest of
-  its record) and one *blob* of records (each node's own tasks as the JSON text the model holds of them, with
-  the keys of their addresses). Only the index is read whole (36 bytes a node); a record is read (memory-mapped)
-  and checked against its digest when its node is looked up, and its text is copied into the new model as it
+- **A cache folder** (`--task-cache DIR`), rewritten by every compile of each graph name: one file per graph
+  name (`NAME.tasks`): a versioned header with the generation key (what the model does not record: rulepass's
+  version, the task builders, the generation options), each node's *record* (its own tasks as the JSON text
+  the model holds of them, with the keys of their addresses), then an *index* (per node signature the offset,
+  length and CRC-32 of its record). The file is memory-mapped: the index is read whole (32 bytes a node), a
+  record when its node is looked up, checked against its CRC, and its text is copied into the new model as it
   is: a reused task is neither decoded nor encoded. A different key reuses nothing. A cache that is not one
-  (unreadable, truncated, another format's, a record whose digest is wrong) gives one `TaskCacheWarning` and
-  no reuse (a bad record: no reuse from there on; the records read before it were checked), and is rewritten.
+  (unreadable, truncated, another format's, a record whose CRC is wrong) gives one `TaskCacheWarning` and no
+  reuse (a bad record: no reuse from there on; the records read before it were checked), and is rewritten.
 """
 
 from __future__ import annotations
@@ -35,8 +35,6 @@ import functools
 import hashlib
 import json
 import mmap
-import os
-import secrets
 import struct
 import warnings
 import zlib
@@ -61,8 +59,8 @@ if TYPE_CHECKING:
 
 CACHE_FORMAT = 2
 INDEX_MAGIC = b"rulepass-tasks\n\0"
-# the index: magic, format, node count, blob size, key digest, blob token; then one entry per node signature
-_HEADER = struct.Struct("<16sIIQ16s16s")
+# a cache file's header: magic, format, node count, generation key digest, where the index starts
+_HEADER = struct.Struct("<16sII16sQ")
 _ENTRY = struct.Struct("<16sQII")  # signature, record offset, record length, record CRC-32
 Signatures = dict[str, "bytes | None"]  # node name -> signature (None: a name the graph holds twice)
 
@@ -89,7 +87,7 @@ def _signatures(graph: dict[str, Any], is_root: bool, out: list[tuple[str, bytes
             fed = [None if ref is None else data.get(ref.rsplit(":", 1)[0]) for ref in map(_input_ref, inputs)]
             if any(fed):
                 head += ENCODE(fed)
-        out.append((rn["name"], hashlib.blake2b(f"{head}|{text}".encode("ascii"), digest_size=16).digest()))
+        out.append((rn["name"], hashlib.sha256(f"{head}|{text}".encode("ascii")).digest()[:16]))
         for sub in rn.get("subgraphs", ()):
             _signatures(sub, False, out, None)
 
@@ -234,6 +232,8 @@ def _record(tasks: list[TaskDef]) -> Record:
     """A node's record: a line of its own tasks' types, streams and address keys, then a line per task of its
     text after its id (ASCII, no line break: the model's encoder escapes them). Sets each task's text and keys,
     so the model writer copies the text instead of encoding the task again."""
+    if not tasks:
+        return b"", 0  # the empty record
     meta, lines = [], []
     for t in tasks:
         if t.text is None:
@@ -248,34 +248,27 @@ def _record(tasks: list[TaskDef]) -> Record:
 
 def _tasks(raw: bytes, name: str, held: bool) -> list[TaskDef]:
     """The tasks of a record (see `_record`), of node `name`; with every field set when `held`."""
+    if not raw:
+        return []
     head, *texts = raw.decode("ascii").split("\n")
     meta = json.loads(head)
     if len(texts) != len(meta) + 1 or texts.pop():
         raise ValueError("not one text a task")
     if held:  # every field set, as a task built now has them
-        return [TaskDef.from_json(json.loads(f'{{"id":-1,{x}'), set(m[2])) for m, x in zip(meta, texts)]
-    return [TaskDef(ModelTaskType(tp), name, st, text=x, keys=tuple(k)) for (tp, st, k), x in zip(meta, texts)]
+        return [TaskDef.from_json(json.loads(f'{{"id":-1,{x}'), set(m[2])) for m, x in zip(meta, texts, strict=True)]
+    pairs = zip(meta, texts, strict=True)
+    return [TaskDef(ModelTaskType(tp), name, st, text=x, keys=tuple(k)) for (tp, st, k), x in pairs]
 
 
 class FolderCache:
-    """The tasks of the last compile kept in a cache folder: its index (read whole) and its blob (records read
-    when looked up, each checked against its CRC)."""
+    """The tasks of the last compile kept in a cache folder's file, memory-mapped: its index (read whole when the
+    file is opened) and its records (each read when its node is looked up, and checked against its CRC)."""
 
-    def __init__(self, where: str, index: dict[bytes, tuple[int, int, int]], blob: Path, size: int) -> None:
+    def __init__(self, where: str, data: mmap.mmap, index: dict[bytes, tuple[int, int, int]]) -> None:
         self.where = where
+        self.data = data
         self.index = index
-        self.blob = blob
-        self.size = size
-        self._data: mmap.mmap | bytes | None = None
         self.broken = False
-
-    def _bytes(self) -> mmap.mmap | bytes:
-        if self._data is None:
-            with open(self.blob, "rb") as f:
-                if os.fstat(f.fileno()).st_size != self.size:
-                    raise _Corrupt(f"its blob '{self.blob.name}' is not the size its index says")
-                self._data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if self.size else b""
-        return self._data
 
     def record(self, sig: bytes, name: str) -> Record | None:
         """The record of the node of signature `sig` (named `name` now), or None; raises _Corrupt."""
@@ -283,7 +276,9 @@ class FolderCache:
         if entry is None:
             return None
         offset, length, crc = entry
-        raw = self._bytes()[offset : offset + length]
+        if not length:
+            return b"", crc
+        raw = self.data[offset : offset + length]
         if len(raw) != length or zlib.crc32(raw) != crc:
             raise _Corrupt(f"the record of node '{name}' is not the one its index describes")
         return raw, crc
@@ -304,7 +299,7 @@ class FolderCache:
                     tasks = _tasks(rec[0], node.name, held)
                 except (KeyError, TypeError, ValueError, AttributeError) as exc:
                     raise _Corrupt(f"the record of node '{node.name}' does not read back ({exc})") from None
-            except (_Corrupt, OSError) as exc:
+            except _Corrupt as exc:
                 self.broken = True
                 _warn(self.where, f"{exc}; the nodes from '{node.name}' on are built")
                 return None
@@ -313,90 +308,97 @@ class FolderCache:
 
         return lookup
 
+    def close(self) -> None:
+        """Unmap the file."""
+        self.data.close()
+
 
 def _warn(where: str, what: str) -> None:
     warnings.warn(f"task cache '{where}': {what}", TaskCacheWarning, stacklevel=2)
 
 
 class CacheFolder:
-    """A task cache folder: per graph name, the index and the blob of the last compile of that graph."""
+    """A task cache folder: per graph name, one file (`NAME.tasks`) of the last compile of that graph: a header
+    (format, generation key, where the index is), the records, then the index (per node signature the offset,
+    length and CRC-32 of its record)."""
 
     def __init__(self, folder: str | Path, graph_name: str, options: dict[str, str]) -> None:
         self.folder = Path(folder)
         if self.folder.exists() and not self.folder.is_dir():
             raise error("usage", f"task cache '{folder}' is not a folder")
-        self.stem = hashlib.blake2b(graph_name.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
-        self.index_path = self.folder / f"{self.stem}.index"
-        self.legacy = [self.folder / f"{self.stem}.model.json", self.folder / f"{self.stem}.key"]  # format 1
+        stem = hashlib.blake2b(graph_name.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+        self.path = self.folder / f"{stem}.tasks"
+        self.legacy = [self.folder / f"{stem}.model.json", self.folder / f"{stem}.key"]  # cache format 1
         self.key = hashlib.blake2b(generation_key(options).encode("utf-8", "surrogatepass"), digest_size=16).digest()
-
-    def _blob(self, token: bytes) -> Path:
-        return self.folder / f"{self.stem}.{token.hex()}.tasks"
 
     def load(self) -> FolderCache | None:
         """The tasks of the last compile of this graph name with the same key; None when there are none, for
-        another key, or (with one warning) when the folder's files are not what rulepass wrote."""
-        if not self.index_path.is_file():
-            if any(p.is_file() for p in self.legacy):
-                _warn(str(self.folder), "written by an older rulepass (cache format 1); it is rewritten")
-            return None
+        another key, or (with one warning) when the folder's file is not what rulepass wrote."""
+        data = None
         try:
-            data = self.index_path.read_bytes()
-            if len(data) < _HEADER.size:
-                raise _Corrupt("its index is truncated")
-            magic, fmt, count, size, key, token = _HEADER.unpack_from(data)
-            if magic != INDEX_MAGIC:
-                raise _Corrupt("its index is not a rulepass task index")
-            if fmt != CACHE_FORMAT:
-                raise _Corrupt(f"its index has cache format {fmt}, this rulepass reads {CACHE_FORMAT}")
-            if len(data) != _HEADER.size + count * _ENTRY.size:
-                raise _Corrupt("its index is not the size its header says")
-            if key != self.key:
+            data = self._map()
+            if data is None:
+                if any(p.is_file() for p in self.legacy):
+                    _warn(str(self.folder), "written by an older rulepass (cache format 1); it is rewritten")
                 return None
-            body = memoryview(data)[_HEADER.size :]
-            index = {sig: (off, n, dig) for sig, off, n, dig in _ENTRY.iter_unpack(body)}
-            return FolderCache(str(self.folder), index, self._blob(token), size)
-        except (_Corrupt, OSError) as exc:
+            index = self._index(data)
+        except _Corrupt as exc:
             _warn(str(self.folder), f"{exc}; compiling in full and rewriting it")
+            index = None
+        if index is None:
+            if data is not None:
+                data.close()
             return None
+        return FolderCache(str(self.folder), data, index)
+
+    def _map(self) -> mmap.mmap | None:
+        """The cache file, memory-mapped (None: there is none); raises _Corrupt."""
+        try:
+            with open(self.path, "rb") as f:
+                return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:  # ValueError: an empty file
+            raise _Corrupt(f"cannot read '{self.path.name}' ({exc})") from None
+
+    def _index(self, data: mmap.mmap) -> dict[bytes, tuple[int, int, int]] | None:
+        """The index of a cache file (None: another generation key); raises _Corrupt."""
+        if len(data) < _HEADER.size:
+            raise _Corrupt(f"'{self.path.name}' is truncated")
+        magic, fmt, count, key, at = _HEADER.unpack_from(data)
+        if magic != INDEX_MAGIC:
+            raise _Corrupt(f"'{self.path.name}' is not a rulepass task cache")
+        if fmt != CACHE_FORMAT:
+            raise _Corrupt(f"'{self.path.name}' has cache format {fmt}, this rulepass reads {CACHE_FORMAT}")
+        if at < _HEADER.size or len(data) != at + count * _ENTRY.size:
+            raise _Corrupt(f"'{self.path.name}' is not the size its header says")
+        if key != self.key:
+            return None
+        return {sig: (off, n, crc) for sig, off, n, crc in _ENTRY.iter_unpack(data[at:])}
 
     @contextlib.contextmanager
     def writing(self) -> Iterator[CacheWriter]:
-        """A writer of this compile's records into a new blob; its index is written (the folder switched to the
-        new blob) by `CacheWriter.commit`, and the blob removed when the block raises first."""
+        """A writer of this compile's records; when the block ends the index and header are written and the file
+        replaces the folder's (atomically: nothing is replaced when the block raises)."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        token = secrets.token_bytes(16)
-        blob = self._blob(token)
-        try:
-            with atomic_output(blob, what="task cache", binary=True) as f:
-                writer = CacheWriter(self, token, f)
-                yield writer
-        except BaseException:
-            blob.unlink(missing_ok=True)
-            raise
-
-    def commit(self, token: bytes, entries: list[tuple[bytes, int, int, int]], size: int) -> None:
-        """Write the index of the blob `token` (its entries sorted), then remove the other blobs and files of
-        this graph name."""
-        header = _HEADER.pack(INDEX_MAGIC, CACHE_FORMAT, len(entries), size, self.key, token)
-        with atomic_output(self.index_path, what="task cache", binary=True) as f:
-            f.write(header)
-            f.writelines(_ENTRY.pack(*e) for e in sorted(entries))
-        keep = self._blob(token).name
-        for old in [*self.folder.glob(f"{self.stem}.*.tasks"), *self.legacy]:
-            if old.name != keep:
-                with contextlib.suppress(OSError):
-                    old.unlink()
+        with atomic_output(self.path, what="task cache", binary=True) as f:
+            f.write(bytes(_HEADER.size))
+            writer = CacheWriter(f)
+            yield writer
+            f.writelines(_ENTRY.pack(*e) for e in sorted(writer.entries))
+            f.seek(0)
+            f.write(_HEADER.pack(INDEX_MAGIC, CACHE_FORMAT, len(writer.entries), self.key, writer.size))
+        for old in self.legacy:
+            with contextlib.suppress(OSError):
+                old.unlink(missing_ok=True)
 
 
 class CacheWriter:
-    """Writes each candidate node's record into a cache folder's new blob as generation tells it."""
+    """Writes each candidate node's record into a new cache file as generation tells it."""
 
-    def __init__(self, folder: CacheFolder, token: bytes, out: IO[bytes]) -> None:
-        self.folder = folder
-        self.token = token
+    def __init__(self, out: IO[bytes]) -> None:
         self.out = out
-        self.size = 0
+        self.size = _HEADER.size  # where the next record goes
         self.entries: list[tuple[bytes, int, int, int]] = []
 
     def keep(self, sigs: Signatures, kept: dict[str, Record]) -> Callable[[Node, list[TaskDef]], None]:
@@ -444,12 +446,14 @@ class TaskReuse:
             return None if folder is None else folder.load()
 
         cache: TaskCache | FolderCache | None = timed("task cache", load)
-        if folder is None:
-            return self._generate(graph, plan, streams, threads, options, timed, cache, None)
-        with folder.writing() as writer:
-            done = self._generate(graph, plan, streams, threads, options, timed, cache, writer)
-        timed("task cache store", lambda: folder.commit(writer.token, writer.entries, writer.size))
-        return done
+        try:
+            if folder is None:
+                return self._generate(graph, plan, streams, threads, options, timed, cache, None)
+            with folder.writing() as writer:
+                return self._generate(graph, plan, streams, threads, options, timed, cache, writer)
+        finally:
+            if isinstance(cache, FolderCache):
+                cache.close()
 
     def _generate(
         self,

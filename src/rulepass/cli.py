@@ -389,6 +389,27 @@ def _no_soundness_warning() -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def _task_cache_warnings(err: TextIO) -> Iterator[None]:
+    """The task cache's warnings (a cache folder it cannot use), each said once on stderr."""
+    from .compiler.task_cache import TaskCacheWarning
+
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as recorded:
+            warnings.simplefilter("always", TaskCacheWarning)
+            try:
+                yield
+            finally:
+                caught = list(recorded)
+    finally:
+        for w in caught:  # the others as they would have been shown
+            if issubclass(w.category, TaskCacheWarning):
+                err.write(f"rulepass: warning: {w.message}\n")
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
 def _fmt_bytes(n: int) -> str:
     from .compiler.render.svg import human_bytes
 
@@ -522,7 +543,7 @@ def _cmd_compile(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     options = {"ge.bufferOptimize": args.buffer_optimize} if args.buffer_optimize else {}
     streamed = bool(args.output) and args.output != "-" and not args.check  # (--check writes no model on failure)
     reuse = _task_reuse(args, args.output if streamed else None)
-    with _no_soundness_warning(), wall_clock_budget():
+    with _no_soundness_warning(), wall_clock_budget(), _task_cache_warnings(err):
         result = compile_graph(
             graph,
             load_rules(args.rules or None),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 from rulepass.compiler.graph_file import copy_graph, graph_to_data
 from rulepass.compiler.ir import AttrValue, ComputeGraph, Node, OpDesc, TensorDesc
-from rulepass.compiler.task_cache import CacheFolder, TaskCache, TaskReuse, data_signatures
+from rulepass.compiler.task_cache import CacheFolder, TaskCache, TaskCacheWarning, TaskReuse, data_signatures
 from rulepass.compiler.tasks import ModelTaskType, candidate_nodes, generate_tasks
 from rulepass.dsl.load import RuleSet
 from rulepass.examples import example_path
@@ -165,6 +166,73 @@ def test_a_cache_folder_keeps_the_last_compile_and_a_different_option_reuses_not
         _compile(g, reuse=TaskReuse(folder=tmp_path / "file"))
 
 
+def _folder_compile(g: ComputeGraph, folder: Path, out: Path | None = None) -> tuple[CompileResult, list[str]]:
+    """A compile reusing and rewriting the cache folder, and the task cache warnings it gave."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r = _compile(g, reuse=TaskReuse(folder=folder, model_path=out))
+    return r, [str(w.message) for w in caught if issubclass(w.category, TaskCacheWarning)]
+
+
+def _cache_file(folder: Path) -> Path:
+    (path,) = folder.glob("*.tasks")
+    return path
+
+
+def test_a_cache_folder_reuses_every_node_held_or_streamed_and_a_one_node_edit_rebuilds_one(tmp_path: Path) -> None:
+    g = load_graph(example_path("conv_nc1hwc0_concat.yaml"))
+    full = compile_graph(copy_graph(g)).model_text()
+    folder = tmp_path / "cache"
+    first, warned = _folder_compile(g, folder)
+    assert first.tasks.reused == 0 and not warned and [p.suffix for p in folder.iterdir()] == [".tasks"]
+    held, _ = _folder_compile(g, folder)
+    streamed, _ = _folder_compile(g, folder, tmp_path / "m.json")
+    assert held.model_text() == (tmp_path / "m.json").read_text() == full
+    assert held.tasks.regenerated == streamed.tasks.regenerated == 0
+    edited = copy_graph(g)
+    edited.node("conv_b").op.attrs["_block_dim"] = 9  # type: ignore[union-attr]
+    inc, _ = _folder_compile(edited, folder, tmp_path / "e.json")
+    assert inc.tasks.regenerated == 1 and (tmp_path / "e.json").read_text() == _compile(edited).model_text()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["truncated", "other format", "not ours", "empty", "bad record", "legacy"],
+)
+def test_a_corrupt_or_old_cache_warns_once_and_compiles_in_full(tmp_path: Path, damage: str) -> None:
+    g = load_graph(example_path("allgather_concat.yaml"))
+    full = compile_graph(copy_graph(g)).model_text()
+    folder = tmp_path / "cache"
+    _folder_compile(g, folder)
+    path = _cache_file(folder)
+    stem = path.name.split(".")[0]
+    data = bytearray(path.read_bytes())
+    if damage == "truncated":
+        path.write_bytes(data[: len(data) - 5])
+    elif damage == "other format":
+        data[16] = 1  # the format number, after the magic
+        path.write_bytes(data)
+    elif damage == "not ours":
+        path.write_bytes(b"x" * len(data))
+    elif damage == "empty":
+        path.write_bytes(b"")
+    elif damage == "bad record":
+        at = data.index(b'"type"')  # inside the first record's task text
+        data[at + 1 : at + 5] = b"TYPE"
+        path.write_bytes(data)
+    else:  # the files of rulepass's cache format 1
+        path.unlink()
+        (folder / f"{stem}.model.json").write_text(full)
+        (folder / f"{stem}.key").write_text("old")
+    r, warned = _folder_compile(g, folder, tmp_path / "m.json")
+    assert len(warned) == 1 and "task cache" in warned[0], warned
+    assert (tmp_path / "m.json").read_text() == full  # never a wrong model
+    assert r.tasks.reused == 0 or damage == "bad record"  # a bad record: the nodes read before it were checked
+    again, warned = _folder_compile(g, folder, tmp_path / "m2.json")  # the cache was rewritten
+    assert not warned and again.tasks.regenerated == 0 and (tmp_path / "m2.json").read_text() == full
+    assert sorted(p.name for p in folder.iterdir()) == [path.name]  # format 1's files removed
+
+
 def test_cli_incremental_and_streamed_compiles_write_the_same_model(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -179,6 +247,11 @@ def test_cli_incremental_and_streamed_compiles_write_the_same_model(
     assert Path(a).read_bytes() == Path(b).read_bytes() == Path(c).read_bytes()
     assert main(["compile", graph, "--quiet", "--incremental-from", str(tmp_path / "missing.json")]) == 1
     assert "previous model" in capsys.readouterr().err
+    _cache_file(Path(cache)).write_bytes(b"not a cache")
+    assert main(["compile", graph, "-o", b, "--quiet", "--task-cache", cache]) == 0
+    err = capsys.readouterr().err
+    assert err.count("rulepass: warning: task cache") == 1 and "is truncated" in err, err
+    assert Path(a).read_bytes() == Path(b).read_bytes()
 
 
 def test_a_previous_model_that_is_not_one_is_a_located_error(tmp_path: Path) -> None:
