@@ -345,7 +345,7 @@ class CacheFolder:
         except _Corrupt as exc:
             _warn(str(self.folder), f"{exc}; compiling in full and rewriting it")
             index = None
-        if index is None:
+        if index is None or data is None:
             if data is not None:
                 data.close()
             return None
@@ -448,9 +448,9 @@ class TaskReuse:
         cache: TaskCache | FolderCache | None = timed("task cache", load)
         try:
             if folder is None:
-                return self._generate(graph, plan, streams, threads, options, timed, cache, None)
+                return self._generate(graph, (plan, streams, threads, options), timed, cache, None)
             with folder.writing() as writer:
-                return self._generate(graph, plan, streams, threads, options, timed, cache, writer)
+                return self._generate(graph, (plan, streams, threads, options), timed, cache, writer)
         finally:
             if isinstance(cache, FolderCache):
                 cache.close()
@@ -458,17 +458,17 @@ class TaskReuse:
     def _generate(
         self,
         graph: ComputeGraph,
-        plan: MemoryPlan,
-        streams: StreamPlan,
-        threads: int | None,
-        options: dict[str, str],
+        how: tuple[MemoryPlan, StreamPlan, int | None, dict[str, str]],
         timed: Callable[[str, Callable[[], Any]], Any],
         cache: TaskCache | FolderCache | None,
         writer: CacheWriter | None,
     ) -> tuple[TaskResult, dict[str, Any] | None]:
+        """Generate (and write) the tasks of `graph` under (plan, streams, threads, options), reusing `cache`'s
+        and keeping them with `writer`."""
         from .model import build_model, stream_model
         from .tasks import generate_tasks
 
+        plan, streams, threads, options = how
         held = self.model_path is None
 
         def source(graph_data: dict[str, Any]) -> TaskSource:
