@@ -42,36 +42,31 @@ python benchmarks/run.py --only latency        # command latency, whole processe
 python benchmarks/run.py --render              # rewrite this page from benchmarks/results.json only
 ```
 
-Each section names the command and the machine it was measured with. Quote the ratios (engine / hand-written,
-time per node against a smaller size, arena against the lower bound): they are measured within one run and
-carry over between machines; absolute times do not. The machine is a shared 2-core VM, so absolute times
-also vary with what else runs on it (the load average at the start of each run is recorded).
+How to read the tables:
+
+- Quote the ratios (engine / hand-written, time per node against a smaller size, arena against the lower bound):
+  they are measured within one run and carry over between machines; absolute times do not.
+- **Bold** marks a table's figure; the line under the table says whether its goal is met.
+- Each section names the command and the machine it was measured with. The machine is a shared 2-core VM, so
+  absolute times also vary with what else runs on it (the load average at the start of each run is recorded).
+- Counts (bytecodes, calls) are the same on every run of the same code; where a time ratio moves, they hold still.
+- How each table is measured, in full: the docstring of its module (`benchmarks/sections/`, or the script the
+  section names); what the figures were found to mean: [benchmarks/findings.md](../benchmarks/findings.md).
 """
 
 MODELS_TEXT = """## 5. Real models end to end
 
-What it measures: every model of the corpus in `tests/data/models` (small torch / torchvision / transformers
-models with random weights, exported to ONNX by `scripts/make_model_corpus.py`; versions below), in both format
-modes, through the stages of `benchmarks/real_models.py`: *import*, *compile* (`compile_graph`, and again with
-the no-task passes off), *run* (`run_model` of both on the stored seeded inputs), *no-task* (the two runs'
-outputs bit-identical) and *oracle* (max |out − onnxruntime's| ≤ 1e-3 × max(1, max |ref|)). *zero-copy* counts
-the no-task candidates made virtual, *copies saved* the bytes they no longer copy, *arena* the feature-map
-memory planned (the model's peak), *compile s* one `compile_graph`; *unknown shapes; ops without a kernel* are
-read off the imported graph: what compile and run will still miss after the first failure. How to read it: a
-row is done when it says **passed**; otherwise *fails at* names the first stage that failed and the first line of
-its error (the figures of the stages before it are still measured), and the count under the table is the goal's
-distance.
+Every model of `tests/data/models`, in both format modes, through the stages of `benchmarks/real_models.py`:
+import, compile (with and without the no-task passes), run, no-task (the two runs' outputs bit-identical) and
+oracle (max |out − onnxruntime's| ≤ 1e-3 × max(1, max |ref|)). A row is done when it says **passed**; otherwise
+*fails at* names the first stage that failed, and the count under the table is the goal's distance.
 """
 
 LATENCY_TEXT = """## 6. Command latency: the edit loop, whole processes (`benchmarks/cli_latency.py`)
 
-What a rule author waits for: each command a fresh `python -m rulepass` process on the bundled example graph,
-CPU time (user + system of the child) per run, the commands interleaved round after round, the median of the
-rounds and its ratio to `python -c pass` in the same rounds (bytecode warm, as installed). *cold* runs with an
-empty cache folder, as the first command after installing or after any change to the rules or to rulepass;
-*warm* with the cache filled by an earlier command (see `dsl/cache.py`): the rule files' parsed expressions and
-schema check, and what `validate` found of the whole set. The targets are issue 39's; quote the ratios, the
-absolute figures move with the machine and its load.
+Each command a fresh `python -m rulepass` process on the bundled example graph: the median CPU time of interleaved
+rounds and its ratio to `python -c pass` in the same rounds. *cold*: an empty cache folder; *warm*: the cache
+filled by an earlier command. The targets are issue 39's; quote the ratios.
 """
 
 

@@ -1,6 +1,19 @@
 """Section 3, memory quality: the feature-map arena of the offset planner versus the lower bound and versus
 greedy-by-size (`assign_memory(..., baseline=True)`), and the time per plan, on the light models and the synthetic
-graphs at 10k nodes and every larger scale size up to `--max-nodes`."""
+graphs at 10k nodes and every larger scale size up to `--max-nodes`.
+
+What it measures: for every light model (ONNX formats kept as they are, and converted to Ascend storage formats
+with TransData) and the synthetic graphs, the graph is optimised (all rules) and given streams; then
+`assign_memory` plans the feature-map arena with the offset planner (`compiler/memory/planner.py: plan`), and
+again with `baseline=True` (greedy by size, first fit: `greedy_best_fit`). The lower bound is the largest total
+size live at one step. How to read it: *planner / LB* = 1.0000 is optimal; *planner / greedy* below 1 is what
+the planner gains over the usual heuristic. *planner ms* / *greedy ms* time the offset placement alone,
+*assign ms* the whole `assign_memory` (schedule, lifetimes, layouts, placement); best of 3 (one run for a graph
+above 10k nodes). *safe*: the independent verifier (`verify_plan`) finds no violation in either plan. The
+synthetic graphs are planned at 10k nodes and, when the run is given `--max-nodes`, at every larger size up to
+it: some of the planner's budgets are fixed (`PAIR_LIMIT`, the exact search's work units; the greedy portfolio's
+grows with the buffers), which a larger graph can run out of, and those rows show what that costs in arena size.
+"""
 
 from __future__ import annotations
 
@@ -19,17 +32,11 @@ from sections.common import fmt_bytes, fmt_ms, light_models, model_name, table
 
 MEMORY_TEXT = """## 3. Memory quality: planner versus lower bound and greedy-by-size
 
-What it measures: for every light model (ONNX formats kept as they are, and converted to Ascend storage formats
-with TransData) and the synthetic graphs, the graph is optimised (all rules) and given streams; then
-`assign_memory` plans the feature-map arena with the offset planner (`compiler/memory/planner.py: plan`), and
-again with `baseline=True` (greedy by size, first fit: `greedy_best_fit`). The lower bound is the largest total
-size live at one step. How to read it: *planner / LB* = 1.0000 is optimal; *planner / greedy* below 1 is what
-the planner gains over the usual heuristic. *planner ms* / *greedy ms* time the offset placement alone,
-*assign ms* the whole `assign_memory` (schedule, lifetimes, layouts, placement); best of 3 (one run for a graph
-above 10k nodes). *safe*: the independent verifier (`verify_plan`) finds no violation in either plan. The
-synthetic graphs are planned at 10k nodes and, when the run is given `--max-nodes`, at every larger size up to
-it: some of the planner's budgets are fixed (`PAIR_LIMIT`, the exact search's work units; the greedy portfolio's
-grows with the buffers), which a larger graph can run out of, and those rows show what that costs in arena size.
+The feature-map arena planned by `assign_memory` with the offset planner (`plan`) and with greedy-by-size
+(`baseline=True`), on every light model (formats kept and Ascend) and the synthetic graphs. *planner / LB* =
+1.0000 is optimal (LB: the largest total size live at one step); *planner / greedy* below 1 is the planner's gain.
+*planner ms* / *greedy ms* time the placement alone, *assign ms* the whole `assign_memory`; *safe*: `verify_plan`
+finds no violation in either plan.
 """
 
 

@@ -1,5 +1,11 @@
 """Section 3b, memplan: benchmarks/memplan_bench.py, the planner and greedy-by-size on the shared memory-planning
-instances (../shared/data/memplan; refused before any work when they are not there)."""
+instances (../shared/data/memplan; refused before any work when they are not there).
+
+What it measures: the offset planner (`plan`) and greedy-by-size (`greedy_best_fit`) on every buffer trace of
+`../shared/data/memplan` (the MiniMalloc and IOPDDL benchmark instances, adversarial and real) and a seeded
+synthetic 100,000-buffer trace, both placements checked by `check_placement`. How to read it: *planner / LB* as in
+the memory section; *time ratio* is planner seconds over baseline seconds in the same run (best of up to 3).
+"""
 
 from __future__ import annotations
 
@@ -15,10 +21,9 @@ from sections.common import HERE, last_line
 
 MEMPLAN_TEXT = """### Planner on the shared instances (`benchmarks/memplan_bench.py`)
 
-What it measures: the offset planner (`plan`) and greedy-by-size (`greedy_best_fit`) on every buffer trace of
-`../shared/data/memplan` (the MiniMalloc and IOPDDL benchmark instances, adversarial and real) and a seeded
-synthetic 100,000-buffer trace, both placements checked by `check_placement`. How to read it: *planner / LB* as in
-the table above; *time ratio* is planner seconds over baseline seconds in the same run (best of up to 3).
+The planner and greedy-by-size on every buffer trace of `../shared/data/memplan` (the MiniMalloc and IOPDDL
+instances) and a seeded synthetic 100,000-buffer trace, both placements checked by `check_placement`. *planner /
+LB* as above; *time ratio*: planner seconds over baseline seconds in the same run.
 """
 
 

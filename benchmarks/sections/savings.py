@@ -1,5 +1,14 @@
 """Section 4, savings: per real model, the concats made virtual, tasks and feature-map bytes with and without the
-no-task passes, copy bytes avoided."""
+no-task passes, copy bytes avoided.
+
+What it measures: every light model compiled twice with `compile_graph`, with and without the passes tagged
+`no-task` (Concat, Pack and Split no-task passes): *tasks* are the model's tasks, *feature map* the
+feature-map arena, *bytes saved* = `MemoryResult.bytes_saved`, *copy bytes avoided* = `copy_bytes_saved` (the
+bytes the virtual concats no longer copy), *no-task nodes* the nodes made virtual. *misses* names the check
+the concats that stayed copies failed. How to read it: every no-task node is a kernel launch saved; the arena
+can stay the same (the peak is elsewhere) or even grow slightly, since a zero-copy group must be live as one
+block from its first producer on.
+"""
 
 from __future__ import annotations
 
@@ -12,13 +21,10 @@ from sections.common import CONCAT, fmt_bytes, light_models, model_name, no_task
 
 SAVINGS_TEXT = """## 4. What the optimisation buys on real models
 
-What it measures: every light model compiled twice with `compile_graph`, with and without the passes tagged
-`no-task` (Concat, Pack and Split no-task passes): *tasks* are the model's tasks, *feature map* the
-feature-map arena, *bytes saved* = `MemoryResult.bytes_saved`, *copy bytes avoided* = `copy_bytes_saved` (the
-bytes the virtual concats no longer copy), *no-task nodes* the nodes made virtual. *misses* names the check
-the concats that stayed copies failed. How to read it: every no-task node is a kernel launch saved; the arena
-can stay the same (the peak is elsewhere) or even grow slightly, since a zero-copy group must be live as one
-block from its first producer on.
+Every light model compiled with and without the passes tagged `no-task`: tasks, the feature-map arena, *bytes
+saved* (`MemoryResult.bytes_saved`), *copy bytes avoided* (`copy_bytes_saved`), and the check that the concats
+left as copies failed (*misses*). Every no-task node is a kernel launch saved; the arena can stay the same or
+even grow slightly (a zero-copy group is live as one block).
 """
 
 

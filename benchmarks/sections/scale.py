@@ -1,7 +1,31 @@
 """Section 2, scale: synthetic LLM / split-pipeline / 5HD-CNN graphs at 10k, 100k (and, opt-in, 1M) nodes, each
 size generated and then compiled in a fresh subprocess (`workers`), in `--repeat` rounds (sizes up and back down):
 wall and CPU time, GC time and peak RSS of every stage, means over the rounds; with `--huge-pages`, every graph
-compiled once more with its heap in 2 MiB transparent huge pages. The tables are `scale_render`'s."""
+compiled once more with its heap in 2 MiB transparent huge pages. The tables are `scale_render`'s.
+
+What it measures: `benchmarks/synthetic.py` builds three graph shapes — `llm` (tensor-parallel transformer
+layers: AllGather'd Q/K/V shards concatenated on axis 0, a fused gate/up concat on axis 1 that cannot be
+zero-copy, ReduceScatter / AllReduce; 32 nodes a layer), `split` (SplitD → ReLU/Sigmoid/Mul → ConcatD → Gelu
+pipelines; 15–16 nodes a block) and `cnn` (Inception-style blocks in NC1HWC0 with FRACTAL_Z weights, four
+branches concatenated on C; 16 nodes a block). For every size a subprocess generates the graph and saves it as
+a JSON graph file; a fresh subprocess then runs the real pipeline on it: `load_graph` (*load*), `compile_graph`
+(its stages: the baseline *copy* of the graph, *passes*, *streams*, *memory*, *verify*, *baseline memory* =
+passes, streams and memory again without the no-task passes, *tasks*, *model*) and writing the model file
+(*write*). The rule files are loaded (and a small graph compiled) before the measurement starts.
+How to read it: per stage the wall time, and its peak RSS (Linux `VmHWM`, reset at the start of every stage,
+so each figure is that stage's own peak). CPU time is used for the linearity ratios, because it is less
+disturbed by other processes on the machine than wall time; a ratio above 1.10 marks a stage that grows faster
+than the number of nodes. The graphs are generated first and then compiled in rounds (`--repeat N`, one by
+default): a round takes every workload through the sizes up and back down (10k, 100k, 1M, 100k, 10k), so every
+size is measured throughout the run and the host's drifting speed (a fifth over minutes on this shared VM) falls
+on all sizes alike; each figure is the mean over a graph's compiles. Each round starts by measuring the machine's
+own scaling: a trivially linear pure-Python workload (no project code) over as many linked objects as the graph
+has nodes, whose CPU time per element grows only because a larger heap misses the caches more often (the last
+table of each run).
+With `--huge-pages`, every graph and the reference walk run a second time in a process whose heap is in 2 MiB
+transparent huge pages instead of 4 KiB pages (the rows marked *(huge pages)*): the same code doing the same
+work, so the two modes' ratios side by side separate what grows in the code from what grows in the memory system.
+"""
 
 from __future__ import annotations
 
@@ -26,28 +50,12 @@ from sections.common import HERE, last_line, mean
 
 SCALE_TEXT = """## 2. Scale: synthetic workloads at 10k, 100k and 1M nodes
 
-What it measures: `benchmarks/synthetic.py` builds three graph shapes — `llm` (tensor-parallel transformer
-layers: AllGather'd Q/K/V shards concatenated on axis 0, a fused gate/up concat on axis 1 that cannot be
-zero-copy, ReduceScatter / AllReduce; 32 nodes a layer), `split` (SplitD → ReLU/Sigmoid/Mul → ConcatD → Gelu
-pipelines; 15–16 nodes a block) and `cnn` (Inception-style blocks in NC1HWC0 with FRACTAL_Z weights, four
-branches concatenated on C; 16 nodes a block). For every size a subprocess generates the graph and saves it as
-a JSON graph file; a fresh subprocess then runs the real pipeline on it: `load_graph` (*load*), `compile_graph`
-(its stages: the baseline *copy* of the graph, *passes*, *streams*, *memory*, *verify*, *baseline memory* =
-passes, streams and memory again without the no-task passes, *tasks*, *model*) and writing the model file
-(*write*). The rule files are loaded (and a small graph compiled) before the measurement starts.
-How to read it: per stage the wall time, and its peak RSS (Linux `VmHWM`, reset at the start of every stage,
-so each figure is that stage's own peak). CPU time is used for the linearity ratios, because it is less
-disturbed by other processes on the machine than wall time; a ratio above 1.10 marks a stage that grows faster
-than the number of nodes. The graphs are generated first and then compiled in rounds (`--repeat N`, one by
-default): a round takes every workload through the sizes up and back down (10k, 100k, 1M, 100k, 10k), so every
-size is measured throughout the run and the host's drifting speed (a fifth over minutes on this shared VM) falls
-on all sizes alike; each figure is the mean over a graph's compiles. Each round starts by measuring the machine's
-own scaling: a trivially linear pure-Python workload (no project code) over as many linked objects as the graph
-has nodes, whose CPU time per element grows only because a larger heap misses the caches more often (the last
-table of each run).
-With `--huge-pages`, every graph and the reference walk run a second time in a process whose heap is in 2 MiB
-transparent huge pages instead of 4 KiB pages (the rows marked *(huge pages)*): the same code doing the same
-work, so the two modes' ratios side by side separate what grows in the code from what grows in the memory system.
+The three graph shapes of `benchmarks/synthetic.py` (`llm`, `split`, `cnn`) compiled at each size, each compile in
+a fresh process, in rounds over the sizes up and back down; per stage the wall time and the peak RSS (reset at the
+start of every stage). The figure is the linearity: CPU time per node at the larger size over the smaller's (1.00 =
+linear; above 1.10, a stage that grows faster than the number of nodes). The machine's reference walk (no project
+code) shows what a larger heap's cache misses alone cost; rows marked *(huge pages)* ran with the heap in 2 MiB
+pages.
 """
 
 STAGES = (

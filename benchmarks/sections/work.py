@@ -1,5 +1,15 @@
 """Section 2b, work: the scale section's graphs compiled again under cProfile, counting every stage's calls per
-node: work that the caches do not change, so its growth from size to size is the code's own (1.00 = linear)."""
+node: work that the caches do not change, so its growth from size to size is the code's own (1.00 = linear).
+
+What it measures: the same workloads and sizes, each compiled once more in a fresh subprocess under Python's
+`cProfile`, which counts every call a stage makes (Python functions and builtins such as `len` or `dict.get`;
+work done inside one builtin call, such as `json.loads` in *load* or a sort, counts once). How to read it: a
+call count does not depend on the caches, so where calls per node stay flat from size to size (ratio 1.00) the
+code is linear, and what CPU time per node gains beyond that is the memory hierarchy's, which the machine's
+reference walk measures on its own. A stage making less than a call a node (*write*: the model text, encoded in
+C, written in one call) has no growth to show (—). The profiler's own cost makes these runs slower; their times
+are not used.
+"""
 
 from __future__ import annotations
 
@@ -13,14 +23,9 @@ from sections.scale import STAGES, each_graph, run_worker
 
 WORK_TEXT = """### Work: calls counted per stage
 
-What it measures: the same workloads and sizes, each compiled once more in a fresh subprocess under Python's
-`cProfile`, which counts every call a stage makes (Python functions and builtins such as `len` or `dict.get`;
-work done inside one builtin call, such as `json.loads` in *load* or a sort, counts once). How to read it: a
-call count does not depend on the caches, so where calls per node stay flat from size to size (ratio 1.00) the
-code is linear, and what CPU time per node gains beyond that is the memory hierarchy's, which the machine's
-reference walk measures on its own. A stage making less than a call a node (*write*: the model text, encoded in
-C, written in one call) has no growth to show (—). The profiler's own cost makes these runs slower; their times
-are not used.
+The same graphs compiled once more under `cProfile`, counting every call a stage makes. A call count does not
+depend on the caches: where calls per node stay flat from size to size (1.00) the code is linear, and what CPU
+time per node gains beyond that is the memory hierarchy's. — marks a stage making less than a call a node.
 """
 
 
