@@ -121,8 +121,9 @@ class _Run:
 
     def record(self, key: str, data: dict[str, Any]) -> dict[str, Any]:
         """Keep a section's figures with the command and machine that measured them."""
-        self.fresh[key] = {"command": self.command, "machine": self.machine, "quick": self.args.quick, "data": data}
-        return self.fresh[key]
+        entry = {"command": self.command, "machine": self.machine, "quick": self.args.quick, "data": data}
+        self.fresh[key] = entry
+        return entry
 
     def show(self, title: str, text: str) -> None:
         """Add a section's table to the printed output."""
