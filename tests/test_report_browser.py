@@ -91,7 +91,7 @@ def test_the_report_loads_without_errors_and_shows_its_parts(which: str, tmp_pat
     assert list(found) == list(PARTS)
     assert found["memory"].count("<svg") == 1 and found["memory"].count('class="panel"') >= 2
     assert found["timeline"].count('class="task"') >= 1
-    assert "<table" in found["summary"] and '<table id="decision-table">' in found["decisions"]
+    assert "<table" in found["summary"] and '<table class="decision-table">' in found["decisions"]
     if which == "fresh":
         assert "CheckTensorAlign" in found["decisions"] and 'class="missed"' in found["decisions"]
     else:  # the AllGather+Concat example: its concat is zero-copy
