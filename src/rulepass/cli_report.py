@@ -45,6 +45,7 @@ def cmd_corpus_report(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
     """Write the corpus's report page (atomically: nothing on an error); exit 1 when a graph failed."""
     from .base.diagnostics import error
     from .base.files import atomic_output, check_writable
+    from .cli_corpus import progress_line
     from .compiler.corpus.execute import default_workers, open_cache
     from .compiler.corpus.inputs import RuleSource, expand
     from .compiler.render.corpus_report import corpus_report
@@ -66,12 +67,13 @@ def cmd_corpus_report(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
         disabled=args.disable,
         workers=args.jobs or default_workers(),
         store=store,
+        progress=progress_line(err, bool(args.quiet), "rulepass report"),
         max_nodes=args.max_nodes,
     )
     with atomic_output(args.output, what="report") as f:
         f.write(page.html)
     out.write(f"wrote {args.output}\n")
-    if not getattr(args, "quiet", 0):
+    if not args.quiet:
         err.write(
             f"rulepass report: {page.graphs} graph(s), {page.failed} could not be read or reported; "
             f"{page.cached} of {page.results} result(s) from the cache\n"
