@@ -55,12 +55,23 @@ def test_with_the_rules_before_an_edit_the_page_has_the_corpus_diff(tmp_path: Pa
     shutil.copytree(bundled_rules_dir(), strict, ignore=shutil.ignore_patterns("fixtures", "*.py"))
     base = strict / "notask_base.yaml"
     base.write_text(base.read_text(encoding="utf-8").replace("% 32 == 0", "% 8192 == 0"), encoding="utf-8")
-    page = tmp_path / "r.html"
-    argv = ["report", EXAMPLES, "-o", str(page), "-j", "1", "--no-cache", "--rules", str(strict)]
-    assert _run(*argv, "--before-rules", str(bundled_rules_dir()))[0] == 0
-    diff = _sections(page.read_text(encoding="utf-8"))["corpus-diff"]
+    page, single = tmp_path / "r.html", tmp_path / "single.html"
+    edit = ["--rules", str(strict), "--before-rules", str(bundled_rules_dir())]
+    assert _run("report", EXAMPLES, "-o", str(page), "-j", "1", "--no-cache", *edit)[0] == 0
+    found = _sections(page.read_text(encoding="utf-8"))
+    diff = found["corpus-diff"]
     assert "2 changed, 2 unchanged" in diff and "Decisions flipped, by pass" in diff
     assert "fired -&gt; missed at InputCheck/CheckTensorAlign" in diff
+    # each graph's memory beside the plan before the edit, as the report of that graph alone has it
+    assert _run("report", str(example_path("split_relu_concat.yaml")), "-o", str(single), *edit)[0] == 0
+    assert "before the rule edit" in found["g-3-memory"]
+    assert (
+        found["g-3-memory"].split("</h3>")[1]
+        == _sections(single.read_text(encoding="utf-8"))["memory"].split("</h2>")[1]
+    )
+    again = tmp_path / "again.html"
+    assert _run("report", EXAMPLES, "-o", str(again), "-j", "2", "--no-cache", *edit)[0] == 0
+    assert again.read_bytes() == page.read_bytes()
 
 
 def test_bad_graphs_are_rows_and_a_model_file_is_reported(tmp_path: Path) -> None:

@@ -166,10 +166,16 @@ def _optimize(graph: ComputeGraph, rules: RuleSet, level: str, disabled: tuple[s
     return {**_decisions_of(result), "virtual_ops": virtual, "error": None}
 
 
+def _plan(graph: ComputeGraph, rules: RuleSet, level: str, disabled: tuple[str, ...]) -> dict[str, Any]:
+    """The plan product: the memory plan of the compile (`MemoryPlan.to_json`)."""
+    return {"plan": compile_graph(graph, rules, level=level, disabled=disabled).memory.plan.to_json(), "error": None}
+
+
 ProductFn = Callable[[ComputeGraph, RuleSet, str, tuple[str, ...]], dict[str, Any]]
 PRODUCTS: dict[str, ProductFn] = {
     "compile": _compile,
     "optimize": _optimize,
+    "plan": _plan,
 }
 NEAR_MISS = "nearmiss:"  # + K: the near misses failing 1..K checks (`compiler.nearmiss`)
 

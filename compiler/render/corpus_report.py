@@ -2,8 +2,9 @@
 
 Its parts: the corpus's summary (graphs, decisions, zero-copy ops, tasks, copy bytes and arena saved, in all and
 per graph); with the rules before an edit, the corpus diff (`corpus.render.html_fragment` of `corpus diff`'s
-report: the figures it moves and every flipped decision); then each graph's report (`report.graph_sections`)
-in a `<details>` that opens, or the one line saying why the graph could not be read or reported.
+report: the figures it moves and every flipped decision); then each graph's report (`report.graph_sections`;
+with the rules before, its memory beside the plan under them) in a `<details>` that opens, or the one line
+saying why the graph could not be read or reported.
 
 The work runs through the corpus machinery (`corpus.execute.run_corpus`: the cache, local workers): each
 graph's report is a product (`graph_report`), computed once per graph, rule set, options and Graphviz. The page
@@ -13,7 +14,7 @@ depends on nothing else: the same corpus gives the same bytes at any worker coun
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ...dsl.cache import Store
@@ -22,8 +23,9 @@ from ..corpus.inputs import Entry, RuleSource
 from ..corpus.render import html_fragment
 from ..corpus.report import diff_report
 from .graph_report import report_kind
-from .report import ReportSection, page_html, sections_html
+from .report import ReportSection, memory_picture, page_html, sections_html
 from .svg import esc, human_bytes
+from .view import plan_from_json
 
 __all__ = ["DEFAULT_MAX_NODES", "CorpusPage", "corpus_report"]
 
@@ -57,10 +59,10 @@ def corpus_report(
 ) -> CorpusPage:
     """The report page of the graphs of `entries` under `rules`; with `before`, also the corpus diff from the
     rules `before` to `rules`. A graph that cannot be read or reported is its row's error, not the page's."""
-    sides = [("compile", before), ("compile", rules)] if before is not None else []
+    sides = [("compile", before), ("compile", rules), ("plan", before)] if before is not None else []
     outcomes = run_corpus(
         entries,
-        [*sides, (report_kind(max_nodes), rules)],
+        [(report_kind(max_nodes), rules), *sides],
         level=level,
         disabled=disabled,
         workers=workers,
@@ -70,7 +72,8 @@ def corpus_report(
     names = [n for n, _ in rules.files]
     parts = [ReportSection("summary", "Corpus summary", _summary(outcomes, names, before))]
     if before is not None:
-        diff = diff_report(outcomes, [n for n, _ in before.files], names, level)
+        compiled = [replace(o, results=o.results[1:3]) for o in outcomes]
+        diff = diff_report(compiled, [n for n, _ in before.files], names, level)
         parts.append(ReportSection("corpus-diff", "Corpus diff: the rule edit", html_fragment(diff)))
     title = f"rulepass corpus report ({len(outcomes)} graphs, level {level})"
     tail = f'\n<h2 id="graphs">Graphs</h2>\n{_graphs(outcomes)}'
@@ -84,8 +87,21 @@ def corpus_report(
 
 
 def _result(o: Outcome) -> dict[str, Any]:
-    """The report product's result of an outcome (the last product asked for)."""
-    return o.results[-1] if o.results else {}
+    """The report product's result of an outcome (the first product asked for)."""
+    return o.results[0] if o.results else {}
+
+
+def _sections(o: Outcome) -> list[ReportSection]:
+    """A graph's report sections; with the rules before an edit, its memory set beside the plan under them (as
+    `report GRAPH --before-rules` has it)."""
+    r = _result(o)
+    parts = [ReportSection(*s) for s in r["sections"]]
+    plan = o.results[3] if len(o.results) > 3 else {}
+    if not r["pictures"] or "plan" not in r or plan.get("error") is not None or "plan" not in plan:
+        return parts
+    panels = [("with these rules", plan_from_json(r["plan"])), ("before the rule edit", plan_from_json(plan["plan"]))]
+    memory = ReportSection("memory", "Memory: time × address", memory_picture(panels, r["graph"]))
+    return [memory if s.id == "memory" else s for s in parts]
 
 
 def _error(o: Outcome) -> str | None:
@@ -196,7 +212,7 @@ def _graphs(outcomes: Sequence[Outcome]) -> str:
             f"{k}. {o.entry.label}: graph '{r['graph']}', {r['nodes']} nodes, "
             f"{r['virtual_ops']} zero-copy op(s), {r['tasks']} tasks"
         )
-        parts = [ReportSection(*s) for s in r["sections"]]
+        parts = _sections(o)
         out.append(
             f'<details id="g-{k}"><summary>{head}</summary>\n{sections_html(parts, prefix=f"g-{k}-", heading="h3")}'
             "\n</details>"

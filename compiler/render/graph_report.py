@@ -99,6 +99,7 @@ def _of_view(view: CompileView, max_nodes: int, laid_out: bool) -> dict[str, Any
         if mem is not None and mem["feature_map_without_no_task"] is not None
         else None,
         "pictures": small,
+        "plan": view.plan.to_json(),
         "sections": [[s.id, s.title, s.html] for s in parts],
         "error": None,
     }

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ...engine.decisions import Decision
+from ..memory.assign import MemoryPlan
 from ..pipeline import Undo, verdict
 from .dot import decision_lines, focus_nodes, graph_dot
 from .graphviz import INSTALL_HINT, dot_digest, dot_program
@@ -31,6 +32,7 @@ __all__ = [
     "decision_state",
     "graph_picture",
     "graph_sections",
+    "memory_picture",
     "page_html",
     "report_html",
     "sections_html",
@@ -197,6 +199,11 @@ def graph_picture(
     return GraphPicture(dot, None, None)
 
 
+def memory_picture(panels: Sequence[tuple[str, MemoryPlan]], name: str) -> str:
+    """The memory part of the report of graph `name`: its plans (label, plan) side by side."""
+    return f'<div class="picture">{memory_svg(panels, f"memory of {name}")}</div>'
+
+
 def graph_sections(
     view: CompileView, dot_text: str, graph_svg: str | None, *, graph_note: str | None = None, pictures: bool = True
 ) -> list[ReportSection]:
@@ -205,7 +212,7 @@ def graph_sections(
     name = view.graph.name
     panels = [("with these rules", view.plan)] + ([(view.compared_label, view.compared)] if view.compared else [])
     left_out = '<p class="note">Left out: the graph is too large for this page; `rulepass report GRAPH` draws it.</p>'
-    memory = f'<div class="picture">{memory_svg(panels, f"memory of {name}")}</div>' if pictures else left_out
+    memory = memory_picture(panels, name) if pictures else left_out
     tasks = f'<div class="picture">{timeline_svg(view.tasks, f"tasks of {name}")}</div>' if pictures else left_out
     return [
         ReportSection("summary", "Summary and savings", _summary(view)),
