@@ -112,9 +112,9 @@ def _from_cache(store: Store | None, job: Job) -> tuple[tuple[str, tuple[str, ..
 
 
 def _complete(hit: dict[str, Any]) -> bool:
-    """Whether a cached result without an error holds what its product gives (decisions, report sections, a
-    plan)."""
-    return "decisions" in hit or "sections" in hit or "plan" in hit
+    """Whether a cached result without an error holds what its product gives (decisions, near misses, report
+    sections, a plan)."""
+    return any(k in hit for k in ("decisions", "near_misses", "sections", "plan"))
 
 
 def _remaining(job: Job, named: tuple[str, tuple[str, ...]] | None, known: dict[str, dict[str, Any]]) -> Job | None:
