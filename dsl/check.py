@@ -135,6 +135,8 @@ class _Checker:
         self.uses_earlier: set[int] = set()  # lets whose value needs `earlier(...)` (directly or through a let)
         self.earlier_seen = 0  # `earlier(...)` calls and reads of such lets met so far
         self.let_depth: dict[int, int] = {}  # let -> how deep its expression is nested, the lets it reads inlined
+        self.roots = _Scope()  # the root bindings (set by check_rule)
+        self.list_scopes: dict[tuple[int, int], _Scope] = {}  # (list of checks as used, caller's scope) -> its scope
 
     # ---- reporting -----------------------------------------------------------------------------------------
     def err(self, code: str, msg: str, node: ast.Node, hint: str | None = None) -> Type:
@@ -192,7 +194,8 @@ class _Checker:
         for k, b in enumerate(lets):
             self.pending = names[k + 1 :]
             seen = self.earlier_seen
-            t = self.check_expr(b.expr, scope)
+            own = self.list_scope(b.spliced_from, scope) if b.spliced_from is not None else scope
+            t = self.check_expr(b.expr, own)
             depth = self.inlined_depth(b.expr.node)
             self.let_depth[id(b)] = depth if depth <= MAX_EXPR_DEPTH else 1  # reported once, not at every later let
             if self.earlier_seen != seen:
@@ -204,6 +207,22 @@ class _Checker:
             if b.name in self.early:  # already reported as used too early: do not also call it unused
                 scope.vars[b.name].used = True
                 self.early.discard(b.name)
+            if own is not scope:  # the checks of its list read it
+                own.vars[b.name] = scope.vars[b.name]
+
+    def list_scope(self, lst: Check, scope: _Scope) -> _Scope:
+        """The scope of the list of checks `lst` (as used) spliced into `scope`: its parameters, as for any shared
+        check, and its lets as they are bound (one scope for all its checks and lets)."""
+        key = (id(lst), id(scope))
+        if key not in self.list_scopes:
+            self.list_scopes[key] = self.shared_scope(lst, scope, self.roots)
+        return self.list_scopes[key]
+
+    def check_scope(self, c: Check, scope: _Scope) -> _Scope:
+        """The scope check `c` is checked in, within `scope`: its list's, or its own as a shared check."""
+        if c.spliced_from is not None:
+            return self.list_scope(c.spliced_from, scope)
+        return self.shared_scope(c, scope, self.roots) if c.shared is not None else scope
 
     def shared_scope(self, c: Check, scope: _Scope, roots: _Scope) -> _Scope:
         """The scope a shared check is checked in: the root bindings and, under the names the caller passes,
@@ -741,7 +760,7 @@ def check_rule(rule: Rule, catalogue: Catalogue) -> tuple[Resolution, list[Diagn
     """Type-check one rule against the catalogue; returns what names resolved to and every diagnostic."""
     res = Resolution()
     ch = _Checker(catalogue, res)
-    roots = _Scope()
+    roots = ch.roots
     for name, (t, _doc) in catalogue.roots.items():
         roots.vars[name] = _Var(t, None, "root")
     # Graph exclusions run once per graph, before any candidate: only `graph` is bound there.
@@ -758,7 +777,7 @@ def check_rule(rule: Rule, catalogue: Catalogue) -> tuple[Resolution, list[Diagn
 
     def run_checks(checks: Sequence[Check], outer: _Scope) -> None:
         for c in checks:
-            scope = ch.shared_scope(c, outer, roots) if c.shared is not None else outer
+            scope = ch.check_scope(c, outer)
             if c.kind == "use":  # load_rules resolves these (rules.resolve_shared) before checking
                 ch.diags.append(
                     Diagnostic("unknown-shared-check", f"`use: {c.name}` was not resolved to a shared check", c.span)
