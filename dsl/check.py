@@ -887,7 +887,7 @@ def check_rule_set(rules: Sequence[Rule], known_passes: Iterable[str] = ()) -> l
                 hint="'after'/'before' must describe one order",
             )
         )
-    return diags
+    return list(dict.fromkeys(diags))  # a name in a template's `after` is met once for each rule taking it in
 
 
 def order_cycle(constraints: dict[str, tuple[Sequence[str], Sequence[str]]]) -> list[str] | None:

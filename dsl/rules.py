@@ -131,8 +131,8 @@ class Rule:
 
 @dataclass(frozen=True)
 class Template:
-    """`templates:` what rules share: levels and tags (a rule's own win), skip_graph and lets (before its own);
-    `params` are constants each rule gives with `with:`, bound as lets before the template's."""
+    """`templates:` what rules share: levels and tags (a rule's own win), order constraints, skip_graph and lets
+    (before its own); `params` are constants each rule gives with `with:`, bound as lets before the template's."""
 
     name: str
     span: Span
@@ -142,6 +142,10 @@ class Template:
     skip_graph: tuple[GraphSkip, ...]
     lets: tuple[Binding, ...]
     doc: YamlDoc
+    after: tuple[str, ...] = ()
+    before: tuple[str, ...] = ()
+    after_spans: tuple[Span, ...] = ()
+    before_spans: tuple[Span, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -356,6 +360,15 @@ class _Reader:
         )
         return TemplateUse(raw["template"], self.doc.span([*path, "template"]), args, "levels" in raw, "tags" in raw)
 
+    def order(self, raw: dict[str, Any], path: list[str | int]) -> dict[str, Any]:
+        """A rule's or template's `after` and `before`, and the span of each name, as keyword arguments."""
+        out: dict[str, Any] = {}
+        for key in ("after", "before"):
+            names = raw.get(key, [])
+            out[key] = tuple(names)
+            out[f"{key}_spans"] = tuple(self.doc.span([*path, key, k]) for k in range(len(names)))
+        return out
+
     def template(self, raw: dict[str, Any], path: list[str | int]) -> Template:
         return Template(
             raw["name"],
@@ -366,6 +379,7 @@ class _Reader:
             self.skips(raw.get("skip_graph", []), [*path, "skip_graph"]),
             self.lets(raw.get("let", {}), [*path, "let"]),
             self.doc,
+            **self.order(raw, path),
         )
 
     def rule(self, raw: dict[str, Any], path: list[str | int]) -> Rule | None:
@@ -387,10 +401,7 @@ class _Reader:
             file=self.doc.source.name,
             description=raw.get("description", ""),
             levels=tuple(raw.get("levels", DEFAULT_LEVELS)),
-            after=tuple(raw.get("after", [])),
-            before=tuple(raw.get("before", [])),
-            after_spans=tuple(self.doc.span([*path, "after", k]) for k in range(len(raw.get("after", [])))),
-            before_spans=tuple(self.doc.span([*path, "before", k]) for k in range(len(raw.get("before", [])))),
+            **self.order(raw, path),
             enabled=bool(raw.get("enabled", True)),
             tags=tuple(raw.get("tags", [])),
             match=tuple(raw["match"]),
@@ -684,8 +695,8 @@ _CONSTANT_TYPES = {"str": (str,), "int": (int,), "float": (int, float), "bool": 
 
 
 def _take_template(r: Rule, templates: dict[str, Template], diags: list[Diagnostic]) -> Rule | None:
-    """`r` with its template's levels and tags (unless it wrote its own), skip_graph and lets (the parameters'
-    constants first) before its own; None, with the problem reported, when they do not fit."""
+    """`r` with its template's levels and tags (unless it wrote its own), order constraints, skip_graph and lets
+    (the parameters' constants first) before its own; None, with the problem reported, when they do not fit."""
     use = r.template
     if use is None:
         return r
@@ -737,6 +748,10 @@ def _take_template(r: Rule, templates: dict[str, Template], diags: list[Diagnost
         r,
         levels=r.levels if use.own_levels or t.levels is None else t.levels,
         tags=r.tags if use.own_tags or t.tags is None else t.tags,
+        after=(*t.after, *r.after),
+        before=(*t.before, *r.before),
+        after_spans=(*t.after_spans, *r.after_spans),
+        before_spans=(*t.before_spans, *r.before_spans),
         skip_graph=(*t.skip_graph, *r.skip_graph),
         lets=(*consts, *t.lets, *r.lets),
         template=None,

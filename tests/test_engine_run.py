@@ -382,3 +382,26 @@ def test_a_shared_list_of_checks_is_spliced_into_each_users_list(closures: bool,
     assert (output.rule, output.fired, output.check_path) == ("OutputRanked", False, ("RankAtLeast",))
     assert output.check_span is not None and output.check_span.file.endswith("shared.yaml")
     assert output.summary().endswith("`r >= least` is false: 2 >= 3")
+
+
+def test_a_templates_order_constraints_join_each_rules_own(tmp_path: Path) -> None:
+    (tmp_path / "rules.yaml").write_text(
+        """
+templates:
+  - name: Late
+    after: [Early]
+    before: [Last]
+rules:
+  - {name: Early, match: [ConcatD], checks: [{name: Any, require: 'true'}]}
+  - {name: Last, match: [ConcatD], checks: [{name: Any, require: 'true'}]}
+  - {name: Middle, template: Late, after: [Last2], match: [ConcatD], checks: [{name: Any, require: 'true'}]}
+  - {name: Last2, match: [ConcatD], checks: [{name: Any, require: 'true'}]}
+"""
+    )
+    rules = load_rules([tmp_path])
+    assert not rules.diagnostics
+    middle = rules.by_name()["Middle"].rule
+    assert (middle.after, middle.before) == (("Early", "Last2"), ("Last",))
+    assert [s.line for s in middle.after_spans] == [4, 9]  # each where it is written
+    order = [p.name for p in build_pass_manager(rules).passes if p.name in ("Early", "Middle", "Last", "Last2")]
+    assert order.index("Early") < order.index("Middle") < order.index("Last")
