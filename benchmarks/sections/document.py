@@ -117,7 +117,7 @@ def render_doc(results: dict[str, Any]) -> str:
         parts += [
             "## Findings",
             "",
-            "How figures were obtained, profiles, slow spots and suspected bugs: "
+            "What the figures mean, where the time goes, slow spots and open suspicions: "
             "[benchmarks/findings.md](../benchmarks/findings.md).",
             "",
         ]
