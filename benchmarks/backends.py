@@ -16,14 +16,10 @@ from typing import Any
 
 TEXT = """## 1b. Back-ends: generated code versus closures
 
-What it measures: every rule pass of the bundled rules, run by the pass manager as `compile` runs them (decision
-records, no explanations) over fresh copies of the engine section's graphs, once with each rule's generated decision
-function (`dsl/codegen`) and once with the closures alone (`dsl/compile`: the reference back-end, which also traces,
-gives a fault's exact error and lists near misses). Both are the same `dsl.backend.Backend` interface to the
-engine. Samples are interleaved and timed in process CPU time with the cyclic GC off; the table shows the least;
-*bytecodes* counts the Python instructions each executes (the same on every run). How to read it: *closures /
-generated* is what the generated code buys on rule passes (above 1: the generated code is faster); *identical*
-says that both made the same decision for every candidate and left the same attributes.
+Every rule pass of the bundled rules, run as `compile` runs them over the engine section's graphs, once with each
+rule's generated decision function (`dsl/codegen`) and once with the closures alone (`dsl/compile`, the reference
+back-end). *closures / generated* is what the generated code buys (above 1: the generated code is faster);
+*identical*: both made the same decision for every candidate and left the same attributes.
 """
 
 

@@ -52,17 +52,18 @@ COPIES = 3  # runs counted per case (the count is exact: a few runs average the 
 
 
 def _graphs(case: str) -> list[Any]:
-    import run as bench  # the table-1 harness: its fixtures, models and warm-up
     import synthetic
+    from sections.common import light_models, model_name  # the table-1 harness: its fixtures and models
+    from sections.engine import fixture_graphs
 
     from rulepass.api import load_graph
 
     if case == "fixtures":
-        return bench._fixture_graphs()
+        return fixture_graphs()
     if case in synthetic.WORKLOADS:
         return [synthetic.generate(case, 10_000)]
     model, _, fmt = case.partition(":")
-    paths = [p for p in bench.light_models() if bench.model_name(p) == model]
+    paths = [p for p in light_models() if model_name(p) == model]
     if not paths or fmt not in ("keep", "ascend"):
         raise SystemExit(f"error: unknown case {case!r}; expected fixtures, llm, split, cnn or MODEL:keep|ascend")
     return [load_graph(paths[0], onnx_formats=fmt)]
@@ -73,30 +74,30 @@ def worker(mode: str, case: str, copies: int) -> None:
     if mode not in ("engine", "hand"):
         raise SystemExit(f"error: unknown mode {mode!r}; expected engine or hand")
     import handwritten_concat as hand
-    import run as bench
     from rulepass.compiler.passes import build_pass_manager
+    from sections.common import CONCAT, warm
 
     from rulepass.api import load_rules
 
     rules = load_rules()
-    others = [p.name for p in build_pass_manager(rules).passes if p.kind != "placeholder" and p.name != bench.CONCAT]
+    others = [p.name for p in build_pass_manager(rules).passes if p.kind != "placeholder" and p.name != CONCAT]
     pm = build_pass_manager(rules, disabled=others)
     hand_pm = hand.hosted(pm)
     graphs = _graphs(case)
 
     def engine(gs: list[Any]) -> list[Any]:
-        return [d for g in gs for r in pm.run(g, explain=False) for d in r.decisions if d.rule == bench.CONCAT]
+        return [d for g in gs for r in pm.run(g, explain=False) for d in r.decisions if d.rule == CONCAT]
 
     def handwritten(gs: list[Any]) -> list[Any]:
-        return [d for g in gs for r in hand_pm.run(g, explain=False) for d in r.decisions if d.rule == bench.CONCAT]
+        return [d for g in gs for r in hand_pm.run(g, explain=False) for d in r.decisions if d.rule == CONCAT]
 
-    first = engine([bench.warm(g.copy()) for g in graphs])
+    first = engine([warm(g.copy()) for g in graphs])
     if [hand.decision_key(d) for d in first] != [
-        hand.decision_key(d) for d in handwritten([bench.warm(g.copy()) for g in graphs])
+        hand.decision_key(d) for d in handwritten([warm(g.copy()) for g in graphs])
     ]:
         raise SystemExit(f"error: the engine and the hand-written pass disagree on {case}")
     fn = engine if mode == "engine" else handwritten
-    batches = [[bench.warm(g.copy()) for g in graphs] for _ in range(copies)]
+    batches = [[warm(g.copy()) for g in graphs] for _ in range(copies)]
     gc.collect()
     gc.disable()
     functools.reduce(lambda _, batch: fn(batch) and None, batches, None)  # what callgrind counts

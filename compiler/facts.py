@@ -10,7 +10,8 @@ None of it is specific to Concat: Pack and Split rules use the same facts.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -355,17 +356,54 @@ def _consumers(n: Node) -> list[InAnchor]:
 
 
 # ---- the catalogue ------------------------------------------------------------------------------------------
-@cache
-def ge_catalogue() -> Catalogue:
-    """The catalogue the GE rules are checked and run against: builtins plus GE's entities and helpers."""
-    c = builtin_catalogue()
-    c.add_entity(
-        "AttrHolder", "Anything that carries GE attributes (op descs, tensor descs, graphs).", [], set_attr=set_attr
-    )
-    c.add_entity(
+# A field of an entity: (name, type, doc, getter), the getter an attribute path or a function of the object, or
+# (name, type, doc, function or None, inline form[, view]); see Catalogue.add_entity.
+_Field = (
+    tuple[str, str, str, Callable[[Any], Any] | str]
+    | tuple[str, str, str, Callable[[Any], Any] | None, str]
+    | tuple[str, str, str, Callable[[Any], Any] | None, str | None, str]
+)
+
+
+@dataclass(frozen=True)
+class _EntityDecl:
+    """An entity type GE's catalogue declares: Catalogue.add_entity's arguments."""
+
+    name: str
+    doc: str
+    fields: tuple[_Field, ...]
+    parents: tuple[str, ...] = ()
+    set_attr: Callable[[Any, str, Any], None] | None = None
+    describe: Callable[[Any], str] = str
+    settable: Mapping[str, str] = field(default_factory=dict)
+    attrs_inline: str | None = None
+    indexed: Mapping[str, IndexedList] | None = None
+    key_inline: str | None = None
+
+
+@dataclass(frozen=True)
+class _HelperDecl:
+    """A helper GE's catalogue declares (group `ge`): Catalogue.add_helper's arguments."""
+
+    name: str
+    params: str
+    returns: str
+    doc: str
+    fn: Callable[..., Any]
+    defaults: Mapping[str, Any] | None = None
+    inline: Mapping[str, str] | None = None
+    reads_views: bool = False
+
+
+# The entity types, registered in this order.
+_ENTITIES: tuple[_EntityDecl, ...] = (
+    _EntityDecl(
+        "AttrHolder", "Anything that carries GE attributes (op descs, tensor descs, graphs).", (), set_attr=set_attr
+    ),
+    _EntityDecl(
         "Graph",
         "A ComputeGraph: the root graph or a subgraph.",
-        [
+        (
             ("name", "str", "The graph's name.", "name"),
             ("is_root", "bool", "True for the root graph.", "is_root"),
             (
@@ -383,15 +421,15 @@ def ge_catalogue() -> Catalogue:
                 is_single_op_scene,
             ),
             ("nodes", "list[Node]", "The graph's own nodes in topological order.", lambda g: g.topological_order()),
-        ],
+        ),
         parents=("AttrHolder",),
         describe=lambda g: f"graph '{g.name}'",
         attrs_inline="{0}.attrs",
-    )
-    c.add_entity(
+    ),
+    _EntityDecl(
         "Node",
         "A node of a graph with its op desc (GE's Node + OpDesc).",
-        [
+        (
             ("name", "str", "The node's name.", "op.name"),
             ("type", "str", "The op type, e.g. ConcatD.", "op.type"),
             ("graph", "Graph", "The owner graph.", "graph"),
@@ -430,18 +468,18 @@ def ge_catalogue() -> Catalogue:
             ("engine", "str", "GE's OpEngineName.", "op.engine"),
             ("kernel_lib", "str", "GE's OpKernelLibName.", "op.kernel_lib"),
             ("stream_id", "int", "The stream id (-1 until assigned).", "op.stream_id"),
-        ],
+        ),
         parents=("AttrHolder",),
         describe=lambda n: f"{n.name} ({n.type})",
         attrs_inline="{0}.op.attrs",
         settable=NODE_FIELDS_SETTABLE,
         # input k is InAnchor(node, k): generated code counts the producers rather than building the anchors
         indexed={"inputs": IndexedList("len({0}.in_peers)", InAnchor, ("node", "index"))},
-    )
-    c.add_entity(
+    ),
+    _EntityDecl(
         "InputAnchor",
         "An in-data anchor `node:index`.",
-        [
+        (
             ("index", "int", "The anchor's index.", "index"),
             ("node", "Node", "The node the anchor belongs to.", "node"),
             (
@@ -465,13 +503,13 @@ def ge_catalogue() -> Catalogue:
                 None,
                 "{0}.node.in_peers[{0}.index] is not None",
             ),
-        ],
+        ),
         describe=_in_text,
-    )
-    c.add_entity(
+    ),
+    _EntityDecl(
         "OutputAnchor",
         "An out-data anchor `node:index`.",
-        [
+        (
             ("index", "int", "The anchor's index.", "index"),
             ("node", "Node", "The producer node.", "node"),
             (
@@ -494,14 +532,14 @@ def ge_catalogue() -> Catalogue:
                 "The output's name in the op's IR.",
                 lambda a: a.node.op.output_names[a.index] if a.index < len(a.node.op.output_names) else "",
             ),
-        ],
+        ),
         describe=lambda a: f"{a} ({a.node.type})",
         key_inline="({0}.node, {0}.index)",  # equal as the anchors are (the node by identity); hashed in C
-    )
-    c.add_entity(
+    ),
+    _EntityDecl(
         "TensorDesc",
         "GE's GeTensorDesc: storage and origin shape/format, dtype, attributes.",
-        [
+        (
             (
                 "shape",
                 "list[int]",
@@ -536,15 +574,15 @@ def ge_catalogue() -> Catalogue:
                 None,
                 "not ({{0}}.dtype == {!r} and {{0}}.format == {!r})".format(*INVALID_DESC),  # the property, inline
             ),
-        ],
+        ),
         parents=("AttrHolder",),
         describe=_desc_text,
         attrs_inline="{0}.attrs",
-    )
-    c.add_entity(
+    ),
+    _EntityDecl(
         "AxisMap",
         "TransferDims' axis maps between origin and storage axes.",
-        [
+        (
             (
                 "src_to_dst",
                 "list[list[int]]",
@@ -557,25 +595,27 @@ def ge_catalogue() -> Catalogue:
                 "Per storage axis, the origin axes it comes from (-1: none).",
                 "dst_to_src",
             ),
-        ],
+        ),
         describe=lambda m: f"src_to_dst={[list(x) for x in m.src_to_dst]}",
-    )
-    c.add_entity(
+    ),
+    _EntityDecl(
         "ShapeTransfer",
         "TransferShapeUtils for a desc: its aligned shape (GetAlignedShape) and axis maps (TransferDims).",
-        [
+        (
             ("aligned_shape", "list[int]?", "As `aligned_shape(d)`.", "aligned_shape"),
             ("axis_map", "AxisMap?", "As `axis_map(d)`.", "axis_map"),
-        ],
-    )
-    g = "ge"
-    c.add_helper(
+        ),
+    ),
+)
+
+# GE's helpers (group `ge`), registered in this order.
+_HELPERS: tuple[_HelperDecl, ...] = (
+    _HelperDecl(
         "attr_bool",
         "h: AttrHolder, name: str, default: bool",
         "bool",
         "GE's AttrUtils::GetBool: the bool attribute, or `default` (false) when absent.",
         attr_bool,
-        group=g,
         defaults={"default": False},
         # absent or not a bool -> false: the stored value `is True`
         inline={
@@ -594,14 +634,13 @@ def ge_catalogue() -> Catalogue:
             "TensorDesc/3": "{t} if ({t} := {0}.attrs.get({1})) is True or {t} is False else {2}",
             "Graph/3": "{t} if ({t} := {0}.attrs.get({1})) is True or {t} is False else {2}",
         },
-    )
-    c.add_helper(
+    ),
+    _HelperDecl(
         "attr_int",
         "h: AttrHolder, name: str, default: int",
         "int",
         "GE's AttrUtils::GetInt: the int attribute, or `default` (0) when absent.",
         attr_int,
-        group=g,
         defaults={"default": 0},
         # an int that is not a bool, else the default
         inline={
@@ -609,165 +648,185 @@ def ge_catalogue() -> Catalogue:
             "TensorDesc/3": _INT_FORM.format("{0}.attrs.get({1})"),
             "Graph/3": _INT_FORM.format("{0}.attrs.get({1})"),
         },
-    )
-    c.add_helper(
+    ),
+    _HelperDecl(
         "attr_ints",
         "h: AttrHolder, name: str",
         "list[int]",
         "GE's AttrUtils::GetListInt: the list-of-int attribute, empty when absent.",
         attr_ints,
-        group=g,
         # absent (the common case) -> empty, without the call
         inline={
             "Node/2": "[] if {0}.op.attrs.get({1}) is None else {f}({0}, {1})",
             "TensorDesc/2": "[] if {0}.attrs.get({1}) is None else {f}({0}, {1})",
             "Graph/2": "[] if {0}.attrs.get({1}) is None else {f}({0}, {1})",
         },
-    )
-    c.add_helper(
+    ),
+    _HelperDecl(
         "attr_str",
         "h: AttrHolder, name: str, default: str",
         "str",
         "GE's AttrUtils::GetStr: the string attribute, or `default` ('') when absent.",
         attr_str,
-        group=g,
         defaults={"default": ""},
-    )
-    c.add_helper(
+    ),
+    _HelperDecl(
         "has_attr",
         "h: AttrHolder, name: str",
         "bool",
         "Whether the attribute is present at all.",
         lambda h, name: name in _attrs(h),
-        group=g,
-    )
-    c.add_helper(
+    ),
+    _HelperDecl(
         "dtype_size",
         "dtype: str",
         "int",
         "GE's GetSizeByDataType: bytes per element, 1000+bits for sub-byte types, -1 if invalid.",
         formats.dtype_size,
-        group=g,
-    )
-    c.add_helper(
+    ),
+    _HelperDecl(
         "size_in_bytes",
         "count: int, dtype: str",
         "int",
         "GE's GetSizeInBytes: element count times size (sub-byte rounded up), -1 if invalid.",
         formats.size_in_bytes,
-        group=g,
-    )
-    c.add_helper(
+    ),
+    _HelperDecl(
         "shape_size",
         "shape: list[int]",
         "int",
         "GE's GetShapeSize: product of dims; 0 when empty or any dim is 0; -1 when any is unknown.",
         formats.shape_size,
-        group=g,
         reads_views=True,
-    )
-    c.add_helper(
+    ),
+    _HelperDecl(
         "is_unknown_shape",
         "shape: list[int]",
         "bool",
         "GE's IsUnknownShape: any dim is negative.",
         formats.is_unknown_shape,
-        group=g,
         inline={"list/1": "len({0}) > 0 and min({0}) < 0"},  # the smallest dim, in one C call
         reads_views=True,
-    )
-    c.add_helper(
+    ),
+    _HelperDecl(
         "tensor_bytes",
         "d: TensorDesc",
         "int",
         "Raw byte size of a desc's storage shape (-1 if unknown).",
         lambda d: formats.tensor_raw_size(d.shape, d.dtype),
-        group=g,
-    )
-    c.add_helper(
+    ),
+    _HelperDecl(
         "ref_input_index",
         "o: OutputAnchor",
         "int",
         "GE's IsRefFromInput: the input index this output reuses (pass-through, Reshape, reference, "
         "reuse-input flag, no-padding reuse), or -1.",
         ref_input_index,
-        group=g,
-    )
-    c.add_helper(
+    ),
+    _HelperDecl(
         "ref_source",
         "o: OutputAnchor?",
         "OutputAnchor?",
         "GE's GetFirstOutAnchorNotInRefNode: the first output up the ref chain that reuses no input; "
         "null when the chain leaves the graph or exceeds GE's depth limit of 100.",
         ref_source,
-        group=g,
-    )
-    c.add_helper(
+    ),
+    _HelperDecl(
         "ref_chain",
         "o: OutputAnchor?",
         "list[OutputAnchor]",
         "`o` and every output it reuses up the ref chain (what shares its memory upwards, as one GE symbol); "
         "empty for null.",
         ref_chain,
-        group=g,
-    )
-    c.add_helper(
+    ),
+    _HelperDecl(
         "memory_type",
         "o: OutputAnchor",
         "int",
         "The output's memory type as IsSameInputMemType reads it: `_output_memory_type[index]` when "
         "special, else RT_MEMORY_HBM (2).",
         memory_type,
-        group=g,
-    )
-    c.add_helper(
+    ),
+    _HelperDecl(
         "is_memory_type_special",
         "t: int",
         "bool",
         "GE's MemTypeUtils::IsMemoryTypeSpecial: anything but DEFAULT (0), HBM (2), DDR (4).",
         is_memory_type_special,
-        group=g,
-    )
-    c.add_helper(
+    ),
+    _HelperDecl(
         "aligned_shape",
         "d: TensorDesc",
         "list[int]?",
         "TransferShapeUtils::GetAlignedShape for the desc's origin/storage formats, origin shape, dtype "
         "and `_reshape_type_mask`; null where GE fails.",
         aligned_shape,
-        group=g,
-    )
-    c.add_helper(
+    ),
+    _HelperDecl(
         "axis_map",
         "d: TensorDesc",
         "AxisMap?",
         "TransferShapeUtils::TransferDims for the desc; null where GE fails.",
         axis_map,
-        group=g,
-    )
-    c.add_helper(
+    ),
+    _HelperDecl(
         "shape_transfer",
         "d: TensorDesc",
         "ShapeTransfer",
         "Both of TransferShapeUtils' answers for the desc, `aligned_shape(d)` and `axis_map(d)`, found by one "
         "lookup (a check reading both calls this once).",
         shape_transfer,
-        group=g,
-    )
-    c.add_helper(
+    ),
+    _HelperDecl(
         "is_internal_format",
         "fmt: str",
         "bool",
         "Whether a format is internal to the Ascend engines (5HD, fractal...) rather than a user format.",
         lambda fmt: formats.primary_format(fmt) not in _PUBLIC_FORMATS,
-        group=g,
-    )
-    c.add_helper(
-        "primary_format", "fmt: str", "str", "The primary format of a format name.", formats.primary_format, group=g
-    )
+    ),
+    _HelperDecl("primary_format", "fmt: str", "str", "The primary format of a format name.", formats.primary_format),
+)
+
+
+# The variables bound for every candidate: (name, type, doc).
+_ROOTS = (
+    ("node", "Node", "The candidate node."),
+    ("graph", "Graph", "The candidate's owner graph (the graph being processed)."),
+)
+
+
+@cache
+def ge_catalogue() -> Catalogue:
+    """The catalogue the GE rules are checked and run against: builtins plus GE's entities and helpers."""
+    c = builtin_catalogue()
+    for e in _ENTITIES:
+        c.add_entity(
+            e.name,
+            e.doc,
+            e.fields,
+            parents=e.parents,
+            set_attr=e.set_attr,
+            describe=e.describe,
+            settable=e.settable,
+            attrs_inline=e.attrs_inline,
+            indexed=e.indexed,
+            key_inline=e.key_inline,
+        )
+    for h in _HELPERS:
+        c.add_helper(
+            h.name,
+            h.params,
+            h.returns,
+            h.doc,
+            h.fn,
+            group="ge",
+            defaults=h.defaults,
+            inline=h.inline,
+            reads_views=h.reads_views,
+        )
     _add_edits(c)
-    c.add_root("node", "Node", "The candidate node.")
-    c.add_root("graph", "Graph", "The candidate's owner graph (the graph being processed).")
+    for name, type_, doc in _ROOTS:
+        c.add_root(name, type_, doc)
     return c
 
 

@@ -15,7 +15,7 @@ import dataclasses
 import keyword
 import operator
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -350,48 +350,8 @@ class Catalogue:
         if name in self.entities or name in PRIMITIVES or name == "list":
             raise ValueError(f"entity '{name}' registered twice or shadows a builtin type")
         writable = set(settable)
-        specs = {}
-        for f, t, d, g, *form in fields:
-            if isinstance(g, str):
-                if not all(_ATTR_NAME.fullmatch(part) and not keyword.iskeyword(part) for part in g.split(".")):
-                    raise ValueError(f"field '{name}.{f}': '{g}' is not an attribute path")
-                specs[f] = FieldSpec(f, parse_type(t), d, operator.attrgetter(g), f in writable, g)
-            else:
-                inline = form[0] if form else None
-                view = form[1] if len(form) > 1 else None
-                if inline is not None:
-                    check_template(f"field '{name}.{f}'", inline, 1)
-                if g is None:
-                    if inline is None:
-                        raise ValueError(f"field '{name}.{f}': a field needs a getter or an inline form")
-                    g = getter_from_inline(f"{name}.{f}", inline)
-                if view is not None:  # `{f}` is the getter (a view may give the stored sequence only where one is)
-                    check_template(f"field '{name}.{f}' view", view, 1, helper=True)
-                ft = parse_type(t)
-                if view is not None and not (ft.is_list and ft.elem is not None and not ft.elem.is_list):
-                    # a view's elements are the stored ones: scalars and entities compare alike in a tuple and a
-                    # list, lists do not (a tuple of tuples is not a list of lists)
-                    raise ValueError(f"field '{name}.{f}': only a list of scalars or entities has a view")
-                specs[f] = FieldSpec(f, ft, d, g, f in writable, inline=inline, view=view)
-        sequences = {  # the forms of the entity's list fields that are never null
-            form
-            for spec in specs.values()
-            if spec.type.is_list and not spec.type.nullable
-            for form in (spec.view, f"{{0}}.{spec.path}" if spec.path is not None else None)
-            if form is not None
-        }
-        for f, spec in list(specs.items()):
-            sized = _LENGTH_FORM.fullmatch(spec.inline or "")
-            if sized is not None and sized.group(1) in sequences and spec.type == INT:
-                specs[f] = dataclasses.replace(spec, length_of=sized.group(1))
-        for f, spec in list(specs.items()):
-            tested = [
-                other
-                for other in specs.values()
-                if other.inline is not None and other.type.nullable and spec.inline == f"{other.inline} is not None"
-            ]
-            if tested and spec.type == BOOL:
-                specs[f] = dataclasses.replace(spec, not_null_of=tested[0])
+        specs = {f: _field_spec(name, f, t, d, g, form, f in writable) for f, t, d, g, *form in fields}
+        _derive_lengths_and_tests(specs)
         for f, ix in (indexed or {}).items():
             if f not in specs or not specs[f].type.is_list:
                 raise ValueError(f"entity '{name}': indexed field '{f}' is not one of its list fields")
@@ -551,3 +511,61 @@ class Catalogue:
                 for name, h in sorted(self.helpers.items())
             },
         }
+
+
+def _field_spec(
+    entity: str,
+    f: str,
+    t: str,
+    d: str,
+    g: Callable[[Any], Any] | str | None,
+    form: Sequence[str | None],
+    writable: bool,
+) -> FieldSpec:
+    """The spec of the field `f` of `entity`, of type `t` and doc `d`: read by the attribute path `g`, or by the
+    function `g` and/or the inline form `form[0]` (with, as `form[1]`, the view of a list field)."""
+    where = f"{entity}.{f}"
+    if isinstance(g, str):
+        if not all(_ATTR_NAME.fullmatch(part) and not keyword.iskeyword(part) for part in g.split(".")):
+            raise ValueError(f"field '{where}': '{g}' is not an attribute path")
+        return FieldSpec(f, parse_type(t), d, operator.attrgetter(g), writable, g)
+    inline = form[0] if form else None
+    view = form[1] if len(form) > 1 else None
+    if inline is not None:
+        check_template(f"field '{where}'", inline, 1)
+    if g is None:
+        if inline is None:
+            raise ValueError(f"field '{where}': a field needs a getter or an inline form")
+        g = getter_from_inline(where, inline)
+    if view is not None:  # `{f}` is the getter (a view may give the stored sequence only where one is)
+        check_template(f"field '{where}' view", view, 1, helper=True)
+    ft = parse_type(t)
+    if view is not None and not (ft.is_list and ft.elem is not None and not ft.elem.is_list):
+        # a view's elements are the stored ones: scalars and entities compare alike in a tuple and a
+        # list, lists do not (a tuple of tuples is not a list of lists)
+        raise ValueError(f"field '{where}': only a list of scalars or entities has a view")
+    return FieldSpec(f, ft, d, g, writable, inline=inline, view=view)
+
+
+def _derive_lengths_and_tests(specs: dict[str, FieldSpec]) -> None:
+    """Mark, in place, the int fields that are the length of a never-null list field of the same entity
+    (`length_of`) and the bool fields that test a nullable field for null (`not_null_of`)."""
+    sequences = {  # the forms of the entity's list fields that are never null
+        form
+        for spec in specs.values()
+        if spec.type.is_list and not spec.type.nullable
+        for form in (spec.view, f"{{0}}.{spec.path}" if spec.path is not None else None)
+        if form is not None
+    }
+    for f, spec in list(specs.items()):
+        sized = _LENGTH_FORM.fullmatch(spec.inline or "")
+        if sized is not None and sized.group(1) in sequences and spec.type == INT:
+            specs[f] = dataclasses.replace(spec, length_of=sized.group(1))
+    for f, spec in list(specs.items()):
+        tested = [
+            other
+            for other in specs.values()
+            if other.inline is not None and other.type.nullable and spec.inline == f"{other.inline} is not None"
+        ]
+        if tested and spec.type == BOOL:
+            specs[f] = dataclasses.replace(spec, not_null_of=tested[0])

@@ -122,6 +122,17 @@ class _Scope:
         return out
 
 
+def _literal_type(v: object) -> Type:
+    """The type of a literal's value."""
+    if v is None:
+        return NULL
+    if isinstance(v, bool):
+        return BOOL
+    if isinstance(v, int):
+        return INT
+    return FLOAT if isinstance(v, float) else STR
+
+
 class _Checker:
     def __init__(self, catalogue: Catalogue, res: Resolution) -> None:
         self.cat = catalogue
@@ -135,6 +146,8 @@ class _Checker:
         self.uses_earlier: set[int] = set()  # lets whose value needs `earlier(...)` (directly or through a let)
         self.earlier_seen = 0  # `earlier(...)` calls and reads of such lets met so far
         self.let_depth: dict[int, int] = {}  # let -> how deep its expression is nested, the lets it reads inlined
+        self.roots = _Scope()  # the root bindings (set by check_rule)
+        self.list_scopes: dict[tuple[int, int], _Scope] = {}  # (list of checks as used, caller's scope) -> its scope
 
     # ---- reporting -----------------------------------------------------------------------------------------
     def err(self, code: str, msg: str, node: ast.Node, hint: str | None = None) -> Type:
@@ -192,7 +205,8 @@ class _Checker:
         for k, b in enumerate(lets):
             self.pending = names[k + 1 :]
             seen = self.earlier_seen
-            t = self.check_expr(b.expr, scope)
+            own = self.list_scope(b.spliced_from, scope) if b.spliced_from is not None else scope
+            t = self.check_expr(b.expr, own)
             depth = self.inlined_depth(b.expr.node)
             self.let_depth[id(b)] = depth if depth <= MAX_EXPR_DEPTH else 1  # reported once, not at every later let
             if self.earlier_seen != seen:
@@ -204,6 +218,22 @@ class _Checker:
             if b.name in self.early:  # already reported as used too early: do not also call it unused
                 scope.vars[b.name].used = True
                 self.early.discard(b.name)
+            if own is not scope:  # the checks of its list read it
+                own.vars[b.name] = scope.vars[b.name]
+
+    def list_scope(self, lst: Check, scope: _Scope) -> _Scope:
+        """The scope of the list of checks `lst` (as used) spliced into `scope`: its parameters, as for any shared
+        check, and its lets as they are bound (one scope for all its checks and lets)."""
+        key = (id(lst), id(scope))
+        if key not in self.list_scopes:
+            self.list_scopes[key] = self.shared_scope(lst, scope, self.roots)
+        return self.list_scopes[key]
+
+    def check_scope(self, c: Check, scope: _Scope) -> _Scope:
+        """The scope check `c` is checked in, within `scope`: its list's, or its own as a shared check."""
+        if c.spliced_from is not None:
+            return self.list_scope(c.spliced_from, scope)
+        return self.shared_scope(c, scope, self.roots) if c.shared is not None else scope
 
     def shared_scope(self, c: Check, scope: _Scope, roots: _Scope) -> _Scope:
         """The scope a shared check is checked in: the root bindings and, under the names the caller passes,
@@ -275,68 +305,16 @@ class _Checker:
 
     def _visit(self, n: ast.Node, scope: _Scope) -> Type:
         if isinstance(n, ast.Lit):
-            v = n.value
-            return (
-                NULL
-                if v is None
-                else BOOL
-                if isinstance(v, bool)
-                else INT
-                if isinstance(v, int)
-                else (FLOAT if isinstance(v, float) else STR)
-            )
+            return _literal_type(n.value)
         if isinstance(n, ast.Name):
-            var = scope.lookup(n.id)
-            if var is None:
-                if n.id in self.pending:
-                    self.early.add(n.id)
-                    return self.err(
-                        "unknown-name",
-                        f"'{n.id}' is used before its binding",
-                        n,
-                        hint="a `let` may only use the bindings listed before it",
-                    )
-                if n.id in self.cat.helpers:
-                    return self.err("unknown-name", f"'{n.id}' is a helper; call it as {n.id}(...)", n)
-                if n.id in self.cat.roots:  # a root binding that is not bound here: only in skip_graph
-                    return self.err(
-                        "unknown-name",
-                        f"'{n.id}' is not bound in skip_graph (only `graph` is)",
-                        n,
-                        hint="skip_graph conditions are evaluated once per graph, before any candidate",
-                    )
-                shared = scope.shared_check()
-                if shared is not None:
-                    given = ", ".join(f"{a.param}: {a.name}" if a.param != a.name else a.param for a in shared.args)
-                    return self.err(
-                        "unknown-name",
-                        f"shared check '{shared.shared}' reads '{n.id}', which is none of its parameters"
-                        f" ({given or 'it has none'}) nor a root binding",
-                        n,
-                        hint="declare it under `params:` and pass it with `with:` where the check is used",
-                    )
-                return self.err("unknown-name", f"unknown name '{n.id}'", n, hint=did_you_mean(n.id, scope.names()))
-            var.used = True
-            if var.poisoned:
-                self.poisoned.add(id(n))
-            if var.binding is not None:
-                self.res.let_refs[id(n)] = var.binding
-                if id(var.binding) in self.uses_earlier:
-                    self.earlier_seen += 1
-            return var.type
+            return self.name(n, scope)
         if isinstance(n, ast.Attr):
             obj = self.visit(n.obj, scope)
             return self.field(n, obj)
         if isinstance(n, ast.Call):
             return self.call(n, scope)
         if isinstance(n, ast.Unary):
-            t = self.visit(n.operand, scope)
-            if n.op == "not":
-                self.need_bool(n.operand, t, "the operand of 'not'")
-                return BOOL
-            if t.name not in (*_NUMERIC, "any"):
-                return self.err("type-mismatch", f"'-' needs a number, but `{self.text(n.operand)}` is {t}", n.operand)
-            return t
+            return self.unary(n, scope)
         if isinstance(n, ast.BoolOp):
             for op in n.operands:
                 self.need_bool(op, self.visit(op, scope), f"each operand of '{n.op}'")
@@ -346,45 +324,107 @@ class _Checker:
         if isinstance(n, ast.Arith):
             return self.arith(n, scope)
         if isinstance(n, ast.IfElse):
-            self.need_bool(n.cond, self.visit(n.cond, scope), "the condition of 'if'")
-            a, b = self.visit(n.then, scope), self.visit(n.else_, scope)
-            u = self.unify(a, b)
-            if u is None:
-                return self.err("type-mismatch", f"the branches of 'if' have different types ({a} and {b})", n)
-            return u
+            return self.if_else(n, scope)
         if isinstance(n, ast.Quant):
             return self.quant(n, scope)
         if isinstance(n, ast.ListLit):
-            elem: Type | None = None
-            for item in n.items:
-                t = self.visit(item, scope)
-                u = t if elem is None else self.unify(elem, t)
-                if u is None:
-                    return self.err("type-mismatch", f"list elements have different types ({elem} and {t})", item)
-                elem = u
-            return list_of(elem or NOTHING)
+            return self.list_lit(n, scope)
         if isinstance(n, ast.Index):
-            obj, idx = self.visit(n.obj, scope), self.visit(n.index, scope)
-            if idx.name not in ("int", "any"):
-                self.err("type-mismatch", f"an index must be an int, but `{self.text(n.index)}` is {idx}", n.index)
-            if obj.is_list:
-                return obj.item()
-            if obj.name in ("str", "any"):
-                return obj
-            return self.err(
-                "type-mismatch", f"`{self.text(n.obj)}` is {obj}; only lists and strings can be indexed", n.obj
-            )
+            return self.index(n, scope)
         if isinstance(n, ast.Slice):
-            obj = self.visit(n.obj, scope)
-            for bound in (n.lo, n.hi):
-                if bound is not None and self.visit(bound, scope).name not in ("int", "any"):
-                    self.err("type-mismatch", "slice bounds must be ints", bound)
-            if obj.is_list or obj.name in ("str", "any"):
-                return obj
-            return self.err(
-                "type-mismatch", f"`{self.text(n.obj)}` is {obj}; only lists and strings can be sliced", n.obj
-            )
+            return self.slice(n, scope)
         raise AssertionError(f"unexpected node {type(n).__name__}")
+
+    def name(self, n: ast.Name, scope: _Scope) -> Type:
+        """A name's type: a root binding, a let (its reads recorded for the compiler) or a variable."""
+        var = scope.lookup(n.id)
+        if var is None:
+            return self.unknown_name(n, scope)
+        var.used = True
+        if var.poisoned:
+            self.poisoned.add(id(n))
+        if var.binding is not None:
+            self.res.let_refs[id(n)] = var.binding
+            if id(var.binding) in self.uses_earlier:
+                self.earlier_seen += 1
+        return var.type
+
+    def unknown_name(self, n: ast.Name, scope: _Scope) -> Type:
+        """Report a name `scope` does not bind, saying what it is instead where it is something."""
+        if n.id in self.pending:
+            self.early.add(n.id)
+            return self.err(
+                "unknown-name",
+                f"'{n.id}' is used before its binding",
+                n,
+                hint="a `let` may only use the bindings listed before it",
+            )
+        if n.id in self.cat.helpers:
+            return self.err("unknown-name", f"'{n.id}' is a helper; call it as {n.id}(...)", n)
+        if n.id in self.cat.roots:  # a root binding that is not bound here: only in skip_graph
+            return self.err(
+                "unknown-name",
+                f"'{n.id}' is not bound in skip_graph (only `graph` is)",
+                n,
+                hint="skip_graph conditions are evaluated once per graph, before any candidate",
+            )
+        shared = scope.shared_check()
+        if shared is not None:
+            given = ", ".join(f"{a.param}: {a.name}" if a.param != a.name else a.param for a in shared.args)
+            return self.err(
+                "unknown-name",
+                f"shared check '{shared.shared}' reads '{n.id}', which is none of its parameters"
+                f" ({given or 'it has none'}) nor a root binding",
+                n,
+                hint="declare it under `params:` and pass it with `with:` where the check is used",
+            )
+        return self.err("unknown-name", f"unknown name '{n.id}'", n, hint=did_you_mean(n.id, scope.names()))
+
+    def unary(self, n: ast.Unary, scope: _Scope) -> Type:
+        t = self.visit(n.operand, scope)
+        if n.op == "not":
+            self.need_bool(n.operand, t, "the operand of 'not'")
+            return BOOL
+        if t.name not in (*_NUMERIC, "any"):
+            return self.err("type-mismatch", f"'-' needs a number, but `{self.text(n.operand)}` is {t}", n.operand)
+        return t
+
+    def if_else(self, n: ast.IfElse, scope: _Scope) -> Type:
+        self.need_bool(n.cond, self.visit(n.cond, scope), "the condition of 'if'")
+        a, b = self.visit(n.then, scope), self.visit(n.else_, scope)
+        u = self.unify(a, b)
+        if u is None:
+            return self.err("type-mismatch", f"the branches of 'if' have different types ({a} and {b})", n)
+        return u
+
+    def list_lit(self, n: ast.ListLit, scope: _Scope) -> Type:
+        elem: Type | None = None
+        for item in n.items:
+            t = self.visit(item, scope)
+            u = t if elem is None else self.unify(elem, t)
+            if u is None:
+                return self.err("type-mismatch", f"list elements have different types ({elem} and {t})", item)
+            elem = u
+        return list_of(elem or NOTHING)
+
+    def index(self, n: ast.Index, scope: _Scope) -> Type:
+        obj, idx = self.visit(n.obj, scope), self.visit(n.index, scope)
+        if idx.name not in ("int", "any"):
+            self.err("type-mismatch", f"an index must be an int, but `{self.text(n.index)}` is {idx}", n.index)
+        if obj.is_list:
+            return obj.item()
+        if obj.name in ("str", "any"):
+            return obj
+        return self.err("type-mismatch", f"`{self.text(n.obj)}` is {obj}; only lists and strings can be indexed", n.obj)
+
+    def slice(self, n: ast.Slice, scope: _Scope) -> Type:
+        obj = self.visit(n.obj, scope)
+        for bound in (n.lo, n.hi):
+            if bound is not None and self.visit(bound, scope).name not in ("int", "any"):
+                self.err("type-mismatch", "slice bounds must be ints", bound)
+        if obj.is_list or obj.name in ("str", "any"):
+            return obj
+        return self.err("type-mismatch", f"`{self.text(n.obj)}` is {obj}; only lists and strings can be sliced", n.obj)
 
     def bad_coll(self, n: ast.Node, t: Type) -> bool:
         """Whether collection `n` (of type `t`) was reported as wrong, so its elements' type is unknown."""
@@ -741,7 +781,7 @@ def check_rule(rule: Rule, catalogue: Catalogue) -> tuple[Resolution, list[Diagn
     """Type-check one rule against the catalogue; returns what names resolved to and every diagnostic."""
     res = Resolution()
     ch = _Checker(catalogue, res)
-    roots = _Scope()
+    roots = ch.roots
     for name, (t, _doc) in catalogue.roots.items():
         roots.vars[name] = _Var(t, None, "root")
     # Graph exclusions run once per graph, before any candidate: only `graph` is bound there.
@@ -758,7 +798,7 @@ def check_rule(rule: Rule, catalogue: Catalogue) -> tuple[Resolution, list[Diagn
 
     def run_checks(checks: Sequence[Check], outer: _Scope) -> None:
         for c in checks:
-            scope = ch.shared_scope(c, outer, roots) if c.shared is not None else outer
+            scope = ch.check_scope(c, outer)
             if c.kind == "use":  # load_rules resolves these (rules.resolve_shared) before checking
                 ch.diags.append(
                     Diagnostic("unknown-shared-check", f"`use: {c.name}` was not resolved to a shared check", c.span)
@@ -847,7 +887,7 @@ def check_rule_set(rules: Sequence[Rule], known_passes: Iterable[str] = ()) -> l
                 hint="'after'/'before' must describe one order",
             )
         )
-    return diags
+    return list(dict.fromkeys(diags))  # a name in a template's `after` is met once for each rule taking it in
 
 
 def order_cycle(constraints: dict[str, tuple[Sequence[str], Sequence[str]]]) -> list[str] | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Container, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,11 +42,13 @@ class Expr:
 
 @dataclass(frozen=True)
 class Binding:
-    """`let: {name: expr}`."""
+    """`let: {name: expr}`; `spliced_from`: the list of checks (as used) this let was taken in from, whose scope it
+    is checked in."""
 
     name: str
     expr: Expr
     span: Span
+    spliced_from: Check | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -73,11 +75,13 @@ class Check:
     """A named check: `require` (passes when true), `reject_if` (fails when true), or a `for_each` group; or, as
     read, `use: NAME` (kind "use", `name` the shared check's, `span` that of the name), which `resolve_shared`
     replaces by the shared check itself, its parameters read under the names of the caller's bindings (`args`,
-    `shared` its name: it is checked in a scope of the root bindings and those names alone)."""
+    `shared` its name: it is checked in a scope of the root bindings and those names alone). A shared check may
+    also be a list of checks (kind "list": `checks` and `let` alone), which a use splices into the caller's list:
+    its checks, each `spliced_from` the list as used, and its lets, joining the caller's."""
 
     name: str
     span: Span
-    kind: str  # "require" | "reject_if" | "group" | "use"
+    kind: str  # "require" | "reject_if" | "group" | "use" | "list"
     expr: Expr | None
     lets: tuple[Binding, ...] = ()
     var: str | None = None
@@ -89,6 +93,7 @@ class Check:
     params: tuple[Param, ...] = ()
     args: tuple[Arg, ...] = ()
     shared: str | None = None
+    spliced_from: Check | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -126,8 +131,8 @@ class Rule:
 
 @dataclass(frozen=True)
 class Template:
-    """`templates:` what rules share: levels and tags (a rule's own win), skip_graph and lets (before its own);
-    `params` are constants each rule gives with `with:`, bound as lets before the template's."""
+    """`templates:` what rules share: levels and tags (a rule's own win), order constraints, skip_graph and lets
+    (before its own); `params` are constants each rule gives with `with:`, bound as lets before the template's."""
 
     name: str
     span: Span
@@ -137,6 +142,10 @@ class Template:
     skip_graph: tuple[GraphSkip, ...]
     lets: tuple[Binding, ...]
     doc: YamlDoc
+    after: tuple[str, ...] = ()
+    before: tuple[str, ...] = ()
+    after_spans: tuple[Span, ...] = ()
+    before_spans: tuple[Span, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -232,91 +241,94 @@ class _Reader:
         return tuple(Param(k, v, self.doc.span([*path, k], key=True)) for k, v in raw.items())
 
     def check(self, raw: dict[str, Any], path: list[str | int]) -> Check | None:
+        """The check item at `path`: a `use`, a `require`/`reject_if`, a `for_each` group or, at the top of
+        `shared_checks`, a list of checks; None, with the problem reported, when it is malformed."""
         if "params" in raw and path[0] != "shared_checks":
-            self.diags.append(
-                Diagnostic(
-                    "rule-shape",
-                    "only a shared check (`shared_checks`) declares `params`",
-                    self.doc.span([*path, "params"], key=True),
-                )
-            )
+            self.shape_error("only a shared check (`shared_checks`) declares `params`", [*path, "params"])
             return None
         if "use" in raw:
-            others = [k for k in raw if k not in ("use", "with")]
-            if others:
-                self.diags.append(
-                    Diagnostic(
-                        "rule-shape",
-                        f"`use: {raw['use']}` takes the shared check whole: no other key goes with it "
-                        f"(found {', '.join(others)})",
-                        self.doc.span([*path, others[0]], key=True),
-                        hint="to change the check, copy it into the rule instead of using it",
-                    )
-                )
-                return None
-            args = tuple(Arg(k, v, self.doc.span([*path, "with", k])) for k, v in raw.get("with", {}).items())
-            return Check(raw["use"], self.doc.span([*path, "use"]), "use", None, args=args)
+            return self.use(raw, path)
         if "with" in raw:
-            self.diags.append(
-                Diagnostic("rule-shape", "'with' only goes with 'use'", self.doc.span([*path, "with"], key=True))
-            )
+            self.shape_error("'with' only goes with 'use'", [*path, "with"])
             return None
-        name = raw["name"]
-        span = self.doc.span([*path, "name"])
-        kinds = [k for k in ("require", "reject_if", "for_each") if k in raw]
-        if len(kinds) != 1:
-            found = ", ".join(kinds) if kinds else "none of them"
-            self.diags.append(
-                Diagnostic(
-                    "rule-shape",
-                    f"check '{name}' needs exactly one of 'require', 'reject_if' or 'for_each' (found {found})",
-                    span,
-                )
-            )
+        kind = self.kind(raw, path)
+        if kind is None:
             return None
-        if "for_each" in raw and "checks" not in raw:
-            self.diags.append(Diagnostic("rule-shape", f"check '{name}' has 'for_each' but no 'checks'", span))
-            return None
-        for key in ("checks", "where"):
-            if key in raw and "for_each" not in raw:
-                self.diags.append(
-                    Diagnostic(
-                        "rule-shape",
-                        f"check '{name}': '{key}' only goes with 'for_each'",
-                        self.doc.span([*path, key], key=True),
-                    )
-                )
-                return None
+        name, span = raw["name"], self.doc.span([*path, "name"])
         lets = self.lets(raw.get("let", {}), [*path, "let"])
         desc = raw.get("description", "")
         params = self.params(raw.get("params", {}), [*path, "params"])
-        kind = kinds[0]
-        if kind != "for_each":
+        if kind in ("require", "reject_if"):
             e = self.expr([*path, kind])
             return Check(name, span, kind, e, lets, description=desc, params=params) if e is not None else None
+        if kind == "list":
+            subs = self.checks(raw["checks"], path)
+            if subs is None:
+                return None
+            return Check(name, span, kind, None, lets, checks=subs, description=desc, params=params)
         m = _FOR_EACH.match(raw["for_each"])
         assert m is not None  # the schema's pattern
         var = m.group(2)
         var_span = self.doc.span_in_scalar([*path, "for_each"], len(m.group(1)), len(var))
         coll = self.expr([*path, "for_each"], text=m.group(4), offset=len(m.group(1)) + len(var) + len(m.group(3)))
         where = self.expr([*path, "where"]) if "where" in raw else None
-        subs = [self.check(c, [*path, "checks", k]) for k, c in enumerate(raw["checks"])]
-        if coll is None or ("where" in raw and where is None) or any(s is None for s in subs):
+        subs = self.checks(raw["checks"], path)
+        if coll is None or ("where" in raw and where is None) or subs is None:
             return None
-        return Check(
-            name,
-            span,
-            "group",
-            None,
-            lets,
-            var,
-            var_span,
-            coll,
-            where,
-            tuple(s for s in subs if s is not None),
-            desc,
-            params=params,
-        )
+        return Check(name, span, "group", None, lets, var, var_span, coll, where, subs, desc, params=params)
+
+    def checks(self, raw: list[dict[str, Any]], path: list[str | int]) -> tuple[Check, ...] | None:
+        """The checks of a group or list at `path` (None when any is malformed, each problem reported)."""
+        subs = [self.check(c, [*path, "checks", k]) for k, c in enumerate(raw)]
+        return None if any(s is None for s in subs) else tuple(s for s in subs if s is not None)
+
+    def shape_error(self, message: str, at: list[str | int], hint: str | None = None) -> None:
+        """Report a `rule-shape` problem at the key `at`."""
+        self.diags.append(Diagnostic("rule-shape", message, self.doc.span(at, key=True), hint=hint))
+
+    def use(self, raw: dict[str, Any], path: list[str | int]) -> Check | None:
+        """`use: NAME` (with its `with:` arguments), which takes no other key."""
+        others = [k for k in raw if k not in ("use", "with")]
+        if others:
+            self.shape_error(
+                f"`use: {raw['use']}` takes the shared check whole: no other key goes with it "
+                f"(found {', '.join(others)})",
+                [*path, others[0]],
+                hint="to change the check, copy it into the rule instead of using it",
+            )
+            return None
+        args = tuple(Arg(k, v, self.doc.span([*path, "with", k])) for k, v in raw.get("with", {}).items())
+        return Check(raw["use"], self.doc.span([*path, "use"]), "use", None, args=args)
+
+    def kind(self, raw: dict[str, Any], path: list[str | int]) -> str | None:
+        """Which check `raw` is: its one key of `require`, `reject_if` and `for_each`, or "list" (a shared check
+        with `checks` alone); None, with the problem reported, when its keys do not fit together."""
+        name = raw["name"]
+        kinds = [k for k in ("require", "reject_if", "for_each") if k in raw]
+        if not kinds and "checks" in raw and "where" not in raw and path[0] == "shared_checks" and len(path) == 2:
+            return "list"
+        if len(kinds) != 1:
+            found = ", ".join(kinds) if kinds else "none of them"
+            self.diags.append(
+                Diagnostic(
+                    "rule-shape",
+                    f"check '{name}' needs exactly one of 'require', 'reject_if' or 'for_each' (found {found})",
+                    self.doc.span([*path, "name"]),
+                    hint="only a shared check (at the top of `shared_checks`) can be a list of checks"
+                    if not kinds and "checks" in raw
+                    else None,
+                )
+            )
+            return None
+        if "for_each" in raw and "checks" not in raw:
+            span = self.doc.span([*path, "name"])
+            self.diags.append(Diagnostic("rule-shape", f"check '{name}' has 'for_each' but no 'checks'", span))
+            return None
+        for key in ("checks", "where"):
+            if key in raw and "for_each" not in raw:
+                self.shape_error(f"check '{name}': '{key}' only goes with 'for_each'", [*path, key])
+                return None
+        return kinds[0]
 
     def skips(self, raw: list[dict[str, str]], path: list[str | int]) -> tuple[GraphSkip, ...]:
         out = []
@@ -348,6 +360,15 @@ class _Reader:
         )
         return TemplateUse(raw["template"], self.doc.span([*path, "template"]), args, "levels" in raw, "tags" in raw)
 
+    def order(self, raw: dict[str, Any], path: list[str | int]) -> dict[str, Any]:
+        """A rule's or template's `after` and `before`, and the span of each name, as keyword arguments."""
+        out: dict[str, Any] = {}
+        for key in ("after", "before"):
+            names = raw.get(key, [])
+            out[key] = tuple(names)
+            out[f"{key}_spans"] = tuple(self.doc.span([*path, key, k]) for k in range(len(names)))
+        return out
+
     def template(self, raw: dict[str, Any], path: list[str | int]) -> Template:
         return Template(
             raw["name"],
@@ -358,6 +379,7 @@ class _Reader:
             self.skips(raw.get("skip_graph", []), [*path, "skip_graph"]),
             self.lets(raw.get("let", {}), [*path, "let"]),
             self.doc,
+            **self.order(raw, path),
         )
 
     def rule(self, raw: dict[str, Any], path: list[str | int]) -> Rule | None:
@@ -379,10 +401,7 @@ class _Reader:
             file=self.doc.source.name,
             description=raw.get("description", ""),
             levels=tuple(raw.get("levels", DEFAULT_LEVELS)),
-            after=tuple(raw.get("after", [])),
-            before=tuple(raw.get("before", [])),
-            after_spans=tuple(self.doc.span([*path, "after", k]) for k in range(len(raw.get("after", [])))),
-            before_spans=tuple(self.doc.span([*path, "before", k]) for k in range(len(raw.get("before", [])))),
+            **self.order(raw, path),
             enabled=bool(raw.get("enabled", True)),
             tags=tuple(raw.get("tags", [])),
             match=tuple(raw["match"]),
@@ -447,10 +466,41 @@ def read_rule_doc(
 
 def resolve_shared(files: Sequence[RuleFile]) -> tuple[list[Rule], list[Diagnostic]]:
     """The rules of `files` with every `use: NAME` replaced by the shared check NAME of any of them (nested uses
-    too), and the problems: a name defined twice, a use of an unknown name or of a check that uses itself, a
-    shared check no rule uses; and with its template (`template: NAME`) taken in. A rule with a use or a template
-    that cannot be resolved is left out."""
+    too; a list of checks spliced in place, its lets joining the caller's), and the problems: a name defined
+    twice, a use of an unknown name or of a check that uses itself, a shared check no rule uses; and with its
+    template (`template: NAME`) taken in. A rule with a use or a template that cannot be resolved is left out."""
     diags: list[Diagnostic] = []
+    uses = _Uses(_shared_table(files, diags), diags)
+    templates = _templates(files, diags)
+    rules: list[Rule] = []
+    for f in files:
+        for r in f.rules:
+            expanded = uses.expand(r.checks, ())
+            if expanded is None:
+                continue
+            checks, lifted = expanded
+            if _changed(checks, r.checks) or lifted:
+                r = replace(r, checks=checks, lets=(*r.lets, *lifted))
+            whole = _take_template(r, templates, diags)
+            if whole is not None:
+                rules.append(whole)
+    unused = [(n, c.span, "shared check") for n, c in uses.table.items() if n not in uses.used]
+    unused += [(n, t.span, "template") for n, t in templates.items() if n not in _templates_used(files)]
+    for name, span, what in unused:
+        diags.append(
+            Diagnostic(
+                f"unused-{what.replace(' ', '-')}",
+                f"{what} '{name}' is used by no rule (so it is not checked either)",
+                span,
+                severity="warning",
+            )
+        )
+    # a problem inside a shared check is met by every rule that uses it: report it once
+    return rules, list(dict.fromkeys(diags))
+
+
+def _shared_table(files: Sequence[RuleFile], diags: list[Diagnostic]) -> dict[str, Check]:
+    """The shared checks of `files` by name (one defined twice, or that is itself a `use`, is reported)."""
     table: dict[str, Check] = {}
     for f in files:
         for c in f.shared:
@@ -467,73 +517,75 @@ def resolve_shared(files: Sequence[RuleFile]) -> tuple[list[Rule], list[Diagnost
                 )
             else:
                 table[c.name] = c
-    used: set[str] = set()
+    return table
 
-    def expand(checks: tuple[Check, ...], stack: tuple[str, ...]) -> tuple[Check, ...] | None:
+
+class _Uses:
+    """Expands the uses of the shared checks `table` (reporting what cannot be), noting which are `used`."""
+
+    def __init__(self, table: dict[str, Check], diags: list[Diagnostic]) -> None:
+        self.table = table
+        self.diags = diags
+        self.used: set[str] = set()
+
+    def expand(
+        self, checks: tuple[Check, ...], stack: tuple[str, ...]
+    ) -> tuple[tuple[Check, ...], tuple[Binding, ...]] | None:
+        """`checks` with every use replaced by its shared check, nested ones too (a list's checks spliced in
+        place), and the lets of the lists spliced, to join the caller's; None when a use cannot be resolved.
+        `stack`: the shared checks being expanded (using one of them again is a cycle)."""
         out: list[Check] = []
+        lifted: list[Binding] = []
         ok = True
         for c in checks:
+            stack_c = stack
             if c.kind == "use":
-                shared = table.get(c.name)
-                if shared is None:
-                    known = sorted(table)
-                    loaded = f" (shared checks loaded: {', '.join(known)})" if known else " (none are loaded)"
-                    diags.append(
-                        Diagnostic(
-                            "unknown-shared-check",
-                            f"no shared check named '{c.name}'{loaded}",
-                            c.span,
-                            hint=did_you_mean(c.name, known)
-                            or "load the rule file that defines it (its `shared_checks`) together with this one",
-                        )
-                    )
-                    ok = False
-                    continue
-                if c.name in stack:
-                    cycle = " -> ".join([*stack[stack.index(c.name) :], c.name])
-                    diags.append(Diagnostic("shared-check-cycle", f"shared check uses itself: {cycle}", c.span))
-                    ok = False
-                    continue
-                used.add(c.name)
-                bound = _bind_params(shared, c, diags)
+                bound = self.bind(c, stack)
                 if bound is None:
                     ok = False
                     continue
                 c, stack_c = bound, (*stack, c.name)
-            else:
-                stack_c = stack
-            if c.kind == "group":
-                inner = expand(c.checks, stack_c)
-                if inner is None:
+            if c.kind in ("group", "list"):
+                expanded = self.expand(c.checks, stack_c)
+                if expanded is None:
                     ok = False
                     continue
-                if _changed(inner, c.checks):
-                    c = replace(c, checks=inner)
-            out.append(c)
-        return tuple(out) if ok else None
+                inner, inner_lets = expanded
+                if _changed(inner, c.checks) or inner_lets:
+                    c = replace(c, checks=inner, lets=(*c.lets, *inner_lets))
+            if c.kind == "list":
+                out.extend(
+                    s if s.shared is not None else replace(s, shared=c.shared, args=c.args, spliced_from=c)
+                    for s in c.checks
+                )
+                lifted.extend(b if b.spliced_from is not None else replace(b, spliced_from=c) for b in c.lets)
+            else:
+                out.append(c)
+        return (tuple(out), tuple(lifted)) if ok else None
 
-    templates = _templates(files, diags)
-    rules: list[Rule] = []
-    for f in files:
-        for r in f.rules:
-            checks = expand(r.checks, ())
-            if checks is not None:
-                whole = _take_template(replace(r, checks=checks) if _changed(checks, r.checks) else r, templates, diags)
-                if whole is not None:
-                    rules.append(whole)
-    unused = [(n, c.span, "shared check") for n, c in table.items() if n not in used]
-    unused += [(n, t.span, "template") for n, t in templates.items() if n not in _templates_used(files)]
-    for name, span, what in unused:
-        diags.append(
-            Diagnostic(
-                f"unused-{what.replace(' ', '-')}",
-                f"{what} '{name}' is used by no rule (so it is not checked either)",
-                span,
-                severity="warning",
+    def bind(self, use: Check, stack: tuple[str, ...]) -> Check | None:
+        """The shared check `use` names, its parameters bound to the caller's names (None, reported, when there is
+        none of that name, it is being expanded already, or the arguments do not fit)."""
+        shared = self.table.get(use.name)
+        if shared is None:
+            known = sorted(self.table)
+            loaded = f" (shared checks loaded: {', '.join(known)})" if known else " (none are loaded)"
+            self.diags.append(
+                Diagnostic(
+                    "unknown-shared-check",
+                    f"no shared check named '{use.name}'{loaded}",
+                    use.span,
+                    hint=did_you_mean(use.name, known)
+                    or "load the rule file that defines it (its `shared_checks`) together with this one",
+                )
             )
-        )
-    # a problem inside a shared check is met by every rule that uses it: report it once
-    return rules, list(dict.fromkeys(diags))
+            return None
+        if use.name in stack:
+            cycle = " -> ".join([*stack[stack.index(use.name) :], use.name])
+            self.diags.append(Diagnostic("shared-check-cycle", f"shared check uses itself: {cycle}", use.span))
+            return None
+        self.used.add(use.name)
+        return _bind_params(shared, use, self.diags)
 
 
 def _bind_params(shared: Check, use: Check, diags: list[Diagnostic]) -> Check | None:
@@ -643,8 +695,8 @@ _CONSTANT_TYPES = {"str": (str,), "int": (int,), "float": (int, float), "bool": 
 
 
 def _take_template(r: Rule, templates: dict[str, Template], diags: list[Diagnostic]) -> Rule | None:
-    """`r` with its template's levels and tags (unless it wrote its own), skip_graph and lets (the parameters'
-    constants first) before its own; None, with the problem reported, when they do not fit."""
+    """`r` with its template's levels and tags (unless it wrote its own), order constraints, skip_graph and lets
+    (the parameters' constants first) before its own; None, with the problem reported, when they do not fit."""
     use = r.template
     if use is None:
         return r
@@ -696,6 +748,10 @@ def _take_template(r: Rule, templates: dict[str, Template], diags: list[Diagnost
         r,
         levels=r.levels if use.own_levels or t.levels is None else t.levels,
         tags=r.tags if use.own_tags or t.tags is None else t.tags,
+        after=(*t.after, *r.after),
+        before=(*t.before, *r.before),
+        after_spans=(*t.after_spans, *r.after_spans),
+        before_spans=(*t.before_spans, *r.before_spans),
         skip_graph=(*t.skip_graph, *r.skip_graph),
         lets=(*consts, *t.lets, *r.lets),
         template=None,
@@ -711,7 +767,7 @@ def _constant(v: object, span: Span, path: tuple[str | int, ...]) -> Expr:
 
 def _changed(new: tuple[Check, ...], old: tuple[Check, ...]) -> bool:
     """Whether expanding the uses of `old` gave other checks (`new` holds the same objects where nothing was)."""
-    return any(a is not b for a, b in zip(new, old, strict=True))
+    return len(new) != len(old) or any(a is not b for a, b in zip(new, old, strict=True))
 
 
 def read_rule_file(path: str | Path) -> tuple[RuleFile | None, list[Diagnostic]]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-import run as bench
+from sections.common import count_bytecodes
+from sections.engine import render_engine
 
 
 def _loop(n: int) -> int:
@@ -17,7 +18,7 @@ def _loop(n: int) -> int:
 
 def test_bytecodes_are_counted_exactly_and_the_trace_is_restored() -> None:
     before = sys.gettrace()
-    ten, again, twenty = (bench.count_bytecodes(lambda n=n: _loop(n)) for n in (10, 10, 20))
+    ten, again, twenty = (count_bytecodes(lambda n=n: _loop(n)) for n in (10, 10, 20))
     assert ten == again > 0
     assert twenty - ten == 10 * ((twenty - ten) // 10) > 0  # the same instructions for each extra iteration
     assert sys.gettrace() is before
@@ -35,11 +36,11 @@ def _row(case: str, pm_ratio: float, ops: tuple[int, int] | None) -> dict[str, A
 
 
 def test_the_table_shows_the_bytecode_ratio_where_it_was_counted() -> None:
-    text = bench.render_engine({"rows": [_row("a", 1.1, (1500, 1000)), _row("b", 1.3, (1200, 1000))]})
+    text = render_engine({"rows": [_row("a", 1.1, (1500, 1000)), _row("b", 1.3, (1200, 1000))]})
     assert "| a | 10 | 1/2 |" in text and "| 1.500 | yes |" in text and "| 1.200 | yes |" in text
     assert "geometric mean 1.342 (min 1.200, max 1.500)" in text
     assert "at most 1.2 on every graph (aim 1.0): **not met**" in text
     assert "| **1.10** | 1.15 |" in text and "| **1.30** | 1.35 |" in text  # the figure, then the medians' ratio
-    old = bench.render_engine({"rows": [_row("a", 1.1, None)]})  # a run on record from before the count
+    old = render_engine({"rows": [_row("a", 1.1, None)]})  # a run on record from before the count
     assert "| — | yes |" in old and "Bytecodes executed" not in old
     assert "| **1.10** | — |" in old

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import run as bench
+from sections.memory import render_memory
 
 
 def _row(case: str, arena: int, lb: int, greedy: int) -> dict[str, Any]:
@@ -21,7 +21,7 @@ def test_the_summary_follows_each_synthetic_workload_across_sizes() -> None:
         _row("synthetic llm 100k", 1000, 1000, 1000),
         _row("synthetic split 100k", 1020, 1000, 1100),
     ]
-    text = bench.render_memory({"rows": rows})
+    text = render_memory({"rows": rows})
     assert "| synthetic split 100k | 100 | 10 |" in text
     assert (
         "as they grow: llm 1.0000 (10k; greedy 1.0000) → 1.0000 (100k; greedy 1.0000); "
@@ -31,5 +31,5 @@ def test_the_summary_follows_each_synthetic_workload_across_sizes() -> None:
 
 
 def test_one_size_of_each_workload_needs_no_growth_summary() -> None:
-    text = bench.render_memory({"rows": [_row("synthetic llm 10k", 100, 100, 100), _row("vgg19 (keep)", 5, 4, 5)]})
+    text = render_memory({"rows": [_row("synthetic llm 10k", 100, 100, 100), _row("vgg19 (keep)", 5, 4, 5)]})
     assert "as they grow" not in text and "on 1 of 2 graphs" in text

@@ -7,8 +7,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import memplan_bench
 import pytest
-import run as bench
+import run as driver
+from sections import engine, memplan, scale, workers
+from sections.scale_render import render_scale
+from sections.work import render_work
 
 
 def _calls(n: int) -> int:
@@ -19,7 +23,7 @@ def _calls(n: int) -> int:
 
 
 def _meter(count_calls: bool) -> Any:
-    meter = bench._StageMeter(count_calls)
+    meter = workers._StageMeter(count_calls)
     try:
         meter.start("many")
         _calls(5000)
@@ -55,13 +59,13 @@ def test_the_work_table_reads_growth_per_node_beside_time_and_the_machine() -> N
         ],
         "reference": [{"size": 1000, "walk": 0.2}, {"size": 10000, "walk": 0.3}],
     }
-    text = bench.render_work(work, scale)
+    text = render_work(work, scale)
     assert "| llm 1k | 100 | 50 | 20 | 0.0 | **70** |" in text  # calls per node by stage, then in total
     # load 40 / 50 a node, passes 22 / 20, write (under a call a node) none, in all 62 / 70; CPU 130 / 100 µs a
     # node; the walk 0.3 / 0.2
     assert "| llm 10k vs 1k | 0.80 | 1.10 | — | **0.89** | 1.30 | 1.50 |" in text
     assert "Failed: cnn 1k: exit code 1: MemoryError" in text
-    alone = bench.render_work(work)  # no timed run to compare with
+    alone = render_work(work)  # no timed run to compare with
     assert "| llm 10k vs 1k | 0.80 | 1.10 | — | **0.89** | — | — |" in alone
 
 
@@ -89,7 +93,7 @@ def test_huge_pages_runs_are_compared_with_their_own_mode_only() -> None:
             {"size": 10000, "pages": "huge", "build": 1.0, "walk": 0.4, "copy": 2.0},
         ],
     }
-    text = bench.render_scale(scale)
+    text = render_scale(scale)
     assert "| llm 10k vs 1k | 1.30 | **1.30** |" in text  # 130 / 100 µs a node
     assert "| llm 10k vs 1k (huge pages) | 1.05 | **1.05** |" in text  # 210 / 200
     assert "| 10k vs 1k | 1.00 | 1.50 | 1.00 | 0.30 |" in text
@@ -104,7 +108,7 @@ def test_huge_pages_runs_are_compared_with_their_own_mode_only() -> None:
             {"workload": "llm", "size": 10000, "nodes": 1000, "calls": {"load": 50000}},
         ],
     }
-    assert "| llm 10k vs 1k | 1.00 | **1.00** | 1.30 | 1.50 |" in bench.render_work(work, scale)
+    assert "| llm 10k vs 1k | 1.00 | **1.00** | 1.30 | 1.50 |" in render_work(work, scale)
 
 
 def test_huge_pages_need_transparent_huge_pages_and_glibc_2_35(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -117,17 +121,17 @@ def test_huge_pages_need_transparent_huge_pages_and_glibc_2_35(monkeypatch: pyte
             raise FileNotFoundError(str(self))
         return modes["enabled"]
 
-    monkeypatch.setattr(bench.Path, "read_text", read_text)
-    monkeypatch.setattr(bench.platform, "libc_ver", lambda: ("glibc", "2.36"))
-    assert bench.huge_pages_unavailable() is None
-    monkeypatch.setattr(bench.platform, "libc_ver", lambda: ("glibc", "2.31"))
-    assert "glibc 2.35 or later" in (bench.huge_pages_unavailable() or "")
+    monkeypatch.setattr(scale.Path, "read_text", read_text)
+    monkeypatch.setattr(scale.platform, "libc_ver", lambda: ("glibc", "2.36"))
+    assert scale.huge_pages_unavailable() is None
+    monkeypatch.setattr(scale.platform, "libc_ver", lambda: ("glibc", "2.31"))
+    assert "glibc 2.35 or later" in (scale.huge_pages_unavailable() or "")
     modes["enabled"] = "always madvise [never]\n"
-    assert "disabled" in (bench.huge_pages_unavailable() or "")
+    assert "disabled" in (scale.huge_pages_unavailable() or "")
     del modes["enabled"]
-    assert "no transparent huge pages" in (bench.huge_pages_unavailable() or "")
+    assert "no transparent huge pages" in (scale.huge_pages_unavailable() or "")
     data = {"sizes": [1000], "runs": [], "reference": [], "huge_pages_unavailable": "no transparent huge pages"}
-    assert "No huge-pages runs: no transparent huge pages." in bench.render_scale(data)
+    assert "No huge-pages runs: no transparent huge pages." in render_scale(data)
 
 
 def test_a_huge_pages_worker_gets_the_allocator_settings(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -142,12 +146,12 @@ def test_a_huge_pages_worker_gets_the_allocator_settings(monkeypatch: pytest.Mon
         seen.append(kwargs.get("env"))
         return Done()
 
-    monkeypatch.setattr(bench.subprocess, "run", fake_run)
+    monkeypatch.setattr(scale.subprocess, "run", fake_run)
     for huge in (False, True):
-        assert bench._run_worker(["reference", "10"], print, huge_pages=huge)[0] == {"walk": 1.0}
+        assert scale.run_worker(["reference", "10"], print, huge_pages=huge)[0] == {"walk": 1.0}
     assert seen[0] is None  # the default mode inherits the environment as it is
     assert seen[1]["PYTHONMALLOC"] == "malloc" and seen[1]["GLIBC_TUNABLES"] == "glibc.malloc.hugetlb=1"
-    assert seen[1]["PATH"] == bench.os.environ["PATH"]
+    assert seen[1]["PATH"] == scale.os.environ["PATH"]
 
 
 def _result(load: float, passes: float, peak: float) -> dict[str, Any]:
@@ -164,8 +168,8 @@ def _result(load: float, passes: float, peak: float) -> dict[str, Any]:
 
 
 def test_a_round_measures_each_smaller_size_before_and_after_each_larger_one() -> None:
-    assert bench.round_order([10_000, 1_000_000, 100_000]) == [10_000, 100_000, 1_000_000, 100_000, 10_000]
-    assert bench.round_order([1000]) == [1000]
+    assert scale.round_order([10_000, 1_000_000, 100_000]) == [10_000, 100_000, 1_000_000, 100_000, 10_000]
+    assert scale.round_order([1000]) == [1000]
 
 
 def test_compiles_run_in_rounds_and_each_stage_keeps_its_mean_and_highest_peak(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -184,9 +188,9 @@ def test_compiles_run_in_rounds_and_each_stage_keeps_its_mean_and_highest_peak(m
         res["nodes"] = int(size)
         return res, {}, ""
 
-    monkeypatch.setattr(bench, "_run_worker", fake_worker)
-    monkeypatch.setattr(bench.synthetic, "WORKLOADS", ("llm",))
-    data = bench.bench_scale([1000, 2000], False, lambda _: None, repeat=2)
+    monkeypatch.setattr(scale, "run_worker", fake_worker)
+    monkeypatch.setattr(scale.synthetic, "WORKLOADS", ("llm",))
+    data = scale.bench_scale([1000, 2000], False, lambda _: None, repeat=2)
     kinds = [(c[0], Path(c[1]).name if c[0] == "compile" else c[-1]) for c in calls if c[0] != "generate"]
     one_round = [("reference", "1000"), ("reference", "2000"), ("reference", "1000")]
     one_round += [("compile", "llm_1000.json"), ("compile", "llm_2000.json"), ("compile", "llm_1000.json")]
@@ -197,7 +201,7 @@ def test_compiles_run_in_rounds_and_each_stage_keeps_its_mean_and_highest_peak(m
     assert st["passes"]["cpu"] == pytest.approx(0.20) and st["load"]["peak_mib"] == 130.0  # the highest peak
     assert [s["round"] for s in small["samples"]] == [0, 0, 1, 1] and small["cpu_least"] == pytest.approx(0.40)
     assert data["reference"][0]["samples"] == [{"round": 0, "walk": 1.0}] * 2 + [{"round": 1, "walk": 1.0}] * 2
-    text = bench.render_scale(data)
+    text = render_scale(data)
     assert "compiled in 2 rounds" in text and "order 1k, 2k, 1k" in text
     assert "| llm 1k | 1000 |" in text and "| 450 | 50% |" in text  # 0.45 CPU s a 1000 nodes; (0.6 - 0.4) / 0.4
     # 2k: mean 1.4 CPU s, 700 µs a node, against 450; round by round 600 against (400 + 600) / 2 and 800
@@ -221,9 +225,9 @@ def test_a_compile_that_fails_fails_the_graph_and_the_verifier_alone_is_left_out
     def fake_worker(args: list[str], log: Any, *, huge_pages: bool = False) -> tuple[Any, Any, str]:
         return outcomes.pop(0)
 
-    monkeypatch.setattr(bench, "_run_worker", fake_worker)
+    monkeypatch.setattr(scale, "run_worker", fake_worker)
     gen = {"nodes": 1000, "file_mib": 1.0}
-    g = bench._ScaledGraph("cnn", 1000, "g", "m", gen, False)
+    g = scale._ScaledGraph("cnn", 1000, "g", "m", gen, False)
     g.compile(0, lambda _: None)
     g.compile(1, lambda _: None)
     g.compile(2, lambda _: None)  # a failed graph is not compiled again
@@ -231,14 +235,14 @@ def test_a_compile_that_fails_fails_the_graph_and_the_verifier_alone_is_left_out
     failed.update(error="failed in passes: exit code 1: MemoryError", stages={"load": {}, "copy": {}})
     assert g.records() == [failed]  # and no figure of the compile that went through
     outcomes[:] = [
-        (None, {s: {} for s in bench.STAGES[:5]}, "exit code 1: MemoryError"),  # the verifier ran out
+        (None, {s: {} for s in scale.STAGES[:5]}, "exit code 1: MemoryError"),  # the verifier ran out
         (_result(0.3, 0.1, 100.0), {}, ""),
     ]
     seen: list[list[str]] = []
     monkeypatch.setattr(
-        bench, "_run_worker", lambda args, log, huge_pages=False: (seen.append(args), outcomes.pop(0))[1]
+        scale, "run_worker", lambda args, log, huge_pages=False: (seen.append(args), outcomes.pop(0))[1]
     )
-    g = bench._ScaledGraph("cnn", 1000, "g", "m", gen, False)
+    g = scale._ScaledGraph("cnn", 1000, "g", "m", gen, False)
     g.compile(0, lambda _: None)
     assert seen == [["compile", "g", "m"], ["compile", "g", "m", "--no-verify"]]
     first, done = g.records()
@@ -248,38 +252,38 @@ def test_a_compile_that_fails_fails_the_graph_and_the_verifier_alone_is_left_out
 
 def test_repeat_must_be_at_least_one(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
-        bench.main(["--repeat", "0", "--only", "scale"])
+        driver.main(["--repeat", "0", "--only", "scale"])
     assert exc.value.code == 2 and "--repeat must be at least 1, not 0" in capsys.readouterr().err
 
 
 def test_the_memplan_section_needs_the_shared_instances_before_any_work(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(bench.memplan_bench, "DATA", tmp_path / "nowhere")
+    monkeypatch.setattr(memplan_bench, "DATA", tmp_path / "nowhere")
     ran: list[str] = []
-    monkeypatch.setattr(bench, "bench_engine", lambda *a: ran.append("engine"))
+    monkeypatch.setattr(engine, "bench_engine", lambda *a: ran.append("engine"))
     with pytest.raises(SystemExit) as exc:
-        bench.main(["--only", "engine,memplan", "--no-write"])
+        driver.main(["--only", "engine,memplan", "--no-write"])
     err = capsys.readouterr().err
     assert exc.value.code == 2 and "nowhere: no such folder" in err and "leave it out with --only" in err
     assert ran == []  # refused before the engine section ran
     (tmp_path / "nowhere").mkdir()
-    assert "no CSV instance" in (bench.memplan_bench.missing_data() or "")
+    assert "no CSV instance" in (memplan_bench.missing_data() or "")
 
 
 def test_a_failed_memplan_run_is_not_stored_and_fails_the_run(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "a.csv").write_text("id,lower,upper,size\nx,0,1,8\n")
-    monkeypatch.setattr(bench.memplan_bench, "DATA", tmp_path)
+    monkeypatch.setattr(memplan_bench, "DATA", tmp_path)
 
     class Proc:
         returncode = 1
         stdout = ""
         stderr = "Traceback ...\nValueError: bad row\n"
 
-    monkeypatch.setattr(bench.subprocess, "run", lambda *a, **k: Proc())
-    assert bench.main(["--only", "memplan", "--no-write"]) == 1
+    monkeypatch.setattr(memplan.subprocess, "run", lambda *a, **k: Proc())
+    assert driver.main(["--only", "memplan", "--no-write"]) == 1
     assert "error: memplan: memplan_bench.py exited with 1: ValueError: bad row" in capsys.readouterr().err
     row = {"instance": "a.csv", "buffers": 1, "lower_bound": 8, "baseline_arena": 8, "baseline_ratio": 1.0}
     row.update(planner_arena=16, planner_ratio=2.0, planner_s=0.1, baseline_s=0.1, time_ratio=1.0, valid=False)
@@ -292,7 +296,7 @@ def test_a_failed_memplan_run_is_not_stored_and_fails_the_run(
             }
         ),
     )
-    assert bench.main(["--only", "memplan", "--no-write"]) == 1  # shown, with the invalid row, and failing
+    assert driver.main(["--only", "memplan", "--no-write"]) == 1  # shown, with the invalid row, and failing
     out, err = capsys.readouterr()
     assert "| a.csv | 1 | 8 | 8 | 1.0000 | 16 | 2.0000 |" in out and "| NO |" in out
     assert "error: memplan: a placement is not valid" in err

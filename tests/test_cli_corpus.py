@@ -133,3 +133,12 @@ def test_nearmiss_ranks_the_corpus_candidates_by_bytes(tmp_path: Path) -> None:
     assert [e["graph"].rsplit("/", 1)[1] for e in report["errors"]] == ["broken.yaml"]
     code, text, _ = run(*args, "--no-cache", "-j", "1")
     assert "InputCheck/CheckTensorAlign:" in text and "broken.yaml" in text
+
+
+def test_nearmiss_results_come_from_the_cache_the_second_time(tmp_path: Path) -> None:
+    """A second `corpus nearmiss` over the same graphs and rules reads every result from the cache, unchanged."""
+    args = ["corpus", "nearmiss", "--rules", strict_rules(tmp_path), EXAMPLES, "--cache", str(tmp_path / "c")]
+    code, first, err = run(*args, "--format", "json", "-j", "1")
+    assert code == 0 and " 0 of " in err, err
+    code, again, err = run(*args, "--format", "json", "-j", "1")
+    assert again == first and "from the cache" in err and " 0 of " not in err, err

@@ -326,3 +326,82 @@ def test_a_shared_check_runs_in_each_using_rules_scope(closures: bool, tmp_path:
     assert (three.rule, three.fired, three.check_path) == ("NeedsThree", False, ("EnoughInputs", "Counted"))
     assert three.check_span is not None and three.check_span.file.endswith("shared.yaml")  # where it is written
     assert three.summary().endswith("`node.input_count >= least` is false: 2 >= 3")
+
+
+SHARED_LIST = """
+shared_checks:
+  - name: RankFits
+    params: {least: int, d: TensorDesc}
+    let:
+      r: d.origin_rank
+    checks:
+      - name: RankKnown
+        require: r >= 0
+      - name: RankAtLeast
+        require: r >= least
+"""
+
+LIST_USERS = """
+rules:
+  - name: InputsRanked
+    match: [ConcatD]
+    let:
+      least: "2"
+    checks:
+      - name: Inputs
+        for_each: i in node.inputs
+        let: {d: i.desc}
+        checks:
+          - {use: RankFits, with: {least: least, d: d}}
+  - name: OutputRanked
+    match: [ConcatD]
+    let:
+      least: "3"
+      out: node.output_descs[0]
+    checks:
+      - {use: RankFits, with: {least: least, d: out}}
+"""
+
+
+@pytest.mark.parametrize("closures", [False, True], ids=["generated", "closures"])
+def test_a_shared_list_of_checks_is_spliced_into_each_users_list(closures: bool, tmp_path: Path) -> None:
+    (tmp_path / "shared.yaml").write_text(SHARED_LIST)
+    (tmp_path / "users.yaml").write_text(LIST_USERS)
+    rules = load_rules([tmp_path])
+    assert not rules.diagnostics
+    by_name = {r.name: r.rule for r in rules.rules}
+    group = by_name["InputsRanked"].checks[0]
+    assert [c.name for c in group.checks] == ["RankKnown", "RankAtLeast"]  # no level of the list's own
+    assert [b.name for b in group.lets] == ["d", "r"]  # its let joins the group's, after the group's own
+    assert [b.name for b in by_name["OutputRanked"].lets] == ["least", "out", "r"]
+    if closures:
+        rules = _closures_only(rules)
+    g = load_graph(example_path("allgather_concat.yaml"))  # a concat of two rank-2 inputs, a rank-2 output
+    inputs, output = [d for r in build_pass_manager(rules).run(g) for d in r.decisions]
+    assert (inputs.rule, inputs.fired) == ("InputsRanked", True)
+    assert (output.rule, output.fired, output.check_path) == ("OutputRanked", False, ("RankAtLeast",))
+    assert output.check_span is not None and output.check_span.file.endswith("shared.yaml")
+    assert output.summary().endswith("`r >= least` is false: 2 >= 3")
+
+
+def test_a_templates_order_constraints_join_each_rules_own(tmp_path: Path) -> None:
+    (tmp_path / "rules.yaml").write_text(
+        """
+templates:
+  - name: Late
+    after: [Early]
+    before: [Last]
+rules:
+  - {name: Early, match: [ConcatD], checks: [{name: Any, require: 'true'}]}
+  - {name: Last, match: [ConcatD], checks: [{name: Any, require: 'true'}]}
+  - {name: Middle, template: Late, after: [Last2], match: [ConcatD], checks: [{name: Any, require: 'true'}]}
+  - {name: Last2, match: [ConcatD], checks: [{name: Any, require: 'true'}]}
+"""
+    )
+    rules = load_rules([tmp_path])
+    assert not rules.diagnostics
+    middle = rules.by_name()["Middle"].rule
+    assert (middle.after, middle.before) == (("Early", "Last2"), ("Last",))
+    assert [s.line for s in middle.after_spans] == [4, 9]  # each where it is written
+    order = [p.name for p in build_pass_manager(rules).passes if p.name in ("Early", "Middle", "Last", "Last2")]
+    assert order.index("Early") < order.index("Middle") < order.index("Last")

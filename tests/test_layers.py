@@ -32,6 +32,7 @@ LAYERS = {
     "rulepass.lsp": 5,  # front-ends beside the command line (the language server)
     "rulepass.lsp_analysis": 5,
     "rulepass.cli_corpus": 5,
+    "rulepass.cli_report": 5,
     "rulepass.cli_nearmiss": 5,  # a command of the CLI in its own module
     "rulepass.__main__": 6,
     "rulepass": 0,  # the package's own __init__ (its version)

@@ -1,5 +1,6 @@
 """The report page in a real browser: headless Chromium loads it from disk, with no error in its console, and its
-DOM shows every part (summary, decisions, zero-copy groups, memory, timeline, graph).
+DOM shows every part (summary, decisions, zero-copy groups, memory, timeline, graph); a corpus's page likewise
+(its summary, and each graph's parts in a section that opens).
 
 Chromium comes from the system's package manager (`.ci/run` installs it where it runs as root with apt); where
 there is none, these tests skip and say so. The browser runs with its background networking off and a private
@@ -14,6 +15,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from rulepass.compiler.corpus.inputs import RuleSource, expand
+from rulepass.compiler.render.corpus_report import corpus_report
 from rulepass.compiler.render.dot import graph_dot
 from rulepass.compiler.render.graphviz import dot_program, layout
 from rulepass.compiler.render.report import report_html
@@ -91,7 +94,7 @@ def test_the_report_loads_without_errors_and_shows_its_parts(which: str, tmp_pat
     assert list(found) == list(PARTS)
     assert found["memory"].count("<svg") == 1 and found["memory"].count('class="panel"') >= 2
     assert found["timeline"].count('class="task"') >= 1
-    assert "<table" in found["summary"] and '<table id="decision-table">' in found["decisions"]
+    assert "<table" in found["summary"] and '<table class="decision-table">' in found["decisions"]
     if which == "fresh":
         assert "CheckTensorAlign" in found["decisions"] and 'class="missed"' in found["decisions"]
     else:  # the AllGather+Concat example: its concat is zero-copy
@@ -100,4 +103,23 @@ def test_the_report_loads_without_errors_and_shows_its_parts(which: str, tmp_pat
     assert "<svg" in graph or "<pre>digraph" in graph
     if which == "committed" or dot_program() is not None:
         assert 'class="node"' in graph  # Graphviz's picture, parsed into the page
+    assert re.findall(r'(?:src|href)="(?!#)', dom) == []  # nothing outside the page
+
+
+def test_the_corpus_report_loads_without_errors_and_shows_each_graph(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("nodes: [\n", encoding="utf-8")
+    entries = expand([str(Path(example_path()).parent), str(broken)])
+    page = tmp_path / "corpus.html"
+    page.write_text(corpus_report(entries, RuleSource.read(None), RuleSource.read(None)).html, encoding="utf-8")
+    dom, console = load(page, tmp_path / "profile")
+    assert console == []
+    found = sections(dom)
+    graphs = [f"g-{k}-{part}" for k in range(1, 5) for part in PARTS]
+    assert list(found) == ["summary", "corpus-diff", *graphs]
+    assert found["summary"].count('<a href="#g-') == 5 and found["summary"].count('<tr class="failed">') == 1
+    assert "0 changed, 4 unchanged, 1 unreadable" in found["corpus-diff"]
+    assert dom.count("<details id=") == 5 and "broken.yaml" in dom
+    for k in range(1, 5):
+        assert found[f"g-{k}-memory"].count("<svg") == 1 and 'class="decision-table"' in found[f"g-{k}-decisions"]
     assert re.findall(r'(?:src|href)="(?!#)', dom) == []  # nothing outside the page

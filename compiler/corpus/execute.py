@@ -106,9 +106,15 @@ def _from_cache(store: Store | None, job: Job) -> tuple[tuple[str, tuple[str, ..
     for p in job.products:
         key = job.key(p, frozenset(named[1]))
         hit = store.get(key)
-        if isinstance(hit, dict) and "error" in hit and (hit["error"] is not None or "decisions" in hit):
+        if isinstance(hit, dict) and "error" in hit and (hit["error"] is not None or _complete(hit)):
             out[key] = hit
     return named, out
+
+
+def _complete(hit: dict[str, Any]) -> bool:
+    """Whether a cached result without an error holds what its product gives (decisions, near misses, report
+    sections, a plan)."""
+    return any(k in hit for k in ("decisions", "near_misses", "sections", "plan"))
 
 
 def _remaining(job: Job, named: tuple[str, tuple[str, ...]] | None, known: dict[str, dict[str, Any]]) -> Job | None:

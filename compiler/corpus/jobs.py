@@ -24,6 +24,7 @@ from ...engine.decisions import Decision
 from ..graph_file import copy_graph, load_graph_text
 from ..ir import ComputeGraph
 from ..pipeline import OptimizeResult, Undo, compile_graph, optimize
+from ..render.graph_report import REPORT, graph_report, model_of, model_report
 from ..task_registry import ModelTaskType
 from .inputs import GraphData, RuleFingerprint, RuleSource, error_line, result_key
 
@@ -78,7 +79,8 @@ def run_job(job: Job) -> JobResult:
             warnings.simplefilter("ignore")  # an importer's notes are not the corpus report's business
             graph = load_graph_data(job.graph)
     except RulepassError as exc:
-        return JobResult(error=error_line(job.graph.entry, exc))
+        model = model_of(job.graph.data) if any(p.kind.startswith(REPORT) for p in job.products) else None
+        return _model_job(job, model) if model is not None else JobResult(error=error_line(job.graph.entry, exc))
     except Exception as exc:  # a bug: one line in the report, not the end of the corpus
         return JobResult(error=f"internal error: {type(exc).__name__}: {exc}")
     op_types = frozenset(n.type for n in graph.all_nodes())
@@ -164,19 +166,50 @@ def _optimize(graph: ComputeGraph, rules: RuleSet, level: str, disabled: tuple[s
     return {**_decisions_of(result), "virtual_ops": virtual, "error": None}
 
 
+def _plan(graph: ComputeGraph, rules: RuleSet, level: str, disabled: tuple[str, ...]) -> dict[str, Any]:
+    """The plan product: the memory plan of the compile (`MemoryPlan.to_json`)."""
+    return {"plan": compile_graph(graph, rules, level=level, disabled=disabled).memory.plan.to_json(), "error": None}
+
+
 ProductFn = Callable[[ComputeGraph, RuleSet, str, tuple[str, ...]], dict[str, Any]]
 PRODUCTS: dict[str, ProductFn] = {
     "compile": _compile,
     "optimize": _optimize,
+    "plan": _plan,
 }
 NEAR_MISS = "nearmiss:"  # + K: the near misses failing 1..K checks (`compiler.nearmiss`)
 
 
 def product(kind: str) -> ProductFn:
-    """The function computing product `kind`: one of PRODUCTS, or `nearmiss:K`."""
+    """The function computing product `kind`: one of PRODUCTS, `nearmiss:K`, or `report:N:GRAPHVIZ`."""
     if kind.startswith(NEAR_MISS):
         return _near_misses(int(kind[len(NEAR_MISS) :]))
+    if kind.startswith(REPORT):
+        return _report(kind)
     return PRODUCTS[kind]
+
+
+def _report(kind: str) -> ProductFn:
+    def run(graph: ComputeGraph, rules: RuleSet, level: str, disabled: tuple[str, ...]) -> dict[str, Any]:
+        """The report product: the graph's figures and its report's sections (`render.graph_report`)."""
+        return graph_report(graph, rules, level, disabled, kind)
+
+    return run
+
+
+def _model_job(job: Job, model: dict[str, Any]) -> JobResult:
+    """A job on a model file: its report products read the model (it holds no decisions, and no rule runs on
+    it: no op type makes a rule relevant to its cache key); any other product is an error."""
+    name = Path(job.graph.entry.path).stem
+    results: dict[str, dict[str, Any]] = {}
+    for p in job.products:
+        key = job.key(p, frozenset())
+        if p.kind.startswith(REPORT):
+            results[key] = model_report(model, name, p.kind)
+        else:
+            message = f"'{job.graph.entry.path}' is a model file: {p.kind} needs the graph file"
+            results[key] = {"error": {"code": "model", "message": message}}
+    return JobResult(name, (), tuple(sorted(results.items())))
 
 
 def _near_misses(max_failed: int) -> ProductFn:

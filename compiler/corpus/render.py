@@ -31,15 +31,18 @@ def render(report: dict[str, Any], fmt: str) -> str:
     """The report in `fmt` (one of FORMATS)."""
     if fmt == "json":
         return json_text(report)
+    return {"text": _text, "markdown": _markdown, "html": _html}[fmt](_blocks(report), _title(report))
+
+
+def _blocks(report: dict[str, Any]) -> list[Block]:
     kind = report["kind"]
-    blocks = (
+    return (
         _diff_blocks(report)
         if kind == "diff"
         else _nearmiss_blocks(report)
         if kind == "nearmiss"
         else _batch_blocks(report)
     )
-    return {"text": _text, "markdown": _markdown, "html": _html}[fmt](blocks, _title(report))
 
 
 def json_text(report: dict[str, Any]) -> str:
@@ -232,10 +235,22 @@ def _html(blocks: Sequence[Block], title: str) -> str:
         '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{e(title)}</title><style>{_STYLE}</style></head><body>",
         f"<h1>{e(title)}</h1>",
+        *_html_blocks(blocks, "h2"),
     ]
+    return "\n".join([*parts, "</body></html>"]) + "\n"
+
+
+def html_fragment(report: dict[str, Any], heading: str = "h3") -> str:
+    """The HTML report's body without its page (headings as `heading`): a part of another page."""
+    return "\n".join(_html_blocks(_blocks(report), heading)) + "\n"
+
+
+def _html_blocks(blocks: Sequence[Block], heading: str) -> list[str]:
+    e = html.escape
+    parts = []
     for kind, body in blocks:
         if kind == "h":
-            parts.append(f"<h2>{e(body)}</h2>")
+            parts.append(f"<{heading}>{e(body)}</{heading}>")
         elif kind == "p":
             parts.append(f"<p>{e(body)}</p>")
         elif kind == "list":
@@ -245,4 +260,4 @@ def _html(blocks: Sequence[Block], title: str) -> str:
             head = "".join(f"<th>{e(h)}</th>" for h in headers)
             cells = "".join("<tr>" + "".join(f"<td>{e(str(x))}</td>" for x in row) + "</tr>" for row in rows)
             parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{cells}</tbody></table>")
-    return "\n".join([*parts, "</body></html>"]) + "\n"
+    return parts

@@ -456,88 +456,123 @@ def _relate_layouts(
 
     `alloc_size` gives a tensor's allocation size (padded continuous layouts stride by it).
     """
+    relations = _Relations(lay, anchors, alloc_size)
+    for node in nodes:
+        relations.node(node)
 
-    def aid(out: OutAnchor) -> str:
+
+class _Relations:
+    """The layout relations of one node after another, recorded in `lay` (see `_relate_layouts`)."""
+
+    def __init__(self, lay: _Layout, anchors: dict[str, OutAnchor], alloc_size: Callable[[OutAnchor], int]) -> None:
+        self.lay = lay
+        self.anchors = anchors
+        self.alloc_size = alloc_size
+
+    def aid(self, out: OutAnchor) -> str:
+        """The tensor's id, noting it among the related anchors."""
         tid = anchor_id(out)
-        anchors[tid] = out
+        self.anchors[tid] = out
         return tid
 
-    for node in nodes:
+    def node(self, node: Node) -> None:
+        """What `node` demands: a no-padding split alone, else its outputs' reuse, as a subgraph's NetOutput,
+        a zero-copy or padded continuous input, a continuous output."""
         dim_index = attr_int(node, "_reuse_input_on_dim_index", 0)
         if is_nopadding_continuous_output(node):
-            src = node.in_peers[0] if node.in_peers else None
-            if src is None:
-                raise error("memory-layout", f"no-padding split '{node.name}' has no input 0", where=node.name)
-            offset = 0
-            for out in node.out_anchors:
-                why = f"no-padding continuous output of {node.name}"
-                lay.relate(aid(out), aid(src), offset, why, node.name, "part")
-                offset += _nopadding_size(node, out.desc.shape, out.desc.dtype, dim_index)
-            continue
+            self._nopad_outputs(node, dim_index)
+            return
+        if is_subgraph_input(node):
+            self._subgraph_input(node)
+        else:
+            self._reuses(node)
+        if node.op.type == "NetOutput" and node.graph.parent_node is not None:
+            self._subgraph_output(node, node.graph.parent_node)
+        if is_nopadding_continuous_input(node):
+            self._nopad_inputs(node, dim_index)
+        elif is_padded_continuous_input(node):
+            self._padded_inputs(node)
+        if attr_bool(node, "continuous_output") and len(node.out_peers) > 1:
+            self._continuous_outputs(node)
+
+    def _nopad_outputs(self, node: Node, dim_index: int) -> None:
+        """A no-padding split: its outputs back to back inside its input 0."""
+        src = node.in_peers[0] if node.in_peers else None
+        if src is None:
+            raise error("memory-layout", f"no-padding split '{node.name}' has no input 0", where=node.name)
+        offset = 0
         for out in node.out_anchors:
-            k = -1
-            if is_subgraph_input(node):
-                p = attr_int(node, ATTR_PARENT_NODE_INDEX, -1)
-                parent = node.graph.parent_node
-                if parent is not None and 0 <= p < len(parent.in_peers) and parent.in_peers[p] is not None:
-                    src = parent.in_peers[p]
-                    assert src is not None
-                    lay.relate(aid(out), aid(src), 0, f"subgraph input {node.name}", node.name, "equal")
-                continue
+            why = f"no-padding continuous output of {node.name}"
+            self.lay.relate(self.aid(out), self.aid(src), offset, why, node.name, "part")
+            offset += _nopadding_size(node, out.desc.shape, out.desc.dtype, dim_index)
+
+    def _subgraph_input(self, node: Node) -> None:
+        """A subgraph's input node: each output is the parent's input `_parent_node_index`."""
+        for out in node.out_anchors:
+            p = attr_int(node, ATTR_PARENT_NODE_INDEX, -1)
+            parent = node.graph.parent_node
+            if parent is not None and 0 <= p < len(parent.in_peers) and parent.in_peers[p] is not None:
+                src = parent.in_peers[p]
+                assert src is not None
+                self.lay.relate(self.aid(out), self.aid(src), 0, f"subgraph input {node.name}", node.name, "equal")
+
+    def _reuses(self, node: Node) -> None:
+        """Each output reusing an input: at that input."""
+        for out in node.out_anchors:
             k = ref_input_index(out)
             if 0 <= k < len(node.in_peers):
                 src = node.in_peers[k]
                 if src is not None:
                     # a zero-copy concat's output starts at input 0 and contains it; other reuse is the same bytes
                     kind = "contains" if is_nopadding_continuous_input(node) else "equal"
-                    lay.relate(
-                        aid(out), aid(src), 0, f"{node.name} output {out.index} reuses input {k}", node.name, kind
-                    )
-        if node.op.type == "NetOutput" and node.graph.parent_node is not None:
-            parent = node.graph.parent_node
-            for k, src in enumerate(node.in_peers):
-                p = attr_int(node.op.input_descs[k], ATTR_PARENT_NODE_INDEX, -1)
-                if src is not None and 0 <= p < len(parent.out_peers):
-                    lay.relate(
-                        aid(OutAnchor(parent, p)), aid(src), 0, f"subgraph output of {parent.name}", node.name, "equal"
-                    )
-        if is_nopadding_continuous_input(node):
-            first = node.in_peers[0]
+                    why = f"{node.name} output {out.index} reuses input {k}"
+                    self.lay.relate(self.aid(out), self.aid(src), 0, why, node.name, kind)
+
+    def _subgraph_output(self, node: Node, parent: Node) -> None:
+        """A subgraph's NetOutput: its input carrying `_parent_node_index` p is the parent's output p."""
+        for k, src in enumerate(node.in_peers):
+            p = attr_int(node.op.input_descs[k], ATTR_PARENT_NODE_INDEX, -1)
+            if src is not None and 0 <= p < len(parent.out_peers):
+                why = f"subgraph output of {parent.name}"
+                self.lay.relate(self.aid(OutAnchor(parent, p)), self.aid(src), 0, why, node.name, "equal")
+
+    def _nopad_inputs(self, node: Node, dim_index: int) -> None:
+        """A zero-copy concat: its inputs back to back from input 0, each within the output."""
+        first = node.in_peers[0]
+        if first is None:
+            raise error("memory-layout", f"zero-copy concat '{node.name}' has no input 0", where=node.name)
+        offset = 0
+        for k, src in enumerate(node.in_peers):
+            d = node.op.input_descs[k]
+            if src is not None and node.out_peers:
+                self.lay.contain(anchor_id(src), f"{node.name}:0")  # every input lies within the output
+            if src is not None and k > 0:
+                why = f"no-padding continuous input of {node.name}"
+                self.lay.relate(self.aid(src), self.aid(first), offset, why, node.name, "next")
+            offset += _nopadding_size(node, d.shape, d.dtype, dim_index)
+
+    def _padded_inputs(self, node: Node) -> None:
+        """Padded continuous inputs: each after the previous one's allocation rounded up to 512 bytes."""
+        first = node.in_peers[0]
+        offset = 0
+        for k, src in enumerate(node.in_peers):
+            if src is None:
+                continue
             if first is None:
-                raise error("memory-layout", f"zero-copy concat '{node.name}' has no input 0", where=node.name)
-            offset = 0
-            for k, src in enumerate(node.in_peers):
-                d = node.op.input_descs[k]
-                if src is not None and node.out_peers:
-                    lay.contain(anchor_id(src), f"{node.name}:0")  # every input lies within the output
-                if src is not None and k > 0:
-                    lay.relate(
-                        aid(src),
-                        aid(first),
-                        offset,
-                        f"no-padding continuous input of {node.name}",
-                        node.name,
-                        "next",
-                    )
-                offset += _nopadding_size(node, d.shape, d.dtype, dim_index)
-        elif is_padded_continuous_input(node):
-            first = node.in_peers[0]
-            offset = 0
-            for k, src in enumerate(node.in_peers):
-                if src is None:
-                    continue
-                if first is None:
-                    first = src
-                if k > 0:
-                    lay.relate(aid(src), aid(first), offset, f"continuous input of {node.name}", node.name, "next")
-                offset += align512(alloc_size(src))
-        if attr_bool(node, "continuous_output") and len(node.out_peers) > 1:
-            offset = 0
-            for out in node.out_anchors:
-                if out.index > 0:
-                    why = f"continuous output of {node.name}"
-                    lay.relate(aid(out), aid(OutAnchor(node, 0)), offset, why, node.name, "next")
-                offset += align512(alloc_size(out))
+                first = src
+            if k > 0:
+                why = f"continuous input of {node.name}"
+                self.lay.relate(self.aid(src), self.aid(first), offset, why, node.name, "next")
+            offset += align512(self.alloc_size(src))
+
+    def _continuous_outputs(self, node: Node) -> None:
+        """Continuous outputs: each after the previous one's allocation rounded up to 512 bytes."""
+        offset = 0
+        for out in node.out_anchors:
+            if out.index > 0:
+                why = f"continuous output of {node.name}"
+                self.lay.relate(self.aid(out), self.aid(OutAnchor(node, 0)), offset, why, node.name, "next")
+            offset += align512(self.alloc_size(out))
 
 
 @dataclass

@@ -17,7 +17,7 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .. import formats
 from ..facts import attr_bool, attr_int, attr_ints, is_subgraph_input, ref_input_index
@@ -83,10 +83,18 @@ class _Groups:
             self.up[max(ra, rb)] = min(ra, rb)
 
 
-def _contracts(graph: ComputeGraph, nodes: list[Node], plan: MemoryPlan, out: list[Violation], groups: _Groups) -> None:
-    t = plan.tensors
+class _Contracts:
+    """The layout contracts of the graph's nodes: each checked against the plan (a violation when it is broken)
+    and recorded in the groups (which tensors are tied, which lie within which)."""
 
-    def need(a: str, b: str, delta: int, what: str, *, a_in_b: bool = True, b_in_a: bool = True) -> None:
+    def __init__(self, plan: MemoryPlan, out: list[Violation], groups: _Groups) -> None:
+        self.t = plan.tensors
+        self.out = out
+        self.groups = groups
+
+    def need(self, a: str, b: str, delta: int, what: str, *, a_in_b: bool = True, b_in_a: bool = True) -> None:
+        """Tensor `a` must sit at tensor `b` + `delta` in the same arena."""
+        groups, t = self.groups, self.t
         groups.join(a, b)
         if a_in_b:
             groups.inside(a, b)
@@ -95,7 +103,7 @@ def _contracts(graph: ComputeGraph, nodes: list[Node], plan: MemoryPlan, out: li
         if a in t and b in t:
             ta, tb = t[a], t[b]
             if (ta.region, ta.mem_type) != (tb.region, tb.mem_type) or ta.offset != tb.offset + delta:
-                out.append(
+                self.out.append(
                     Violation(
                         "layout",
                         f"{what}: {a} must be at {b} + {delta} = "
@@ -104,74 +112,99 @@ def _contracts(graph: ComputeGraph, nodes: list[Node], plan: MemoryPlan, out: li
                     )
                 )
 
-    for node in nodes:
-        outs = node.out_anchors
+    def node(self, node: Node) -> None:
+        """Every contract `node` makes: on its outputs (split, subgraph input, reuse), as a subgraph's NetOutput,
+        and on its inputs (zero-copy concat/pack, padded continuous input)."""
         ins = node.in_peers
         nopad_out = attr_bool(node, "_no_padding_continuous_output") and attr_bool(node, "_output_reuse_input")
         nopad_in = (
             attr_bool(node, "_no_padding_continuous_input") and attr_bool(node, "_output_reuse_input") and len(ins) > 1
         )
         if nopad_out and ins and ins[0] is not None:
-            pos = 0
-            for o in outs:
-                need(_tid(o), _tid(ins[0]), pos, f"zero-copy split {node.name} output {o.index}", b_in_a=False)
-                pos += formats.tensor_raw_size(o.desc.shape, o.desc.dtype)
+            self._split(node, _tid(ins[0]))
         elif is_subgraph_input(node):
-            parent = node.graph.parent_node
-            p = attr_int(node, ATTR_PARENT_NODE_INDEX, -1)
-            if parent is not None and 0 <= p < len(parent.in_peers) and parent.in_peers[p] is not None:
-                src = parent.in_peers[p]
-                assert src is not None
-                for o in outs:
-                    need(_tid(o), _tid(src), 0, f"subgraph input {node.name}")
+            self._subgraph_input(node)
         else:
-            for o in outs:
-                k = ref_input_index(o)
-                if 0 <= k < len(ins) and ins[k] is not None:
-                    src = ins[k]
-                    assert src is not None
-                    need(_tid(o), _tid(src), 0, f"{node.name} output {o.index} reuses input {k}")
+            self._reuses(node)
         if node.op.type == "NetOutput" and node.graph.parent_node is not None:
-            parent = node.graph.parent_node
-            for k, src in enumerate(ins):
-                p = attr_int(node.op.input_descs[k], ATTR_PARENT_NODE_INDEX, -1)
-                if src is not None and 0 <= p < len(parent.out_peers):
-                    need(f"{parent.name}:{p}", _tid(src), 0, f"subgraph output {p} of {parent.name}")
+            self._subgraph_output(node, node.graph.parent_node)
         if nopad_in and ins[0] is not None:
-            first = _tid(ins[0])
-            pos = 0
-            for k, src in enumerate(ins):
-                d = node.op.input_descs[k]
-                if src is not None:
-                    need(
-                        _tid(src),
-                        first,
-                        pos,
-                        f"zero-copy {node.type} {node.name} input {k}",
-                        a_in_b=False,
-                        b_in_a=False,
-                    )
-                    if outs:
-                        groups.inside(_tid(src), _tid(outs[0]))
-                pos += formats.tensor_raw_size(d.shape, d.dtype)
-            if outs:
-                need(_tid(outs[0]), first, 0, f"zero-copy {node.type} {node.name} output", a_in_b=False)
+            self._nopad_inputs(node, _tid(ins[0]))
         elif attr_bool(node, "continuous_input") and len(ins) > 1 and not nopad_in:
-            srcs = [s for s in ins if s is not None]
-            for a, b in itertools.pairwise(srcs):
-                ta, tb = t.get(_tid(a)), t.get(_tid(b))
-                groups.join(_tid(a), _tid(b))
-                if ta is not None and tb is not None:
-                    want = ta.offset + (ta.size + STRIDE - 1) // STRIDE * STRIDE
-                    if tb.offset != want or tb.offset % STRIDE or (tb.region, tb.mem_type) != (ta.region, ta.mem_type):
-                        out.append(
-                            Violation(
-                                "layout",
-                                f"continuous input of {node.name}: {_tid(b)} must follow "
-                                f"{_tid(a)} at offset {want}, but it is at {tb.offset}",
-                                (_tid(b), _tid(a)),
-                            )
+            self._continuous_inputs(node)
+
+    def _split(self, node: Node, source: str) -> None:
+        """A zero-copy split: its outputs back to back inside its input."""
+        pos = 0
+        for o in node.out_anchors:
+            self.need(_tid(o), source, pos, f"zero-copy split {node.name} output {o.index}", b_in_a=False)
+            pos += formats.tensor_raw_size(o.desc.shape, o.desc.dtype)
+
+    def _subgraph_input(self, node: Node) -> None:
+        """A subgraph's input node: its outputs at the parent's input."""
+        parent = node.graph.parent_node
+        p = attr_int(node, ATTR_PARENT_NODE_INDEX, -1)
+        if parent is not None and 0 <= p < len(parent.in_peers) and parent.in_peers[p] is not None:
+            src = parent.in_peers[p]
+            assert src is not None
+            for o in node.out_anchors:
+                self.need(_tid(o), _tid(src), 0, f"subgraph input {node.name}")
+
+    def _reuses(self, node: Node) -> None:
+        """Each output reusing an input (Reshape, pass-through, reference, reuse-input): at that input."""
+        ins = node.in_peers
+        for o in node.out_anchors:
+            k = ref_input_index(o)
+            if 0 <= k < len(ins) and ins[k] is not None:
+                src = ins[k]
+                assert src is not None
+                self.need(_tid(o), _tid(src), 0, f"{node.name} output {o.index} reuses input {k}")
+
+    def _subgraph_output(self, node: Node, parent: Node) -> None:
+        """A subgraph's NetOutput: the parent's output p at the input carrying `_parent_node_index` p."""
+        for k, src in enumerate(node.in_peers):
+            p = attr_int(node.op.input_descs[k], ATTR_PARENT_NODE_INDEX, -1)
+            if src is not None and 0 <= p < len(parent.out_peers):
+                self.need(f"{parent.name}:{p}", _tid(src), 0, f"subgraph output {p} of {parent.name}")
+
+    def _nopad_inputs(self, node: Node, first: str) -> None:
+        """A zero-copy concat/pack: its inputs back to back from input 0, its output at input 0."""
+        outs = node.out_anchors
+        pos = 0
+        for k, src in enumerate(node.in_peers):
+            d = node.op.input_descs[k]
+            if src is not None:
+                self.need(
+                    _tid(src),
+                    first,
+                    pos,
+                    f"zero-copy {node.type} {node.name} input {k}",
+                    a_in_b=False,
+                    b_in_a=False,
+                )
+                if outs:
+                    self.groups.inside(_tid(src), _tid(outs[0]))
+            pos += formats.tensor_raw_size(d.shape, d.dtype)
+        if outs:
+            self.need(_tid(outs[0]), first, 0, f"zero-copy {node.type} {node.name} output", a_in_b=False)
+
+    def _continuous_inputs(self, node: Node) -> None:
+        """Padded continuous inputs: each at the previous one's end rounded up to the 512-byte stride."""
+        srcs = [s for s in node.in_peers if s is not None]
+        for a, b in itertools.pairwise(srcs):
+            ta, tb = self.t.get(_tid(a)), self.t.get(_tid(b))
+            self.groups.join(_tid(a), _tid(b))
+            if ta is not None and tb is not None:
+                want = ta.offset + (ta.size + STRIDE - 1) // STRIDE * STRIDE
+                if tb.offset != want or tb.offset % STRIDE or (tb.region, tb.mem_type) != (ta.region, ta.mem_type):
+                    self.out.append(
+                        Violation(
+                            "layout",
+                            f"continuous input of {node.name}: {_tid(b)} must follow "
+                            f"{_tid(a)} at offset {want}, but it is at {tb.offset}",
+                            (_tid(b), _tid(a)),
                         )
+                    )
 
 
 def _happens_before(nodes: list[Node], events: Sequence[tuple[Node, Node]]) -> Callable[[int, int], bool] | None:
@@ -232,10 +265,29 @@ def _happens_before(nodes: list[Node], events: Sequence[tuple[Node, Node]]) -> C
 def verify_plan(graph: ComputeGraph, plan: MemoryPlan, *, events: Sequence[tuple[Node, Node]] = ()) -> list[Violation]:
     """Every way `plan` is unsafe for `graph` (empty when it is safe)."""
     nodes = graph.all_nodes()
-    step = {id(n): i for i, n in enumerate(nodes)}
     out: list[Violation] = []
-    arena = {(a.region, a.mem_type): a.size for a in plan.arenas}
     # 1. coverage
+    producers = _check_coverage(nodes, plan, out)
+    # 2. contracts
+    groups = _Groups()
+    contracts = _Contracts(plan, out, groups)
+    for node in nodes:
+        contracts.node(node)
+    # 2b. inside a group, tensors share bytes only when one lies within the other
+    _check_groups(plan, producers, groups, out)
+    # 3. no overlap between groups that may be live together
+    before = _happens_before(nodes, events)
+    lives = _Lives()
+    for items in _tenants(nodes, plan, producers, groups, lives).values():
+        _check_arena(items, lives, before, out)
+    # 4. the zero-copy offsets of model outputs (SetInputOutputOffsetPass)
+    _check_zero_copy_offsets(graph, plan, out)
+    return out
+
+
+def _check_coverage(nodes: list[Node], plan: MemoryPlan, out: list[Violation]) -> dict[str, Node]:
+    """Every output tensor has a placement inside its arena covering its bytes; returns each tensor's producer."""
+    arena = {(a.region, a.mem_type): a.size for a in plan.arenas}
     producers: dict[str, Node] = {}
     for n in nodes:
         for o in n.out_anchors:
@@ -254,10 +306,11 @@ def verify_plan(graph: ComputeGraph, plan: MemoryPlan, *, events: Sequence[tuple
                         (tid,),
                     )
                 )
-    # 2. contracts
-    groups = _Groups()
-    _contracts(graph, nodes, plan, out, groups)
-    # 2b. inside a group, tensors share bytes only when one lies within the other
+    return producers
+
+
+def _check_groups(plan: MemoryPlan, producers: dict[str, Node], groups: _Groups, out: list[Violation]) -> None:
+    """Inside a layout group, two tensors share bytes only when one lies within the other."""
     members: dict[str, list[tuple[int, int, str]]] = {}
     for tid, placed in plan.tensors.items():
         maker = producers.get(tid)
@@ -281,12 +334,28 @@ def verify_plan(graph: ComputeGraph, plan: MemoryPlan, *, events: Sequence[tuple
                         )
                     )
             active.append((lo, hi, tid))
-    # 3. no overlap between groups that may be live together
-    before = _happens_before(nodes, events)
+
+
+@dataclass
+class _Lives:
+    """Per layout group (by its root) or workspace: its [first step, last step], the steps that use it and the
+    steps that write it."""
+
+    span: dict[str, list[int]] = field(default_factory=dict)
+    uses: dict[str, set[int]] = field(default_factory=dict)
+    prods: dict[str, set[int]] = field(default_factory=dict)
+
+
+# a tenant of an arena: (its group's first step, offset, end, group, tensor)
+_Tenant = tuple[int, int, int, str, str]
+
+
+def _tenants(
+    nodes: list[Node], plan: MemoryPlan, producers: dict[str, Node], groups: _Groups, lives: _Lives
+) -> dict[tuple[str, int], list[_Tenant]]:
+    """The tenants of each arena (tensors, then workspaces), with each group's life recorded in `lives`."""
+    step = {id(n): i for i, n in enumerate(nodes)}
     last_step = len(nodes) - 1
-    group_span: dict[str, list[int]] = {}  # root -> [first step, last step]
-    group_uses: dict[str, set[int]] = {}
-    group_prods: dict[str, set[int]] = {}
     for tid in plan.tensors:
         producer = producers.get(tid)
         if producer is None:
@@ -298,64 +367,68 @@ def verify_plan(graph: ComputeGraph, plan: MemoryPlan, *, events: Sequence[tuple
         if any(a.node.type == "NetOutput" and a.node.graph.is_root for a in o.consumers):
             uses.add(last_step)
         uses.add(s)
-        span = group_span.setdefault(g, [s, s])
+        span = lives.span.setdefault(g, [s, s])
         span[0], span[1] = min(span[0], s), max(span[1], max(uses))
-        group_uses.setdefault(g, set()).update(uses)
-        group_prods.setdefault(g, set()).add(s)
-    by_arena: dict[tuple[str, int], list[tuple[int, int, int, str, str]]] = {}
+        lives.uses.setdefault(g, set()).update(uses)
+        lives.prods.setdefault(g, set()).add(s)
+    by_arena: dict[tuple[str, int], list[_Tenant]] = {}
     for tid, p in plan.tensors.items():
         if tid in producers:
             g = groups.root(tid)
             by_arena.setdefault((p.region, p.mem_type), []).append(
-                (group_span[g][0], p.offset, p.offset + p.size, g, tid)
+                (lives.span[g][0], p.offset, p.offset + p.size, g, tid)
             )
     for w in plan.workspaces:
         wid = f"{w.node}#ws{w.index}"
-        group_span[wid] = [w.step, w.step]
-        group_uses[wid] = {w.step}
-        group_prods[wid] = {w.step}
+        lives.span[wid] = [w.step, w.step]
+        lives.uses[wid] = {w.step}
+        lives.prods[wid] = {w.step}
         by_arena.setdefault(("feature_map", w.mem_type), []).append((w.step, w.offset, w.offset + w.size, wid, wid))
-    for items in by_arena.values():
-        items.sort()
-        starts: list[int] = []  # segment starts
-        segs: list[tuple[int, int, str, str]] = []  # (start, end, group, tensor): the latest tenant of each byte range
-        for _first, lo, hi, g, tid in items:
-            if hi <= lo:
+    return by_arena
+
+
+def _check_arena(
+    items: list[_Tenant], lives: _Lives, before: Callable[[int, int], bool] | None, out: list[Violation]
+) -> None:
+    """No two tenants of one arena from different groups share bytes while both may be live: their spans meet,
+    or (across streams) some use of the old one is not ordered before a write of the new one."""
+    items.sort()
+    starts: list[int] = []  # segment starts
+    segs: list[tuple[int, int, str, str]] = []  # (start, end, group, tensor): the latest tenant of each byte range
+    for _first, lo, hi, g, tid in items:
+        if hi <= lo:
+            continue
+        k0 = max(bisect.bisect_right(starts, lo) - 1, 0)
+        if k0 < len(segs) and segs[k0][1] <= lo:
+            k0 += 1
+        k1 = bisect.bisect_left(starts, hi)
+        hit = segs[k0:k1]
+        for _, _, og, otid in hit:
+            if og == g:
                 continue
-            k0 = max(bisect.bisect_right(starts, lo) - 1, 0)
-            if k0 < len(segs) and segs[k0][1] <= lo:
-                k0 += 1
-            k1 = bisect.bisect_left(starts, hi)
-            hit = segs[k0:k1]
-            for _, _, og, otid in hit:
-                if og == g:
-                    continue
-                a, b = group_span[og], group_span[g]
-                clash = a[1] >= b[0] and b[1] >= a[0]
-                if not clash and before is not None:
-                    clash = not all(before(u, pstep) for u in group_uses[og] for pstep in group_prods[g])
-                if clash:
-                    out.append(
-                        Violation(
-                            "overlap",
-                            f"{otid} (live over steps {a[0]}..{a[1]}) and {tid} (steps "
-                            f"{b[0]}..{b[1]}) share bytes in the same arena"
-                            + ("" if a[1] >= b[0] else " and no event orders them"),
-                            (otid, tid),
-                        )
+            a, b = lives.span[og], lives.span[g]
+            clash = a[1] >= b[0] and b[1] >= a[0]
+            if not clash and before is not None:
+                clash = not all(before(u, pstep) for u in lives.uses[og] for pstep in lives.prods[g])
+            if clash:
+                out.append(
+                    Violation(
+                        "overlap",
+                        f"{otid} (live over steps {a[0]}..{a[1]}) and {tid} (steps "
+                        f"{b[0]}..{b[1]}) share bytes in the same arena"
+                        + ("" if a[1] >= b[0] else " and no event orders them"),
+                        (otid, tid),
                     )
-            # the new tenant takes [lo, hi): keep the parts of the hit segments outside it
-            new: list[tuple[int, int, str, str]] = []
-            if hit and hit[0][0] < lo:
-                new.append((hit[0][0], lo, hit[0][2], hit[0][3]))
-            new.append((lo, hi, g, tid))
-            if hit and hit[-1][1] > hi:
-                new.append((hi, hit[-1][1], hit[-1][2], hit[-1][3]))
-            segs[k0:k1] = new
-            starts[k0:k1] = [s[0] for s in new]
-    # 4. the zero-copy offsets of model outputs (SetInputOutputOffsetPass)
-    _check_zero_copy_offsets(graph, plan, out)
-    return out
+                )
+        # the new tenant takes [lo, hi): keep the parts of the hit segments outside it
+        new: list[tuple[int, int, str, str]] = []
+        if hit and hit[0][0] < lo:
+            new.append((hit[0][0], lo, hit[0][2], hit[0][3]))
+        new.append((lo, hi, g, tid))
+        if hit and hit[-1][1] > hi:
+            new.append((hi, hit[-1][1], hit[-1][2], hit[-1][3]))
+        segs[k0:k1] = new
+        starts[k0:k1] = [s[0] for s in new]
 
 
 def _check_zero_copy_offsets(graph: ComputeGraph, plan: MemoryPlan, out: list[Violation]) -> None:

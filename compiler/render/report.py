@@ -12,15 +12,31 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..pipeline import verdict
-from .dot import decision_lines
-from .graphviz import INSTALL_HINT, dot_digest
+from ...engine.decisions import Decision
+from ..memory.assign import MemoryPlan
+from ..pipeline import Undo, verdict
+from .dot import decision_lines, focus_nodes, graph_dot
+from .graphviz import INSTALL_HINT, dot_digest, dot_program
+from .graphviz import layout as graphviz_layout
 from .memory_svg import memory_svg
 from .svg import esc, human_bytes
 from .timeline_svg import timeline_svg
 from .view import CompileView
 
-__all__ = ["GRAPH_SVG_END", "GRAPH_SVG_START", "MAX_LAID_OUT", "ReportSection", "report_html"]
+__all__ = [
+    "GRAPH_SVG_END",
+    "GRAPH_SVG_START",
+    "MAX_LAID_OUT",
+    "GraphPicture",
+    "ReportSection",
+    "decision_state",
+    "graph_picture",
+    "graph_sections",
+    "memory_picture",
+    "page_html",
+    "report_html",
+    "sections_html",
+]
 
 GRAPH_SVG_START = "<!-- graph-svg dot-sha256:"  # the graph picture sits between these marks
 GRAPH_SVG_END = "<!-- /graph-svg -->"
@@ -47,14 +63,13 @@ pre{background:#f6f8fa;padding:8px;overflow-x:auto;font-size:12px}details pre{ma
 table.misses-only tr.fired,table.misses-only tr.quiet{display:none}.note{color:#57606a}
 """
 
-# the one script: the "misses only" switch of the decisions table
+# the one script: the "misses only" switch of each decisions table (a corpus page has one per graph)
 _SCRIPT = """
-var box = document.getElementById('misses-only');
-if (box) {
+document.querySelectorAll('input.misses-only').forEach(function (box) {
   box.addEventListener('change', function (e) {
-    document.getElementById('decision-table').classList.toggle('misses-only', e.target.checked);
+    box.closest('section').querySelector('table.decision-table').classList.toggle('misses-only', e.target.checked);
   });
-}
+});
 """
 
 
@@ -96,7 +111,7 @@ def _decisions(view: CompileView) -> str:
         return '<p class="note">A model file holds no decisions: report the graph file to see them.</p>'
     rows = []
     for d, u in view.shown_decisions():
-        state = "undone" if u is not None or d.check_kind == "undo" else ("fired" if d.fired else "missed")
+        state = decision_state(d, u)
         lines = decision_lines(d, u)
         why = (
             f"<details><summary>why</summary><pre>{esc(chr(10).join(lines[1:]))}</pre></details>"
@@ -110,8 +125,9 @@ def _decisions(view: CompileView) -> str:
     if not rows:
         return '<p class="note">No candidate: no rule that ran found a node to decide on.</p>'
     return (
-        '<p><label><input type="checkbox" id="misses-only"> misses and undone only</label></p>'
-        '<table id="decision-table"><tr><th>pass</th><th>graph</th><th>node</th><th>op type</th><th>decision</th></tr>'
+        '<p><label><input type="checkbox" class="misses-only"> misses and undone only</label></p>'
+        '<table class="decision-table">'
+        "<tr><th>pass</th><th>graph</th><th>node</th><th>op type</th><th>decision</th></tr>"
         + "".join(rows)
         + "</table>"
     )
@@ -144,6 +160,98 @@ def _graph_picture(dot_text: str, graph_svg: str | None, graph_note: str | None)
     )
 
 
+def decision_state(d: Decision, undo: Undo | None) -> str:
+    """A shown decision's final state: "fired", "missed" or "undone" (an undo counts as undone)."""
+    return "undone" if undo is not None or d.check_kind == "undo" else ("fired" if d.fired else "missed")
+
+
+@dataclass(frozen=True)
+class GraphPicture:
+    """The graph part of a report: its DOT, Graphviz's SVG of it (None when Graphviz is absent or the graph is
+    too large), and the note standing in the picture's place when it is too large."""
+
+    dot: str
+    svg: str | None
+    note: str | None
+
+    @property
+    def graphviz_missing(self) -> bool:
+        """Whether the DOT stands for the picture because Graphviz is not installed."""
+        return self.svg is None and self.note is None
+
+
+def graph_picture(
+    view: CompileView, *, focus: str | None = None, depth: int = 2, max_nodes: int | None = None, layout: bool = True
+) -> GraphPicture:
+    """The graph picture of `view` (the neighbourhood of `focus` when given), laid out by Graphviz when it is
+    installed and `layout` is true; past `max_nodes` shown nodes (default `MAX_LAID_OUT`) a note instead."""
+    limit = MAX_LAID_OUT if max_nodes is None else max_nodes
+    dot = graph_dot(view, focus=focus, depth=depth)
+    shown = len(focus_nodes(view, focus, depth)) if focus else len(view.graph.all_nodes())
+    if shown > limit:
+        note = (
+            f"The graph's {shown} nodes are more than the {limit} the report lays out; "
+            "`rulepass report GRAPH --focus NODE --depth K` draws a part, `rulepass render GRAPH -o graph.svg` all."
+        )
+        return GraphPicture(dot, None, note)
+    if layout and dot_program() is not None:
+        return GraphPicture(dot, graphviz_layout(dot, "svg").decode(), None)
+    return GraphPicture(dot, None, None)
+
+
+def memory_picture(panels: Sequence[tuple[str, MemoryPlan]], name: str) -> str:
+    """The memory part of the report of graph `name`: its plans (label, plan) side by side."""
+    return f'<div class="picture">{memory_svg(panels, f"memory of {name}")}</div>'
+
+
+def graph_sections(
+    view: CompileView, dot_text: str, graph_svg: str | None, *, graph_note: str | None = None, pictures: bool = True
+) -> list[ReportSection]:
+    """The parts of the report of `view` (see `report_html`); without `pictures`, the memory and task pictures
+    are left out with a note (a graph too large for a page of many)."""
+    name = view.graph.name
+    panels = [("with these rules", view.plan)] + ([(view.compared_label, view.compared)] if view.compared else [])
+    left_out = '<p class="note">Left out: the graph is too large for this page; `rulepass report GRAPH` draws it.</p>'
+    memory = memory_picture(panels, name) if pictures else left_out
+    tasks = f'<div class="picture">{timeline_svg(view.tasks, f"tasks of {name}")}</div>' if pictures else left_out
+    return [
+        ReportSection("summary", "Summary and savings", _summary(view)),
+        ReportSection("decisions", "Decisions", _decisions(view)),
+        ReportSection("zero-copy", "Zero-copy groups", _groups(view)),
+        ReportSection("memory", "Memory: time × address", memory),
+        ReportSection("timeline", "Tasks per stream", tasks),
+        ReportSection("graph", "Graph", _graph_picture(dot_text, graph_svg, graph_note)),
+    ]
+
+
+def sections_html(parts: Sequence[ReportSection], *, prefix: str = "", heading: str = "h2") -> str:
+    """`parts` as `<section>`s, their ids prefixed with `prefix` (unique on a page of many graphs)."""
+    return "\n".join(
+        f'<section id="{esc(prefix + s.id)}">\n<{heading}>{esc(s.title)}</{heading}>\n{s.html}\n</section>'
+        for s in parts
+    )
+
+
+def page_html(
+    title: str,
+    parts: Sequence[ReportSection],
+    tail: str = "",
+    *,
+    style: str = "",
+    links: Sequence[tuple[str, str]] = (),
+) -> str:
+    """One self-contained page: `title`, links to `parts` (and to the anchors `links` name: (id, text)), the
+    parts, then `tail` (trusted HTML); `style` adds to the report's CSS."""
+    nav = "".join(f'<a href="#{esc(i)}">{esc(t)}</a>' for i, t in [*((s.id, s.title) for s in parts), *links])
+    body = sections_html(parts) + tail
+    return (
+        "<!DOCTYPE html>\n"
+        f'<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>{esc(title)}</title>\n'
+        f"<style>{_STYLE}{style}</style>\n</head>\n<body>\n<h1>{esc(title)}</h1>\n<nav>{nav}</nav>\n"
+        f"{body}\n<script>{_SCRIPT}</script>\n</body>\n</html>\n"
+    )
+
+
 def report_html(
     view: CompileView,
     dot_text: str,
@@ -155,28 +263,5 @@ def report_html(
     """The report page of `view`: `dot_text` is its graph's DOT, `graph_svg` Graphviz's SVG of it (None when
     Graphviz is absent: the DOT is shown); `graph_note`, when given, stands in the graph's place instead (a graph
     too large to lay out); `sections` are appended as they are."""
-    name = view.graph.name
-    panels = [("with these rules", view.plan)] + ([(view.compared_label, view.compared)] if view.compared else [])
-    parts = [
-        ReportSection("summary", "Summary and savings", _summary(view)),
-        ReportSection("decisions", "Decisions", _decisions(view)),
-        ReportSection("zero-copy", "Zero-copy groups", _groups(view)),
-        ReportSection(
-            "memory",
-            "Memory: time × address",
-            f'<div class="picture">{memory_svg(panels, f"memory of {name}")}</div>',
-        ),
-        ReportSection(
-            "timeline", "Tasks per stream", f'<div class="picture">{timeline_svg(view.tasks, f"tasks of {name}")}</div>'
-        ),
-        ReportSection("graph", "Graph", _graph_picture(dot_text, graph_svg, graph_note)),
-        *sections,
-    ]
-    nav = "".join(f'<a href="#{esc(s.id)}">{esc(s.title)}</a>' for s in parts)
-    body = "\n".join(f'<section id="{esc(s.id)}">\n<h2>{esc(s.title)}</h2>\n{s.html}\n</section>' for s in parts)
-    return (
-        "<!DOCTYPE html>\n"
-        f'<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>rulepass report: {esc(name)}</title>\n'
-        f"<style>{_STYLE}</style>\n</head>\n<body>\n<h1>rulepass report: {esc(name)}</h1>\n<nav>{nav}</nav>\n"
-        f"{body}\n<script>{_SCRIPT}</script>\n</body>\n</html>\n"
-    )
+    parts = [*graph_sections(view, dot_text, graph_svg, graph_note=graph_note), *sections]
+    return page_html(f"rulepass report: {view.graph.name}", parts)

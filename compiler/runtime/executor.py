@@ -624,6 +624,40 @@ def _operands(t: dict[str, Any], node: Node) -> tuple[list[tuple[int, str]], lis
 
 
 def _load_model(model: Mapping[str, Any]) -> _Model:
+    """A model file's JSON object, checked (schema, graph, placements, tasks) and read for the executor."""
+    _check_schema(model)
+    md = model["model_def"]
+    try:
+        graph = graph_from_doc(load_text(json.dumps(model["graph"]), "<model graph>"), str(md["name"]))
+    except RulepassError as exc:
+        raise _bad(f"the model's graph is invalid: {exc.diagnostics[0].headline()}") from None
+    except (TypeError, ValueError) as exc:
+        raise _bad(f"the model's graph cannot be read: {exc}") from None
+    nodes = {n.name: n for n in graph.all_nodes()}
+    plan = model["memory_plan"]
+    arenas = _arenas(plan)
+    raw_tensors = plan.get("tensors")
+    if not isinstance(raw_tensors, dict):
+        raise _bad("memory_plan.tensors must map tensors (node:index) to their placements")
+    tensors = {k: _place(v, f"memory_plan.tensors['{k}']") for k, v in raw_tensors.items()}
+    raw: dict[str, int] = {}
+    for k, v in raw_tensors.items():
+        r = v.get("raw_size", v.get("size"))
+        raw[k] = r if _nonneg_int(r) else tensors[k].size
+    addresses = {k: _place(v, f"addresses['{k}']") for k, v in model["addresses"].items()}
+    _check_placements(arenas, tensors, raw, addresses)
+    tasks = [t for t in md["task"]]
+    _check_tasks(tasks, nodes, addresses)
+    events: list[tuple[Node, Node]] = []
+    for e in model["events"]:
+        prod, cons = nodes.get(str(e.get("producer"))), nodes.get(str(e.get("consumer")))
+        if prod is not None and cons is not None:
+            events.append((prod, cons))
+    return _Model(str(md["name"]), graph, nodes, tasks, addresses, tensors, raw, arenas, events, plan)
+
+
+def _check_schema(model: Mapping[str, Any]) -> None:
+    """The model is a mapping valid under the model schema (the first five errors, by path, otherwise)."""
     if not isinstance(model, Mapping):
         raise _bad(f"a model is a mapping (the model file's JSON object), not {type(model).__name__}")
     errors = sorted(_model_validator().iter_errors(model), key=lambda e: [str(p) for p in e.absolute_path])
@@ -634,15 +668,10 @@ def _load_model(model: Mapping[str, Any]) -> _Model:
             msg = e.message if len(e.message) <= 200 else e.message[:200] + "..."
             diags.append(Diagnostic("model", f"model field '{path or '(root)'}': {msg}"))
         raise RulepassError(diags)
-    md = model["model_def"]
-    try:
-        graph = graph_from_doc(load_text(json.dumps(model["graph"]), "<model graph>"), str(md["name"]))
-    except RulepassError as exc:
-        raise _bad(f"the model's graph is invalid: {exc.diagnostics[0].headline()}") from None
-    except (TypeError, ValueError) as exc:
-        raise _bad(f"the model's graph cannot be read: {exc}") from None
-    nodes = {n.name: n for n in graph.all_nodes()}
-    plan = model["memory_plan"]
+
+
+def _arenas(plan: Mapping[str, Any]) -> dict[tuple[str, int], int]:
+    """The memory plan's arenas: (region, memory type) -> size."""
     arenas: dict[tuple[str, int], int] = {}
     for k, a in enumerate(plan.get("arenas", []) if isinstance(plan.get("arenas"), list) else [None]):
         if (
@@ -652,15 +681,17 @@ def _load_model(model: Mapping[str, Any]) -> _Model:
         ):
             raise _bad(f"memory_plan.arenas[{k}] needs region (string), mem_type and size (non-negative integers)")
         arenas[(a["region"], a["mem_type"])] = a["size"]
-    raw_tensors = plan.get("tensors")
-    if not isinstance(raw_tensors, dict):
-        raise _bad("memory_plan.tensors must map tensors (node:index) to their placements")
-    tensors = {k: _place(v, f"memory_plan.tensors['{k}']") for k, v in raw_tensors.items()}
-    raw: dict[str, int] = {}
-    for k, v in raw_tensors.items():
-        r = v.get("raw_size", v.get("size"))
-        raw[k] = r if _nonneg_int(r) else tensors[k].size
-    addresses = {k: _place(v, f"addresses['{k}']") for k, v in model["addresses"].items()}
+    return arenas
+
+
+def _check_placements(
+    arenas: dict[tuple[str, int], int],
+    tensors: dict[str, _Place],
+    raw: dict[str, int],
+    addresses: dict[str, _Place],
+) -> None:
+    """Every address and planned tensor lies inside an arena, and every address naming a tensor is where the
+    plan puts it."""
     for what, table in (("addresses", addresses), ("memory_plan.tensors", tensors)):
         for k, place in table.items():
             size = arenas.get((place.region, place.mem_type))
@@ -683,7 +714,11 @@ def _load_model(model: Mapping[str, Any]) -> _Model:
                 f"address '{k}' puts tensor '{place.tensor}' at {place.region}@{place.offset}, but the memory plan "
                 f"puts it at {planned.region}@{planned.offset}"
             )
-    tasks = [t for t in md["task"]]
+
+
+def _check_tasks(tasks: Sequence[dict[str, Any]], nodes: dict[str, Node], addresses: dict[str, _Place]) -> None:
+    """Every task (nested ones too) is of a kind the executor runs, on a node of the graph, with its event id
+    and with addresses the address table has."""
     for t in _all_tasks(tasks):
         kind = _task_type(t)
         where = f"task {t.get('id')} ({kind})"
@@ -707,12 +742,6 @@ def _load_model(model: Mapping[str, Any]) -> _Model:
         for key in keys:
             if not isinstance(key, str) or key not in addresses:
                 raise _bad(f"{where} of '{t['op']}' uses address {key!r}, which the model's address table lacks")
-    events: list[tuple[Node, Node]] = []
-    for e in model["events"]:
-        prod, cons = nodes.get(str(e.get("producer"))), nodes.get(str(e.get("consumer")))
-        if prod is not None and cons is not None:
-            events.append((prod, cons))
-    return _Model(str(md["name"]), graph, nodes, tasks, addresses, tensors, raw, arenas, events, plan)
 
 
 def _plan_of(m: _Model) -> MemoryPlan:

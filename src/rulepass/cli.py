@@ -1137,7 +1137,7 @@ def build_parser() -> argparse.ArgumentParser:
     from . import cli_completion, cli_lsp, cli_schema
     from .cli_render import add_commands as add_render_commands
 
-    add_render_commands(sub)
+    add_render_commands(sub, count=_positive_int)
     cli_lsp.add_parser(sub)
     cli_schema.add_parser(sub)
     cli_completion.add_parser(sub, parser)

@@ -56,6 +56,22 @@ def _options(p: argparse.ArgumentParser, count: Callable[[str], int], seconds: C
     p.set_defaults(handler=_cmd_corpus)
 
 
+def progress_line(err: TextIO, quiet: bool, what: str) -> Callable[[int, int], None]:
+    """A corpus run's progress, `what: DONE/TOTAL graphs`, redrawn on one line of `err` when it is a terminal
+    (and not `quiet`)."""
+    tty = err.isatty() and not quiet
+    # the line is redrawn with a carriage return, which the command line's stream escapes (it shows user text):
+    # this text is ours alone, so it goes to the stream below
+    raw: TextIO = getattr(err, "_stream", err)
+
+    def progress(done: int, total: int) -> None:
+        if tty:
+            raw.write(f"\r{what}: {done}/{total} graphs" + ("\n" if done == total else ""))
+            raw.flush()
+
+    return progress
+
+
 def _cmd_corpus(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .base.diagnostics import error
     from .base.files import atomic_output, check_writable
@@ -79,17 +95,7 @@ def _cmd_corpus(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     kind = f"{NEAR_MISS}{args.max_failed}" if args.corpus_command == "nearmiss" else args.corpus_command
     store = None if args.no_cache or args.corpus_no_cache else open_cache(args.cache)
     quiet = bool(getattr(args, "quiet", 0))  # the global -q/--quiet
-    tty = err.isatty() and not quiet
-
-    # the line is redrawn with a carriage return, which the command line's stream escapes (it shows user text):
-    # this text is ours alone, so it goes to the stream below
-    raw: TextIO = getattr(err, "_stream", err)
-
-    def progress(done: int, total: int) -> None:
-        if tty:
-            raw.write(f"\rrulepass corpus: {done}/{total} graphs" + ("\n" if done == total else ""))
-            raw.flush()
-
+    progress = progress_line(err, quiet, "rulepass corpus")
     outcomes = run_corpus(
         entries,
         sides or [(kind, new)],

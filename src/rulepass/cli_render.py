@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -103,36 +104,39 @@ def _cmd_render(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _cmd_report(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .base.files import check_writable
-    from .compiler.render.dot import focus_nodes, graph_dot
-    from .compiler.render.graphviz import INSTALL_HINT, dot_program, layout
-    from .compiler.render.report import MAX_LAID_OUT, report_html
+    from .cli_report import cmd_corpus_report, is_corpus
+    from .compiler.render.graphviz import INSTALL_HINT
+    from .compiler.render.report import graph_picture, report_html
 
+    if is_corpus(args):
+        return cmd_corpus_report(args, out, err)
+    args.graph = args.graph[0] if args.graph else None
     _check_focus(args)
     check_writable(args.output, what="report")  # before any work
     view = _view(args, err)
-    depth = args.depth if args.depth is not None else 2
-    dot = graph_dot(view, focus=args.focus, depth=depth)
-    shown = len(focus_nodes(view, args.focus, depth)) if args.focus else len(view.graph.all_nodes())
-    svg, note = None, None
-    if shown > MAX_LAID_OUT:
-        note = (
-            f"The graph's {shown} nodes are more than the {MAX_LAID_OUT} the report lays out; "
-            "`rulepass report GRAPH --focus NODE --depth K` draws a part, `rulepass render GRAPH -o graph.svg` all."
-        )
-        err.write(f"rulepass: note: {note}\n")
-    elif dot_program() is not None:
-        svg = layout(dot, "svg").decode()
-    else:
+    picture = graph_picture(view, focus=args.focus, depth=args.depth if args.depth is not None else 2)
+    if picture.note is not None:
+        err.write(f"rulepass: note: {picture.note}\n")
+    elif picture.graphviz_missing:
         err.write(f"rulepass: note: Graphviz is not installed, so the report gives the graph as DOT: {INSTALL_HINT}\n")
-    _write(args.output, report_html(view, dot, svg, graph_note=note), out, "report")
+    _write(args.output, report_html(view, picture.dot, picture.svg, graph_note=picture.note), out, "report")
     out.write(f"wrote {args.output}\n")
     return EXIT_OK
 
 
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "graph", metavar="GRAPH", nargs="?", help="graph file, ONNX model or model file (default: the example)"
-    )
+def _common(p: argparse.ArgumentParser, *, corpus: bool = False) -> None:
+    if corpus:
+        p.add_argument(
+            "graph",
+            metavar="GRAPH|CORPUS",
+            nargs="*",
+            help="graph file, ONNX model or model file (default: the example); or a corpus: folders, globs, "
+            "several files",
+        )
+    else:
+        p.add_argument(
+            "graph", metavar="GRAPH", nargs="?", help="graph file, ONNX model or model file (default: the example)"
+        )
     p.add_argument("--focus", metavar="NODE", help="draw only this node's neighbourhood (large graphs)")
     p.add_argument("--depth", type=int, metavar="K", help="with --focus: how many edges away to draw (default 2)")
     p.add_argument(
@@ -150,8 +154,11 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--disable", action="append", default=[], metavar="PASS", help="disable a pass (repeatable)")
 
 
-def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """Register `render` and `report` on the `rulepass` parser's subcommands."""
+def add_commands(sub: argparse._SubParsersAction, count: Callable[[str], int]) -> None:  # type: ignore[type-arg]
+    """Register `render` and `report` on the `rulepass` parser's subcommands (`count`: the argument type of a
+    positive count)."""
+    from .cli_report import add_corpus_options
+
     ren = sub.add_parser(
         "render",
         help="draw the graph (virtual ops, zero-copy offsets, streams, events, decisions) or its memory",
@@ -170,8 +177,11 @@ def add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-
         "report",
         help="write the compile report: one self-contained HTML page",
         description="Write one HTML page (no network, opens from disk): decisions with explanations, savings, "
-        "zero-copy groups, the memory picture, tasks per stream, and the graph (SVG with Graphviz, else DOT).",
+        "zero-copy groups, the memory picture, tasks per stream, and the graph (SVG with Graphviz, else DOT). "
+        "Given a corpus (folders, globs, several files, --manifest): one page with the corpus's summary, with "
+        "--before-rules the rule edit's diff, and each graph's report in a section that opens.",
     )
     rep.add_argument("-o", "--output", required=True, metavar="REPORT.html", help="the page to write")
-    _common(rep)
+    _common(rep, corpus=True)
+    add_corpus_options(rep, count)
     rep.set_defaults(handler=_cmd_report)

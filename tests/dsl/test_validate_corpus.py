@@ -45,6 +45,7 @@ HINTS = {
     "wrong_arity.yaml": "signature: len(x: any) -> int",
     "argument_type_mismatch.yaml": "signature: dtype_size(dtype: str) -> int",
     "field_on_list.yaml": "use a quantifier",
+    "check_list_in_a_rule.yaml": "only a shared check (at the top of `shared_checks`) can be a list of checks",
     "field_called_as_helper.yaml": "drop the parentheses: .input_count",
     "action_on_non_attribute_holder.yaml": "attributes live on: AttrHolder, Graph, Node, TensorDesc",
     "yaml_syntax_error.yaml": "while parsing a flow sequence that starts on line 4, column 12",

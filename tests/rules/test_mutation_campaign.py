@@ -20,7 +20,7 @@ def test_mutants_are_made_from_the_yaml_data_one_edit_each() -> None:
     # every check item of every rule's checks (and every nested check of the shared checks) is deleted once
     items = sum(len(c) for f, data in base.items() for _, c in mc._check_lists(data) if len(c) > 1)
     assert len(deleted) == items
-    assert any(m.id == "notask_base.yaml: delete CheckDim/CheckDimAlignment" for m in deleted)
+    assert any(m.id == "notask_base.yaml: delete CheckDimForInput/CheckDimAlignment" for m in deleted)
     assert any(
         m.id.startswith("notask_base.yaml: InputCheck/CheckTensorAlign/require") and "32 -> 33" in m.id for m in mutants
     )
@@ -51,10 +51,10 @@ def test_the_checker_is_exercised_by_the_mutants_that_matter(outcomes: list[mc.O
     verdict = {o.mutant.id: o.verdict for o in outcomes}
     assert sum(v == "caught" for v in verdict.values()) >= 20
     for mutant in (
-        "notask_base.yaml: delete CheckDim/CheckDimAlignment",  # the 24-channel NC1HWC0 concat of issue 32
-        "notask_base.yaml: delete CheckDim/CheckRealDim",
+        "notask_base.yaml: delete CheckDimForInput/CheckDimAlignment",  # the 24-channel NC1HWC0 concat of issue 32
+        "notask_base.yaml: delete CheckDimForInput/CheckRealDim",
         "concat_notask.yaml: delete ConcatNotaskPass/use CheckDim",
-        "split_notask.yaml: delete SplitNotaskPass/CheckDim/CheckDimAlignment",
+        "split_notask.yaml: delete SplitNotaskPass/CheckDim/use CheckDimForInput",
     ):
         assert verdict[mutant] == "caught", mutant
 
