@@ -87,7 +87,9 @@ def _signatures(graph: dict[str, Any], is_root: bool, out: list[tuple[str, bytes
             fed = [None if ref is None else data.get(ref.rsplit(":", 1)[0]) for ref in map(_input_ref, inputs)]
             if any(fed):
                 head += ENCODE(fed)
-        out.append((rn["name"], hashlib.sha256(f"{head}|{text}".encode("ascii")).digest()[:16]))
+        digest = hashlib.sha256(f"{head}|".encode("ascii"))
+        digest.update(text.encode("ascii"))
+        out.append((rn["name"], digest.digest()[:16]))
         for sub in rn.get("subgraphs", ()):
             _signatures(sub, False, out, None)
 
@@ -288,22 +290,23 @@ class FolderCache:
         warns once and reuses nothing from there on."""
 
         def lookup(node: Node) -> list[TaskDef] | None:
-            sig = sigs.get(node.name)
+            name = node.name
+            sig = sigs.get(name)
             if sig is None or self.broken:
                 return None
             try:
-                rec = self.record(sig, node.name)
+                rec = self.record(sig, name)
                 if rec is None:
                     return None
                 try:
-                    tasks = _tasks(rec[0], node.name, held)
+                    tasks = _tasks(rec[0], name, held)
                 except (KeyError, TypeError, ValueError, AttributeError) as exc:
-                    raise _Corrupt(f"the record of node '{node.name}' does not read back ({exc})") from None
+                    raise _Corrupt(f"the record of node '{name}' does not read back ({exc})") from None
             except _Corrupt as exc:
                 self.broken = True
-                _warn(self.where, f"{exc}; the nodes from '{node.name}' on are built")
+                _warn(self.where, f"{exc}; the nodes from '{name}' on are built")
                 return None
-            kept[node.name] = rec
+            kept[name] = rec
             return tasks
 
         return lookup
@@ -406,8 +409,9 @@ class CacheWriter:
         `kept`, by node name) is copied as it was read."""
 
         def keep(node: Node, tasks: list[TaskDef]) -> None:
-            rec = kept.pop(node.name, None)
-            sig = sigs.get(node.name)
+            name = node.name
+            rec = kept.pop(name, None)
+            sig = sigs.get(name)
             if sig is None:
                 return
             raw, crc = _record(tasks) if rec is None else rec
