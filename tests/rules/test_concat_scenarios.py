@@ -441,6 +441,12 @@ def _expected_check(reason: str) -> str:
     raise AssertionError(f"unexpected reference reason {reason!r}")
 
 
+# the rule against the oracle: 400 random cases, the same ones on every run
+CROSS_CHECK = settings(
+    max_examples=400, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+
 @st.composite
 def input_descs(draw: st.DrawFn, ofmt: str, fmt: str, dtype: str, rank: int) -> TensorDesc:
     """A desc with a storage shape GE would give it (or a random one where none is modelled), 32-byte sized."""
@@ -510,9 +516,7 @@ def concat_graph(descs: list[TensorDesc], dim: int) -> ComputeGraph:
     return g
 
 
-@settings(
-    max_examples=400, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow]
-)
+@CROSS_CHECK
 @given(concat_cases())
 def test_rule_checkdim_matches_python_reference(rules: api.RuleSet, case: tuple[list[TensorDesc], int]) -> None:
     descs, dim = case
@@ -579,9 +583,7 @@ def pack_graph(descs: list[TensorDesc], axis: int) -> ComputeGraph:
     return g
 
 
-@settings(
-    max_examples=400, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow]
-)
+@CROSS_CHECK
 @given(pack_cases())
 def test_pack_checkdim_matches_python_reference(rules: api.RuleSet, case: tuple[list[TensorDesc], int]) -> None:
     descs, axis = case
