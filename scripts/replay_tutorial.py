@@ -7,8 +7,8 @@
 The tutorial is a sequence of fenced blocks, read in order in a fresh temporary folder:
 
 * ```sh: run with bash (in `concat-tutorial/` once the first block has made it); stdout and stderr together,
-  with the bundled rules' folder written as the tutorial writes it (`/work/main/rules/`). A ```text block right
-  after it is that output.
+  with the bundled rules' folder written as the tutorial writes it (SHOWN_RULES). A ```text block right after it
+  is that output.
 * ```yaml: what the sentence before it says: `Save this as `F`` / `Create `F``: written to F; `update their
   expectations in `F``: F's `expect:` section replaced by it; `An excerpt of `F``: every piece between `...`
   lines must occur in F; `defined at line N of `F``: it must be the text of the project's file F from line N on.
@@ -33,7 +33,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 TUTORIAL = REPO / "docs" / "tutorial.md"
-SHOWN_RULES = "/work/main/rules"  # how the tutorial writes the bundled rules' folder
+SHOWN_RULES = ".venv/lib/python3.11/site-packages/rulepass/rules"  # how the tutorial writes the bundled rules' folder
 _BLOCK = re.compile(r"^```(\w*)\n(.*?)^```\n", re.S | re.M)
 _FILE = r"`([^`]+)`"
 

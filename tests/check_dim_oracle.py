@@ -1,14 +1,16 @@
-"""The test oracle for the rules' CheckDim: GE's CheckDimForInput (spec §3.1-3.3) written in plain Python.
+"""The test oracle for the rules' CheckDim: GE's CheckDimForInput (spec §3.1-3.3) written in plain Python, and
+GE's PackNotaskPass::CheckDim (Pack's own axis handling around it).
 
-Not product code: the product's CheckDim is the rule (rules/notask_base.yaml, and SplitNotaskPass's), evaluated by
-the engine; this independent copy is what tests check it against (tests/rules/test_concat_scenarios.py on random
-descs, tests/compiler/test_formats.py on the spec's worked examples). It reads `rulepass.compiler.formats` for
-the shape-transfer maps both sides share.
+Not product code: the product's CheckDim is the rule (rules/notask_base.yaml, SplitNotaskPass's and
+PackNotaskPass's), evaluated by the engine; this independent copy is what tests check it against
+(tests/rules/test_concat_scenarios.py on random descs, tests/compiler/test_formats.py on the spec's worked
+examples). It reads `rulepass.compiler.formats` for the shape-transfer maps both sides share.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from rulepass.compiler.formats import (
     AxisMap,
@@ -109,4 +111,45 @@ def check_dim_for_input(
         return f"CheckDimAlignment: aligned value {align[dim]} at dim {dim} is not positive"
     if origin[dim] % align[dim] != 0:
         return f"CheckDimAlignment: {origin[dim]} % {align[dim]} != 0"
+    return None
+
+
+@dataclass(frozen=True)
+class InputDesc:
+    """One input desc as the oracle reads it."""
+
+    origin_format: str
+    format: str
+    origin_shape: tuple[int, ...]
+    shape: tuple[int, ...]
+    dtype: str
+    reshape_type_mask: int = 0
+
+
+def pack_check_dim(inputs: Sequence[InputDesc], axis: int) -> tuple[int, str] | None:
+    """GE's PackNotaskPass::CheckDim over the inputs for the raw `axis` attribute: None when it passes, else the
+    first failing input and the reason.
+
+    Pack inserts a new axis, so its axis ranges over [0, rank]: a negative one is normalised (once: the variable
+    is overwritten inside GE's loop, so only input 0's rank counts) as rank + 1 + axis; axis 0 needs nothing;
+    axis == rank (the new axis last) needs every origin dim to be 1; any other axis is CheckDimForInput's.
+    """
+    dim = axis
+    for k, d in enumerate(inputs):
+        rank = len(d.origin_shape)
+        if dim < 0:
+            dim = rank + 1 + dim
+        if not 0 <= dim <= rank:
+            return k, f"CheckDim: pack axis {dim} out of range [0, {rank}]"
+        if dim == 0:
+            continue
+        if dim == rank:
+            if any(x != 1 for x in d.origin_shape):
+                return k, f"CheckDim: axis {dim} == rank, origin shape {list(d.origin_shape)} is not all ones"
+            continue
+        reason = check_dim_for_input(
+            d.origin_format, d.format, d.origin_shape, d.shape, d.dtype, dim, d.reshape_type_mask
+        )
+        if reason is not None:
+            return k, reason
     return None

@@ -99,7 +99,9 @@ def test_fingerprint_ignores_positions_and_sees_edits(tmp_path: Path) -> None:
 
 def test_a_rule_edit_keys_only_the_graphs_it_can_match(tmp_path: Path) -> None:
     bundled = fingerprint(RuleSource.read(None).load())
-    concat_edit = edited_rules(tmp_path, "concat_notask.yaml", "{axis_attr: concat_dim}", "{axis_attr: N}")
+    concat_edit = edited_rules(
+        tmp_path, "concat_notask.yaml", "{axis_attr: concat_dim, new_axes: 0}", "{axis_attr: N, new_axes: 0}"
+    )
     edited = fingerprint(RuleSource.read([concat_edit]).load())
     graph = GraphData(Entry("g.yaml"), b"", "d" * 64)
     opts = {"level": "O3", "disabled": []}
@@ -166,8 +168,8 @@ def test_the_cache_skips_what_a_one_rule_edit_cannot_change(tmp_path: Path, corp
             edited_rules(
                 tmp_path,
                 "concat_notask.yaml",
-                "{axis_attr: concat_dim}",
-                "{axis_attr: N}",
+                "{axis_attr: concat_dim, new_axes: 0}",
+                "{axis_attr: N, new_axes: 0}",
                 base=Path(strict.files[0][0]).parent,
             )
         ]

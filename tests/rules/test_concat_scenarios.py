@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from check_dim_oracle import check_dim_for_input
-from hypothesis import HealthCheck, given, settings
+from check_dim_oracle import InputDesc, check_dim_for_input, pack_check_dim
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from rulepass.compiler import formats
 from rulepass.compiler.graph_file import dump_graph, load_graph_text
@@ -426,9 +426,11 @@ CHECKDIM_CHECKS = {"ConcatDimInRange", "GetAlignedShape", "TransferDims", "Check
 
 
 def _expected_check(reason: str) -> str:
-    """The rule check a `check_dim_for_input` reason corresponds to."""
+    """The rule check a `check_dim_for_input` (or `pack_check_dim`) reason corresponds to."""
     for prefix, check in [
         ("CheckDim: dim", "ConcatDimInRange"),
+        ("CheckDim: pack axis", "PackDimInRange"),
+        ("CheckDim: axis", "LastAxisAllOnes"),
         ("GetAlignedShape", "GetAlignedShape"),
         ("TransferDims", "TransferDims"),
         ("CheckRealDim", "CheckRealDim"),
@@ -437,6 +439,12 @@ def _expected_check(reason: str) -> str:
         if reason.startswith(prefix):
             return check
     raise AssertionError(f"unexpected reference reason {reason!r}")
+
+
+# the rule against the oracle: 400 random cases, the same ones on every run
+CROSS_CHECK = settings(
+    max_examples=400, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @st.composite
@@ -508,9 +516,7 @@ def concat_graph(descs: list[TensorDesc], dim: int) -> ComputeGraph:
     return g
 
 
-@settings(
-    max_examples=400, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow]
-)
+@CROSS_CHECK
 @given(concat_cases())
 def test_rule_checkdim_matches_python_reference(rules: api.RuleSet, case: tuple[list[TensorDesc], int]) -> None:
     descs, dim = case
@@ -537,5 +543,72 @@ def test_rule_checkdim_matches_python_reference(rules: api.RuleSet, case: tuple[
     k, check = expected
     assert not d.fired, f"the reference rejects input {k} ({check}) but the rule fired"
     assert d.check in CHECKDIM_CHECKS, f"setup should pass every other check: {d.summary()}"
+    assert d.check == check, d.summary()
+    assert f"input {k} of concat" in d.elements[0]
+
+
+# Pack's CheckFormat rejects internal formats other than FRACTAL_NZ before CheckDim: Pack cases use the formats
+# it lets through, so every miss is CheckDim's.
+PACK_FORMATS = ["ND", "NCHW", "NHWC", "HWCN", "NDHWC", "NCDHW", "FRACTAL_NZ", "FRACTAL_NZ_C0_16"]
+PACK_CHECKDIM_CHECKS = (CHECKDIM_CHECKS - {"ConcatDimInRange"}) | {"PackDimInRange", "LastAxisAllOnes"}
+
+
+@st.composite
+def pack_cases(draw: st.DrawFn) -> tuple[list[TensorDesc], int]:
+    """Two input descs in formats Pack's CheckFormat accepts (ranks may differ) and a raw axis, often at the
+    edges Pack treats apart: 0, rank (the new last axis), negatives, and one past either end."""
+    ofmt = draw(st.sampled_from(ORIGIN_FORMATS))
+    full = FULL_RANK[ofmt]
+    rank = draw(st.sampled_from([full, full, 1, 2, 3, 4, 5]))
+    fmt = draw(st.sampled_from(PACK_FORMATS))
+    dtype = draw(st.sampled_from(DTYPES))
+    ones = draw(st.integers(0, 3)) == 0  # often all-ones inputs, so axis == rank can pass
+    descs = []
+    for r in (rank, rank if draw(st.integers(0, 4)) else draw(st.integers(1, 5))):
+        d = draw(input_descs(ofmt, fmt, dtype, r))
+        if ones:
+            d = dataclasses.replace(d, origin_shape=(1,) * r)
+        descs.append(d)
+    axis = draw(st.one_of(st.sampled_from([0, rank, -1, -rank - 1]), st.integers(-rank - 2, rank + 1)))
+    return descs, axis
+
+
+def pack_graph(descs: list[TensorDesc], axis: int) -> ComputeGraph:
+    """ReLU producers (one per desc) into a Pack whose input descs are those descs."""
+    g = concat_graph(descs, 0)
+    pack = g.node("concat")
+    assert pack is not None
+    pack.op.type = "Pack"
+    pack.op.attrs = {"axis": axis}
+    return g
+
+
+@CROSS_CHECK
+@given(pack_cases())
+def test_pack_checkdim_matches_python_reference(rules: api.RuleSet, case: tuple[list[TensorDesc], int]) -> None:
+    descs, axis = case
+    expected = pack_check_dim(
+        [
+            InputDesc(
+                d.origin_format,
+                d.format,
+                d.origin_shape,
+                d.shape,
+                d.dtype,
+                int(d.attrs.get("_reshape_type_mask", 0)),  # type: ignore[arg-type]
+            )
+            for d in descs
+        ],
+        axis,
+    )
+    (d,) = [d for d in api.optimize(pack_graph(descs, axis), rules).decisions if d.rule == "PackNotaskPass"]
+    event("fired" if d.fired else str(d.check))
+    if expected is None:
+        assert d.fired, d.summary()
+        return
+    k, reason = expected
+    check = _expected_check(reason)
+    assert not d.fired, f"the reference rejects input {k} ({reason}) but the rule fired"
+    assert d.check in PACK_CHECKDIM_CHECKS, f"setup should pass every other check: {d.summary()}"
     assert d.check == check, d.summary()
     assert f"input {k} of concat" in d.elements[0]
