@@ -50,27 +50,31 @@ def check_template(what: str, template: str, nargs: int, helper: bool = False) -
         tree = parse_template(template)
     except (IndexError, KeyError, ValueError, SyntaxError) as exc:
         raise ValueError(f"{what}: inline form '{template}' is malformed ({exc})") from None
+    text = template.format(*ARGS, t=TEMP, f=FN)  # the text the tree's positions refer to
     names = {*ARGS[:nargs], TEMP, *((FN,) if helper else ()), *INLINE_BUILTINS}
     for node in ast.walk(tree):
-        word = _refused(node, names)
+        word = _refused(node, names, text)
         if word is not None:
             raise ValueError(f"{what}: inline form '{template}' may not contain '{word}'")
 
 
-def _refused(node: ast.AST, names: set[str]) -> str | None:
-    """What of `node` an inline form may not hold (see `check_template`), or None."""
+def _refused(node: ast.AST, names: set[str], text: str) -> str | None:
+    """What of `node` (parsed from `text`) an inline form may not hold (see `check_template`), or None."""
     if not isinstance(node, _ALLOWED):
         return type(node).__name__
     if isinstance(node, ast.Name) and node.id not in names:
         return node.id
     if isinstance(node, ast.Attribute) and _ATTR_NAME.fullmatch(node.attr) is None:
         return node.attr
-    if isinstance(node, ast.Constant) and not (
-        node.value is None
-        or isinstance(node.value, (bool, str))
-        or (type(node.value) is int and node.value >= 0)
-    ):
-        return repr(node.value)
+    if isinstance(node, ast.Constant):
+        written = ast.get_source_segment(text, node) or ""
+        plain = (
+            node.value is None
+            or isinstance(node.value, bool)
+            or (isinstance(node.value, str) and written[:1] in ("'", '"'))  # no prefix: r'..', b'..', f'..'
+            or (type(node.value) is int and written.isdigit())  # decimal digits only
+        )
+        return None if plain else written
     if isinstance(node, ast.NamedExpr) and node.target.id != TEMP:
         return node.target.id
     return None
