@@ -29,7 +29,7 @@ _ALLOWED = (
 )  # fmt: skip
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def parse_template(template: str) -> ast.expr:
     """The tree of `template` with its placeholders as sentinel names (shared: copy it before changing it).
     Raises ValueError for a placeholder beyond :data:`MAX_ARGS` or an unknown one, SyntaxError for bad Python."""
@@ -105,7 +105,7 @@ def instantiate(
 ) -> ast.expr:
     """The expression `template` (a form, or a tree of one) stands for with `args` for `{0}`.., a local named
     `temp` for `{t}` and `fn` for `{f}`."""
-    values: dict[str, ast.expr] = dict(zip(ARGS, args))
+    values: dict[str, ast.expr] = dict(zip(ARGS, args, strict=False))
     values[TEMP] = ast.Name(temp, ast.Load())
     if fn is not None:
         values[FN] = fn
@@ -140,5 +140,6 @@ def replace_reads(template: str, reads: Mapping[str, str]) -> ast.expr:
             name = patterns.get(ast.dump(node)) if isinstance(node, ast.expr) else None
             return ast.Name(name, ast.Load()) if name is not None else self.generic_visit(node)
 
-    out: ast.expr = _Replace().visit(copy.deepcopy(parse_template(template)))
+    out = _Replace().visit(copy.deepcopy(parse_template(template)))
+    assert isinstance(out, ast.expr)
     return out

@@ -101,7 +101,7 @@ class _Core:
         self.kept_keys: dict[str, tuple[str, int]] = {}
         # the element local of a loop over an indexed list -> (owner local, position local, maker constant, form):
         # the element is `maker(owner, position)`, made only where its value is needed
-        self.indexed: dict[str, tuple[str, str, py.expr, IndexedList]] = {}
+        self.indexed: dict[str, tuple[py.expr, str, py.expr, IndexedList]] = {}
         self.attr_locals: set[str] = set()  # the memo locals holding an attribute dict (see `attrs_dict`)
         self.literal_sets: dict[int, frozenset[Any]] = {}  # id(comparison) -> its literal list as a set
         # the `hf` flags of kept let values, and those that can be set (a value computed when kept, which may
@@ -153,9 +153,7 @@ class _Core:
         """A loop body: it may run no time, or again after computing something."""
         return _Indent(self, body, branch=True, loop=True)
 
-    def memoised(
-        self, local: str, compute: Callable[[], py.expr], fuse: bool = False, cheap: bool = False
-    ) -> py.expr:
+    def memoised(self, local: str, compute: Callable[[], py.expr], fuse: bool = False, cheap: bool = False) -> py.expr:
         """`local`, computed by `compute` (which emits statements and returns the value) unless known done.
 
         With `fuse`, a computation that needs no statement is returned as an expression, `(local := value)` (or,

@@ -50,7 +50,7 @@ _DICT = "_dict"  # the name an attribute dict's read is replaced by in a helper'
 _OWNER, _INDEX = "_owner", "_index"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _through_owner(template: str, owner: str, index: str) -> py.expr | None:
     """A field's form of an indexed list's element as a form of (owner, position), when it reads the element only
     through those two (`{0}.node.in_peers[{0}.index]` -> `{0}.in_peers[{1}]`); else None."""
@@ -60,7 +60,7 @@ def _through_owner(template: str, owner: str, index: str) -> py.expr | None:
     return substitute(tree, {_OWNER: py.Name(ARGS[0], py.Load()), _INDEX: py.Name(ARGS[1], py.Load())})
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _dict_form(template: str, form: str) -> py.expr | None:
     """A helper's form with its read of the first argument's attribute dict (the entity's form `form`) as the
     name `_dict`; None when it does not read it."""
@@ -278,7 +278,7 @@ class _Exprs(_Core):
         self.emit(assign(e, method(load(memo), "get", key())))
         same = [compare(py.Subscript(load(e), py.Constant(i), py.Load()), "is", a) for i, a in enumerate(args)]
         test = bool_op("and", [compare(load(e), "is not", py.Constant(None)), *same])
-        hit = [assign(t, py.Subscript(load(e), py.Constant(len(args)), py.Load()))]
+        hit: list[py.stmt] = [assign(t, py.Subscript(load(e), py.Constant(len(args)), py.Load()))]
         entry = py.Assign([py.Subscript(load(memo), key(), py.Store())], tuple_([*args, load(t)]))
         self.emit(if_(test, hit, [assign(t, call(fn, *args)), entry]))
         return load(t)

@@ -30,7 +30,9 @@ _BUILTINS: dict[str, Any] = {
 
 def _function(name: str, params: Sequence[str], defaults: Sequence[py.expr], body: list[py.stmt]) -> py.FunctionDef:
     """`def name(params): body`, the last parameters defaulting to `defaults`."""
-    args = py.arguments(posonlyargs=[], args=[py.arg(p) for p in params], kwonlyargs=[], kw_defaults=[], defaults=list(defaults))
+    args = py.arguments(
+        posonlyargs=[], args=[py.arg(p) for p in params], kwonlyargs=[], kw_defaults=[], defaults=list(defaults)
+    )
     extra: dict[str, Any] = {"type_params": []} if sys.version_info >= (3, 12) else {}
     return py.FunctionDef(name, args, body, [], None, **extra)
 

@@ -690,9 +690,7 @@ def test_an_int_list_attribute_tested_non_empty_joins_the_run_of_flag_reads(tmp_
     whole run is skipped there; an ill-typed list still reads as empty, a list of ints as not."""
     rules, _ = generated(tmp_path, "flags.yaml", FLAG_RUNS)
     source = rules.rules[1].fast.source  # type: ignore[union-attr]
-    run = re.search(
-        r"c\d+\.get\(k\d+\) is True or not not \(\[\] if (c\d+)\.get.*\) if \1 else False", source
-    )
+    run = re.search(r"c\d+\.get\(k\d+\) is True or not not \(\[\] if (c\d+)\.get.*\) if \1 else False", source)
     assert run is not None, source
     g = load_graph_text(json.dumps(ATTRS_GRAPH))  # wrong_types' list holds floats; two's holds ints
     assert assert_same(g, rules) == 10
@@ -1154,7 +1152,10 @@ def test_generated_actions_evaluate_everything_then_write_in_the_closures_order(
     assert fast is not None and fast.actions is not None
     # a write's dict read from its target faults on a null target by itself: only the setter's target is tested;
     # each loop's element is a scope of its own, so `i.connected` and `i.peer` read the peer once
-    assert len(re.findall(r"is None:\n +raise _F", fast.actions_source)) == 1 and fast.actions_source.count(".in_peers[p") == 3
+    assert (
+        len(re.findall(r"is None:\n +raise _F", fast.actions_source)) == 1
+        and fast.actions_source.count(".in_peers[p") == 3
+    )
     g = synthetic.generate("split", 300)
     a, b, before = g.copy(), g.copy(), _full_state(g)
     fast_run = [d.to_json() for r in build_pass_manager(rules).run(a, dry_run=dry_run) for d in r.decisions]
