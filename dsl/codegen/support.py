@@ -224,8 +224,3 @@ class Marker(py.Pass):
     def __init__(self, key: str) -> None:
         super().__init__()
         self.key = key
-
-
-def py_key(e: py.expr) -> str:
-    """A structural key of an emitted expression (what is known of it is kept under it)."""
-    return py.dump(e)
