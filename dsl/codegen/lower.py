@@ -80,9 +80,10 @@ class _Core:
         self.visited: dict[int, tuple[str, dict[int, tuple[str, str]]]] = {}
         # a loop over an indexed list keeps the positions it visited; the list nothing reads (no miss's record,
         # no `earlier` of the elements themselves) is left out: the lists not read, and the statements that
-        # make a flag or list, dropped by the optimiser when it is never set or read (see `optimise.drop`)
+        # make a flag or list, dropped by the optimiser when it is never set or read (see `optimise.optimise`)
         self.unread_visited: set[str] = set()
-        self.droppable: dict[str, list[py.stmt]] = {}
+        self.droppable: dict[str, list[tuple[list[py.stmt], py.stmt]]] = {}  # name -> (block, statement)
+        self.markers: list[tuple[list[py.stmt], Marker]] = []  # the scope markers emitted, with their blocks
         # a field read through a sibling (FieldSpec.not_null_of): id(read) -> the sibling's read of the same object
         # (made once, so it is a sub-expression like the rule's own reads of it), and its field
         self.siblings: dict[int, ast.Attr] = {}
@@ -123,8 +124,13 @@ class _Core:
 
     def droppable_stmt(self, name: str, stmt: py.stmt) -> None:
         """Emit `stmt`, which only makes or tests flag or list `name` (dropped where that is never set or read)."""
-        self.droppable.setdefault(name, []).append(stmt)
+        self.droppable.setdefault(name, []).append((self.block, stmt))
         self.emit(stmt)
+
+    def marker(self, key: str) -> None:
+        """Emit the marker of scope `key`: where its memo locals are reset (see `optimise.optimise`)."""
+        self.markers.append((self.block, Marker(key)))
+        self.emit(self.markers[-1][1])
 
     def fresh(self, prefix: str = "t") -> str:
         self.counter += 1
@@ -272,7 +278,7 @@ class _Core:
         if own:
             marker = f"s{len(self.resets)}"
             self.resets[marker] = own
-            self.emit(Marker(marker))
+            self.marker(marker)
             self.forget(own, self.loop_depth if level is None else self.scope_depth[level])
 
     def shared_memo(self, b: Binding) -> bool:
@@ -289,7 +295,7 @@ class _Core:
         self.resets[marker] = []
         del self.scopes[level:]
         self.scopes.append(marker)
-        self.emit(Marker(marker))
+        self.marker(marker)
         self.scope_depth[level] = self.loop_depth
         self.forget([m for m, lv in self.cse_level.items() if lv >= level], self.loop_depth)
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ast as py
 import re
-from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from .support import Marker, assign, load
@@ -30,57 +29,39 @@ _LOCAL = re.compile(r"[a-z]\d+")
 
 
 def optimise(gen: _Gen) -> tuple[list[py.stmt], list[str]]:
-    """The function's statements, optimised (the lowering's own are changed in place), and the memo locals its
-    parameters reset (see the module's docstring)."""
+    """The function's statements, optimised in place (each statement the passes touch was recorded with its block
+    as it was emitted, so nothing walks the whole tree), and the memo locals its parameters reset (see the
+    module's docstring)."""
+    touched: list[list[py.stmt]] = []
     never = {f for f in gen.flags if f not in gen.faulting} | gen.unread_visited
-    dropped = {id(s) for name in never for s in gen.droppable.get(name, ())}
-    body = _drop(gen.body, dropped)
-    unset: list[str] = []
-    for s in body:  # the scopes starting before any statement: reset by the call
+    for name in sorted(never):
+        for block, stmt in gen.droppable.get(name, ()):
+            _remove(block, stmt)
+            touched.append(block)
+    head: set[int] = set()  # the scopes starting before any statement: reset by the call
+    for s in gen.body:
         if not isinstance(s, Marker):
             break
-        unset += [m for m in gen.resets[s.key] if m in gen.tested and m not in unset]
-    body = _resets(body, gen, True)
-    return body, unset
+        head.add(id(s))
+    unset: list[str] = []
+    for block, marker in gen.markers:
+        tested = [m for m in gen.resets[marker.key] if m in gen.tested]  # the others are assigned before any read
+        if id(marker) in head:
+            unset += [m for m in tested if m not in unset]
+            _remove(block, marker)
+        else:
+            _remove(block, marker, assign(tested, load("_U")) if tested else None)
+        touched.append(block)
+    for block in touched:
+        if not block:
+            block.append(py.Pass())
+    return gen.body, unset
 
 
-def _blocks(s: py.stmt) -> Iterable[tuple[py.AST, str]]:
-    """The statement lists inside `s`: (the node holding one, its field's name)."""
-    for name in ("body", "orelse", "finalbody"):
-        if isinstance(getattr(s, name, None), list):
-            yield s, name
-    for h in getattr(s, "handlers", ()):
-        yield h, "body"
-
-
-def _drop(stmts: list[py.stmt], dropped: set[int]) -> list[py.stmt]:
-    """`stmts` without those whose id is in `dropped` (at any depth; an emptied block holds `pass`)."""
-    out = [s for s in stmts if id(s) not in dropped]
-    for s in out:
-        for node, name in _blocks(s):
-            block = getattr(node, name)
-            if block:
-                setattr(node, name, _drop(block, dropped) or [py.Pass()])
-    return out
-
-
-def _resets(stmts: list[py.stmt], gen: _Gen, head: bool) -> list[py.stmt]:
-    """`stmts` with each scope marker replaced by the reset of its tested memo locals (none, where nothing is
-    tested or, with `head`, before the first statement: the call resets those)."""
-    out: list[py.stmt] = []
-    for s in stmts:
-        if isinstance(s, Marker):
-            tested = [m for m in gen.resets[s.key] if m in gen.tested]  # the others are assigned before any read
-            if tested and not head:
-                out.append(assign(tested, load("_U")))
-            continue
-        head = False
-        for node, name in _blocks(s):
-            block = getattr(node, name)
-            if block:
-                setattr(node, name, _resets(block, gen, False) or [py.Pass()])
-        out.append(s)
-    return out
+def _remove(block: list[py.stmt], stmt: py.stmt, instead: py.stmt | None = None) -> None:
+    """Take `stmt` (by identity) out of `block`, or put `instead` in its place."""
+    at = next(i for i, s in enumerate(block) if s is stmt)
+    block[at : at + 1] = [instead] if instead is not None else []
 
 
 def _flag_dict(e: py.expr) -> str | None:

@@ -219,7 +219,7 @@ _ORDER = ("<", "<=", ">", ">=")
 
 class Marker(py.Pass):
     """Where a scope starts: the optimiser puts there the resets of the memo locals of scope `key` that are read
-    before being assigned (see `optimise.resolve_markers`)."""
+    before being assigned (see `optimise.optimise`)."""
 
     def __init__(self, key: str) -> None:
         super().__init__()
