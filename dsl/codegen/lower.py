@@ -78,11 +78,6 @@ class _Core:
         self.nonnull: set[str] = set()  # locals tested not null on every path to here (they are not reassigned)
         # id(group check) -> the locals of its visited elements and, per id(let) earlier() reads, (values, fault)
         self.visited: dict[int, tuple[str, dict[int, tuple[str, str]]]] = {}
-        # a loop over an indexed list keeps the positions it visited; the list nothing reads (no miss's record,
-        # no `earlier` of the elements themselves) is left out: the lists not read, and the statements that
-        # make a flag or list, dropped by the optimiser when it is never set or read (see `optimise.optimise`)
-        self.unread_visited: set[str] = set()
-        self.droppable: dict[str, list[tuple[list[py.stmt], py.stmt]]] = {}  # name -> (block, statement)
         self.markers: list[tuple[list[py.stmt], Marker]] = []  # the scope markers emitted, with their blocks
         # a field read through a sibling (FieldSpec.not_null_of): id(read) -> the sibling's read of the same object
         # (made once, so it is a sub-expression like the rule's own reads of it), and its field
@@ -105,10 +100,6 @@ class _Core:
         self.indexed: dict[str, tuple[py.expr, str, py.expr, IndexedList]] = {}
         self.attr_locals: set[str] = set()  # the memo locals holding an attribute dict (see `attrs_dict`)
         self.literal_sets: dict[int, frozenset[Any]] = {}  # id(comparison) -> its literal list as a set
-        # the `hf` flags of kept let values, and those that can be set (a value computed when kept, which may
-        # fault); the others, always false, are left out of the function with their tests
-        self.flags: list[str] = []
-        self.faulting: set[str] = set()
         # generated actions: the writes of phase 2, the lists collecting a loop's writes, the loops around here
         self.writes: list[py.stmt] = []
         self.write_lists: list[str] = []
@@ -121,11 +112,6 @@ class _Core:
         self.size += 1
         if self.size > MAX_LINES:
             raise _Declined
-
-    def droppable_stmt(self, name: str, stmt: py.stmt) -> None:
-        """Emit `stmt`, which only makes or tests flag or list `name` (dropped where that is never set or read)."""
-        self.droppable.setdefault(name, []).append((self.block, stmt))
-        self.emit(stmt)
 
     def marker(self, key: str) -> None:
         """Emit the marker of scope `key`: where its memo locals are reset (see `optimise.optimise`)."""

@@ -124,8 +124,6 @@ class _Gen(_Exprs):
         if got is not None:
             self.bind_indexed(local, got)
         kept = self.visited_lists(cc, level)
-        if kept is not None and local in self.indexed:
-            self.unread_visited.add(kept[0])  # until a miss's record or an `earlier` reads it
         loop = self.for_header(local, items)
         with self.loop(loop.body):
             self.open_scope(level)
@@ -234,7 +232,6 @@ class _Gen(_Exprs):
                 j = self.fresh("j")
                 made = call(ix[2], ix[0], load(j))
                 out.append(py.ListComp(made, [py.comprehension(store(j), load(h), [], 0)]))
-                self.unread_visited.discard(h)
             else:
                 out.append(load(h))
         return out
@@ -251,15 +248,14 @@ class _Gen(_Exprs):
                 if self.has_loop(ref.binding.expr.node):
                     raise _Declined  # computing it at the end of an element would charge steps the closures do not
                 values[id(ref.binding)] = (self.fresh("hv"), self.fresh("hf"))
-                self.flags.append(values[id(ref.binding)][1])
         self.visited[id(cc.check)] = (h, values)
-        self.droppable_stmt(h, assign(h, py.List([], py.Load())))
+        self.emit(assign(h, py.List([], py.Load())))
         for b, (hv, hf) in values.items():
             key = self.membership_key(cc.check, b)
             if key is not None:
                 self.kept_keys[hv] = (key, level)
             self.emit(assign(hv, call("set") if key is not None else py.List([], py.Load())))
-            self.droppable_stmt(hf, assign(hf, py.Constant(False)))
+            self.emit(assign(hf, py.Constant(False)))
         return h, values
 
     def membership_key(self, group: Check, binding: int) -> str | None:
@@ -298,12 +294,8 @@ class _Gen(_Exprs):
             fault = py.Expr(method(load(hv), "add" if kept_key else "append", py.Constant(None)))
             node.handlers = [py.ExceptHandler(load("Exception"), None, [assign(hf, py.Constant(True)), fault])]
             self.emit(node)
-            self.faulting.add(hf)
         ix = self.indexed.get(local)
-        if ix is not None:
-            self.droppable_stmt(h, py.Expr(method(load(h), "append", load(ix[1]))))
-        else:
-            self.emit(py.Expr(method(load(h), "append", load(local))))
+        self.emit(py.Expr(method(load(h), "append", load(ix[1]) if ix is not None else load(local))))
 
     # ---- actions -------------------------------------------------------------------------------------------
     def action(self, n: ast.Node) -> None:

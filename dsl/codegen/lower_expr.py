@@ -687,10 +687,9 @@ class _Exprs(_Core):
         """`earlier(x)`: the kept list (a fault if computing one of its values faulted)."""
         h, values = self.visited[id(ref.group)]
         if ref.binding is None:
-            self.unread_visited.discard(h)
             return load(h)
         hv, hf = values[id(ref.binding)]
-        self.droppable_stmt(hf, if_(load(hf), [raise_("_F")]))
+        self.emit(if_(load(hf), [raise_("_F")]))
         return load(hv)
 
     def keyed(self, kept: tuple[str, int], v: py.expr, nullable: bool, let: int) -> py.expr:

@@ -64,13 +64,13 @@ def _build(
     if init_lets:
         loads += [assign(m, load("_U")) for m in gen.memo.values()]
     loads += [assign(m, py.Dict([], [])) for m in gen.memo_dicts.values()]
-    body, unset = optimise(gen)
+    body = optimise(gen)
     # the constants and `_U` (a parameter of the factory) become defaults of `fast`: read as its own locals,
     # which is cheaper than closure cells (let alone globals); positional, since keyword-only defaults cost a
-    # dict lookup each per call; `unset`, the memo locals reset before any statement, are set by the call itself
+    # dict lookup each per call
     consts = [f"k{i}" for i in range(len(gen.consts))]
-    defaults = [load(k) for k in (*consts, "_U", *("_U" for _ in unset))]
-    fast = _function("fast", [*params, *consts, "_U", *unset], defaults, [*loads, *body, py.Return(returns)])
+    defaults = [load(k) for k in (*consts, "_U")]
+    fast = _function("fast", [*params, *consts, "_U"], defaults, [*loads, *body, py.Return(returns)])
     bind = [assign(k, py.Subscript(load("K"), py.Constant(i), py.Load())) for i, k in enumerate(consts)]
     module = py.Module([_function("_factory", ["K", "_U"], [], [*bind, fast, py.Return(load("fast"))])], [])
     _locate(module)
