@@ -9,8 +9,8 @@ memoised per scope) in three phases, all on Python's own syntax trees (`ast`), n
 - **lower** (:mod:`.lower` its state and statements, :mod:`.lower_expr` expressions, :mod:`.lower_check`
   checks, groups and actions) builds the function's statements as `ast` nodes, optimising as it goes what it
   can see locally (memos, lets on first use, facts along a path, counted indexed lists);
-- **optimise** (:mod:`.optimise`) drops the flags and lists nothing sets or reads, resets memo locals at the
-  scope markers, and skips runs of flag reads of an empty attribute dict;
+- **optimise** (:mod:`.optimise`) resets the memo locals at the scope markers, and holds the peephole that
+  skips a run of flag reads of an empty attribute dict (applied where the lowering joins an `or`);
 - **render** (:mod:`.render`) wraps them in a factory binding the constants and passes the module's tree to
   `compile`; `ast.unparse` gives :attr:`FastRule.source` for reading and for tests only.
 
