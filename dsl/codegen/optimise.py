@@ -17,19 +17,16 @@ from __future__ import annotations
 
 import ast as py
 import re
-from typing import TYPE_CHECKING
 
+from .lower import _Core
 from .support import assign, load
-
-if TYPE_CHECKING:  # the lowering calls `flag_runs`; the rendering calls `optimise` with the lowered function
-    from .lower_check import _Gen
 
 _CONST = re.compile(r"k\d+")  # a constant's local
 _DICT = re.compile(r"c\d+")  # a common sub-expression's local (an attribute dict's, see `_Gen.attrs_dict`)
 _LOCAL = re.compile(r"[a-z]\d+")
 
 
-def optimise(gen: _Gen) -> list[py.stmt]:
+def optimise(gen: _Core) -> list[py.stmt]:
     """The function's statements with each scope marker replaced, in place, by the reset of its tested memo
     locals (the lowering recorded each marker with its block, so nothing walks the whole tree)."""
     for block, marker in gen.markers:
