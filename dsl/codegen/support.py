@@ -49,9 +49,15 @@ def _truth(local: str) -> str:
 
 
 # ---- Python syntax trees: the few constructors the lowering builds its code with -------------------------------
+_READS: dict[str, py.Name] = {}
+
+
 def load(name: str) -> py.Name:
-    """A read of local `name`."""
-    return py.Name(name, py.Load())
+    """A read of local `name` (one node for every read: no pass changes an expression in place)."""
+    node = _READS.get(name)
+    if node is None:
+        node = _READS[name] = py.Name(name, py.Load())
+    return node
 
 
 def store(name: str) -> py.Name:
