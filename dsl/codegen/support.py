@@ -141,11 +141,6 @@ def is_atom(e: py.expr) -> bool:
     return isinstance(e, (py.Name, py.Constant))
 
 
-def is_name(e: py.expr, name: str) -> bool:
-    """Whether `e` reads local `name`."""
-    return isinstance(e, py.Name) and e.id == name
-
-
 def atom_key(e: py.expr) -> str:
     """A local's name (a constant's text) as the facts about it are kept."""
     return e.id if isinstance(e, py.Name) else repr(e.value) if isinstance(e, py.Constant) else py.dump(e)
