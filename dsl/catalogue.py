@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .templates import INLINE_BUILTINS, check_template, instantiate
+
 # ---- types -------------------------------------------------------------------------------------------------
 
 
@@ -191,10 +193,6 @@ _ATTR_NAME = re.compile(r"[a-z][a-z0-9_]*")  # a public attribute name (no dunde
 _LENGTH_FORM = re.compile(r"len\((.+)\)")  # an inline form that is the length of what it encloses
 
 
-# the builtins an inline form may call (the generated code's namespace holds them)
-INLINE_BUILTINS = frozenset({"len", "list", "isinstance", "int", "min"})
-
-
 def _check_inline(helper: str, key: str, template: str) -> None:
     """A helper's inline form, keyed `<first argument's type>/<argument count>`, or with `/true` or `/false`
     after it for a call whose last argument is that literal: see `check_template` (`{f}` is the helper itself,
@@ -207,49 +205,16 @@ def _check_inline(helper: str, key: str, template: str) -> None:
 
 
 def getter_from_inline(what: str, template: str) -> Callable[[Any], Any]:
-    """A field's getter made from its inline form (checked by `check_template` first): the form's expression,
-    parsed into an AST, as the body of a function of the object, seeing only :data:`INLINE_BUILTINS`. The form is
-    the catalogue's declaration, never a rule's text; closures and generated code so read the field alike."""
-    expr = ast.parse(template.format("obj", t="tmp"), mode="eval").body
+    """A field's getter made from its inline form (checked by `check_template` first): the form's tree (parsed
+    once, see :mod:`.templates`) as the body of a function of the object, seeing only :data:`INLINE_BUILTINS`.
+    The form is the catalogue's declaration, never a rule's text; closures and generated code so read the field
+    alike."""
+    expr = instantiate(template, [ast.Name("obj", ast.Load())], temp="tmp")
     args = ast.arguments(posonlyargs=[], args=[ast.arg("obj")], kwonlyargs=[], kw_defaults=[], defaults=[])
     tree = ast.fix_missing_locations(ast.Expression(ast.Lambda(args, expr)))
     allowed = {n: getattr(builtins, n) for n in INLINE_BUILTINS}
     getter: Callable[[Any], Any] = eval(compile(tree, f"<field {what}>", "eval"), {"__builtins__": allowed})
     return getter
-
-
-def check_template(what: str, template: str, nargs: int, helper: bool = False) -> None:
-    """An inline form (Python text standing for a call, `{0}`.. its arguments, `{t}` a fresh temporary, and with
-    `helper` `{f}`: a helper itself, or a field's getter in its view) may hold only those, attribute names after
-    a dot, operators, keywords, non-negative integer literals, plain string literals and :data:`INLINE_BUILTINS`."""
-    import io
-    import tokenize
-
-    try:
-        names = {"t": "t0", **({"f": "f0"} if helper else {})}
-        text = template.format(*(f"a{i}" for i in range(nargs)), **names)
-        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
-    except (IndexError, KeyError, ValueError, tokenize.TokenError) as exc:
-        raise ValueError(f"{what}: inline form '{template}' is malformed ({exc})") from None
-    prev = ""
-    for tok in tokens:
-        ok = (
-            tok.type in (tokenize.OP, tokenize.NEWLINE, tokenize.ENDMARKER)
-            or (tok.type == tokenize.NUMBER and tok.string.isdigit())
-            or (tok.type == tokenize.STRING and tok.string[0] in "'\"")  # a plain string literal
-            or (
-                tok.type == tokenize.NAME
-                and (
-                    keyword.iskeyword(tok.string)
-                    or re.fullmatch(r"a\d+|t0" + ("|f0" if helper else ""), tok.string) is not None
-                    or (prev == "." and _ATTR_NAME.fullmatch(tok.string) is not None)
-                    or (prev != "." and tok.string in INLINE_BUILTINS)
-                )
-            )
-        )
-        if not ok:
-            raise ValueError(f"{what}: inline form '{template}' may not contain '{tok.string}'")
-        prev = tok.string
 
 
 @dataclass(frozen=True)

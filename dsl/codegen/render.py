@@ -1,13 +1,17 @@
-"""Rendering: the lowered lines -> the source of one function (a factory binding the constants as its
-defaults), compiled with Python's `compile` in a namespace holding only the builtins the templates use."""
+"""Rendering: the optimised statements -> one Python module (a factory binding the constants as defaults of the
+function it returns), compiled from its syntax tree with `compile` in a namespace holding only the builtins the
+inline forms use; `ast.unparse` gives its source, for reading and for tests only."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import ast as py
+import sys
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from .lower import _Gen
-from .support import _Budget, _Fault
+from .lower_check import _Gen
+from .optimise import optimise
+from .support import _Budget, _Fault, assign, load
 
 _UNSET: Any = object()
 _BUILTINS: dict[str, Any] = {
@@ -24,40 +28,56 @@ _BUILTINS: dict[str, Any] = {
 }
 
 
-def _build(gen: _Gen, returns: str, init_lets: bool = False, params: str = "R, s") -> tuple[Callable[..., Any], str]:
-    """Wrap the body in a factory binding the constants, compile it and return the function and its source."""
-    load = [f"        {local} = R[{gen.const(name)}]" for name, local in gen.roots.items()]
+def _function(name: str, params: Sequence[str], defaults: Sequence[py.expr], body: list[py.stmt]) -> py.FunctionDef:
+    """`def name(params): body`, the last parameters defaulting to `defaults`."""
+    args = py.arguments(
+        posonlyargs=[], args=[py.arg(p) for p in params], kwonlyargs=[], kw_defaults=[], defaults=list(defaults)
+    )
+    extra: dict[str, Any] = {"type_params": []} if sys.version_info >= (3, 12) else {}
+    return py.FunctionDef(name, args, body, [], None, **extra)
+
+
+def _locate(tree: py.AST) -> None:
+    """Give every node the position `compile` requires (line 1: the code has no source lines to point to); what
+    `ast.fix_missing_locations` does, at a fraction of its cost: a node that has one (a read shared by every use
+    of a local, a subtree used twice) was reached before, with all below it."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if node._attributes:
+            if hasattr(node, "lineno"):
+                continue
+            node.lineno = node.end_lineno = 1  # type: ignore[attr-defined]
+            node.col_offset = node.end_col_offset = 0  # type: ignore[attr-defined]
+        for name in node._fields:
+            value = getattr(node, name)
+            if isinstance(value, list):
+                stack += [v for v in value if isinstance(v, py.AST)]
+            elif isinstance(value, py.AST):
+                stack.append(value)
+
+
+def _build(
+    gen: _Gen, returns: py.expr, init_lets: bool = False, params: Sequence[str] = ("R", "s")
+) -> tuple[Callable[..., Any], py.Module]:
+    """Wrap the body in a factory binding the constants, compile it and return the function and its module."""
+    loads: list[py.stmt] = [
+        assign(local, py.Subscript(load("R"), gen.const(name), py.Load())) for name, local in gen.roots.items()
+    ]
     if init_lets:
-        load += [f"        {m} = _U" for m in gen.memo.values()]
-    load += [f"        {m} = {{}}" for m in gen.memo_dicts.values()]
+        loads += [assign(m, load("_U")) for m in gen.memo.values()]
+    loads += [assign(m, py.Dict([], [])) for m in gen.memo_dicts.values()]
+    body = optimise(gen)
     # the constants and `_U` (a parameter of the factory) become defaults of `fast`: read as its own locals,
     # which is cheaper than closure cells (let alone globals); positional, since keyword-only defaults cost a
     # dict lookup each per call
-    consts = "".join(f", k{i}=k{i}" for i in range(len(gen.consts)))
-    body: list[str] = []
-    unset: list[str] = []  # reset before any statement: parameters defaulting to `_U`, set by the call itself
-    never = {f for f in gen.flags if f not in gen.faulting}
-    dropped = {f"{f} = False" for f in never} | {f"if {f}: raise _F" for f in never}
-    dropped |= {line for h, append in gen.unread_visited.items() for line in (f"{h} = []", append)}
-    for line in gen.lines:
-        text = line.lstrip(" ")
-        if text in dropped:
-            continue
-        if text.startswith("\0"):  # a scope marker: the resets of the sub-expressions memoised in it, at once
-            tested = [m for m in gen.resets[text] if m in gen.tested]  # the others are assigned before any read
-            if tested and not body:
-                unset += [m for m in tested if m not in unset]
-            elif tested:
-                pad = line[: len(line) - len(text)]
-                body.append(f"    {pad}{' = '.join(tested)} = _U")
-        else:
-            body.append("    " + line)
-    head = [
-        "def _factory(K, _U):",
-        *(f"    k{i} = K[{i}]" for i in range(len(gen.consts))),
-        f"    def fast({params}{consts}, _U=_U{''.join(f', {m}=_U' for m in unset)}):",
-    ]
-    src = "\n".join([*head, *load, *body, f"        return {returns}", "    return fast", ""])
+    consts = [f"k{i}" for i in range(len(gen.consts))]
+    defaults = [load(k) for k in (*consts, "_U")]
+    fast = _function("fast", [*params, *consts, "_U"], defaults, [*loads, *body, py.Return(returns)])
+    bind = [assign(k, py.Subscript(load("K"), py.Constant(i), py.Load())) for i, k in enumerate(consts)]
+    module = py.Module([_function("_factory", ["K", "_U"], [], [*bind, fast, py.Return(load("fast"))])], [])
+    _locate(module)
+    code = compile(module, "<rulepass generated rule>", "exec")
     namespace: dict[str, Any] = {"__builtins__": dict(_BUILTINS), "_F": _Fault, "_B": _Budget}
-    exec(compile(src, "<rulepass generated rule>", "exec"), namespace)  # generated from templates only (see above)
-    return namespace["_factory"](tuple(gen.consts), _UNSET), src
+    exec(code, namespace)  # built from the catalogue's forms and fixed constructors only (see the package)
+    return namespace["_factory"](tuple(gen.consts), _UNSET), module
