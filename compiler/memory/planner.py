@@ -44,17 +44,20 @@ from __future__ import annotations
 
 import csv
 import heapq
+import importlib
 import itertools
 import math
 import sys
 import time
 from bisect import bisect_left, bisect_right
+from array import array
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import repeat
 from operator import add, mul
 from pathlib import Path
+from typing import Any
 
 from ...base.files import read_text
 from ...base.limits import LimitError, int_literal
@@ -270,10 +273,70 @@ class _Arrays:
         self.size = [b.size for b in buffers]
         self.align = [b.alignment for b in buffers]
         self.fixed = [-1 if b.offset is None else b.offset for b in buffers]
+        self.native = _NATIVE is not None and _fits_int64(self)
+        self._int64: dict[str, array[int]] = {}
+
+    def int64(self, name: str) -> array[int]:
+        """One of the lists above as an int64 array, for the native loops (made once)."""
+        if name not in self._int64:
+            self._int64[name] = array("q", getattr(self, name))
+        return self._int64[name]
 
 
-def _overlaps(items: Sequence[int], first: Sequence[int], last: Sequence[int]) -> dict[int, list[int]]:
-    """Adjacency lists of time-overlapping pairs among ``items`` (sweep; cost n log n + pairs)."""
+def _fits_int64(arr: _Arrays) -> bool:
+    """Whether every step, size, alignment and every offset a plan can reach fits the native loops' int64."""
+    if not arr.size:
+        return True
+    reach = sum(arr.size) + len(arr.size) * max(arr.align) + max(arr.fixed) + max(arr.size)
+    steps = max(max(arr.last), -min(arr.first))
+    return max(reach, steps) < 1 << 62
+
+
+def _load_native() -> Any:
+    """The optional C extension of the inner loops (``_native.c``), or None when it was not built."""
+    try:
+        return importlib.import_module(f"{__package__}._native")
+    except ImportError:
+        return None
+
+
+#: The native inner loops, or None (then the pure-Python ones run: same plans, slower).
+_NATIVE: Any = _load_native()
+
+
+class _Adj:
+    """Neighbour lists in CSR form: the items overlapping item i in time are ``indices[indptr[i]:indptr[i+1]]``,
+    ascending (int64 arrays when built by the native loops, lists otherwise)."""
+
+    def __init__(self, indptr: Sequence[int], indices: Sequence[int]) -> None:
+        self.indptr = indptr
+        self.indices = indices
+
+    def degree(self, i: int) -> int:
+        """Number of items overlapping item ``i``."""
+        return self.indptr[i + 1] - self.indptr[i]
+
+    def of(self, i: int) -> Sequence[int]:
+        """The items overlapping item ``i``, ascending."""
+        return self.indices[self.indptr[i] : self.indptr[i + 1]]
+
+    def pairs(self) -> int:
+        """Number of overlapping (ordered) pairs: twice the unordered ones."""
+        return len(self.indices)
+
+
+def _neighbours(arr: _Arrays, items: Sequence[int]) -> _Adj:
+    """Neighbour lists of time-overlapping pairs among ``items`` (cost n log n + pairs), by the native loops
+    when the extension is there (the same lists as :func:`_overlaps`)."""
+    if arr.native and _NATIVE is not None:
+        indptr, indices = _NATIVE.overlaps(array("q", items), arr.int64("first"), arr.int64("last"), len(arr.size))
+        return _Adj(indptr, indices)
+    return _overlaps(items, arr.first, arr.last, len(arr.size))
+
+
+def _overlaps(items: Sequence[int], first: Sequence[int], last: Sequence[int], n: int) -> _Adj:
+    """Neighbour lists of time-overlapping pairs among ``items`` (indices below ``n``): a sweep keeping the live
+    items, cost n log n + pairs."""
     adj: dict[int, list[int]] = {i: [] for i in items}
     active: list[tuple[int, int]] = []  # heap of (last, item)
     live: set[int] = set()
@@ -287,9 +350,16 @@ def _overlaps(items: Sequence[int], first: Sequence[int], last: Sequence[int]) -
             adj[j].append(i)
         live.add(i)
         heapq.heappush(active, (last[i], i))
-    for lst in adj.values():
+    indptr = [0] * (n + 1)
+    for i, lst in adj.items():
+        indptr[i + 1] = len(lst)
+    for i in range(n):
+        indptr[i + 1] += indptr[i]
+    indices = [0] * indptr[n]
+    for i, lst in adj.items():
         lst.sort()
-    return adj
+        indices[indptr[i] : indptr[i + 1]] = lst
+    return _Adj(indptr, indices)
 
 
 def _count_pairs(items: Sequence[int], first: Sequence[int], last: Sequence[int]) -> int:
@@ -398,9 +468,8 @@ def _lowest_fit(obstacles: list[tuple[int, int]], s: int, a: int, base: int, bes
 
 def _place(
     order: Sequence[int],
-    size: Sequence[int],
-    align: Sequence[int],
-    adj: dict[int, list[int]],
+    arr: _Arrays,
+    adj: _Adj,
     off: list[int],
     base: int,
     best_fit: bool,
@@ -415,12 +484,39 @@ def _place(
 
     With a ``limit``, stops as soon as the height reaches it (the placement is then incomplete): the height
     only grows, so such an order cannot beat a plan of that height. ``static`` byte ranges are occupied for
-    every buffer of ``order`` (the repair's buffers spanning its window).
+    every buffer of ``order`` (the repair's buffers spanning its window). Runs the native loop when the
+    extension is there (:func:`_place_py` is its pure-Python twin: the same offsets).
     """
+    if not (arr.native and _NATIVE is not None and isinstance(adj.indices, array)):
+        return _place_py(order, arr.size, arr.align, adj, off, base, best_fit, limit, static)
+    placed = array("q", off)
+    flat = array("q", [x for span in static for x in span] if static else [])
+    stop = -1 if limit is None else limit
+    height: int = _NATIVE.place(
+        array("q", order), arr.int64("size"), arr.int64("align"), adj.indptr, adj.indices, placed, base,
+        best_fit, stop, flat,
+    )  # fmt: skip
+    off[:] = placed.tolist()
+    return height
+
+
+def _place_py(
+    order: Sequence[int],
+    size: Sequence[int],
+    align: Sequence[int],
+    adj: _Adj,
+    off: list[int],
+    base: int,
+    best_fit: bool,
+    limit: int | None = None,
+    static: list[tuple[int, int]] | None = None,
+) -> int:
+    """:func:`_place` in pure Python."""
     height = base
     stop = limit if limit is not None else -1
+    indptr, indices = adj.indptr, adj.indices
     for b in order:
-        obstacles = [(off[o], off[o] + size[o]) for o in adj[b] if off[o] >= 0]
+        obstacles = [(off[o], off[o] + size[o]) for o in indices[indptr[b] : indptr[b + 1]] if off[o] >= 0]
         if static:
             obstacles += static
         obstacles.sort()
@@ -661,8 +757,8 @@ def _baseline(arr: _Arrays, limit: int | None = None) -> list[int] | None:
         return None
     order = _baseline_order(arr, [i for i in positive if off[i] < 0])
     if not huge:
-        adj = _overlaps(positive, arr.first, arr.last)
-        _place(order, arr.size, arr.align, adj, off, 0, False, limit)
+        adj = _neighbours(arr, positive)
+        _place(order, arr, adj, off, 0, False, limit)
     else:
         _place_indexed(order, arr, positive, off, 0)
     return off
@@ -892,8 +988,8 @@ def _portfolio(arr: _Arrays, piece: _Piece, target: int, budget: _Budget) -> tup
     lists = not huge and (bool(m.fixed) or budget.allows(2 * cost))
     if lists:
         budget.spend(cost)  # building the lists; the first order below is always run (and charged)
-        adj = _overlaps(piece.items, first, last)
-        keys = _order_keys(arr, piece.items, lambda i: len(adj[i]))
+        adj = _neighbours(arr, piece.items)
+        keys = _order_keys(arr, piece.items, adj.degree)
         orders: dict[str, list[int]] = {}
         visits = max(PORTFOLIO_PAIR_VISITS, PORTFOLIO_VISITS_PER_BUFFER * n)
         for k, (name, best_fit) in enumerate(_RUNS[: max(1, visits // max(pairs, 1))]):
@@ -902,7 +998,7 @@ def _portfolio(arr: _Arrays, piece: _Piece, target: int, budget: _Budget) -> tup
             budget.spend(cost)
             if name not in orders:
                 orders[name] = sorted(m.movable, key=keys[name])
-            height = _place(orders[name], arr.size, arr.align, adj, m.reset(), piece.base, best_fit, m.limit())
+            height = _place(orders[name], arr, adj, m.reset(), piece.base, best_fit, m.limit())
             m.consider(f"greedy-{name}-{'best' if best_fit else 'first'}-fit", height)
             if m.best is not None and m.best[0] <= target:
                 return m.best
@@ -1061,11 +1157,11 @@ def _repack(
 ) -> bool:
     """Place ``movers`` again below ``height`` by the repair orders; keep the first that fits (else restore)."""
     group = movers + partial
-    adj = _overlaps(group, arr.first, arr.last)
-    pairs = sum(map(len, adj.values()))
+    adj = _neighbours(arr, group)
+    pairs = adj.pairs()
     cost = pairs + len(movers) * (len(spans) + 8)
     saved = [off[i] for i in movers]
-    keys = _order_keys(arr, movers, lambda i: len(adj[i]) + len(spans))
+    keys = _order_keys(arr, movers, lambda i: adj.degree(i) + len(spans))
     for name, best_fit in _REPAIR_RUNS:
         if not budget.allows(cost):
             break
@@ -1073,7 +1169,7 @@ def _repack(
         for i in movers:
             off[i] = -1
         order = sorted(movers, key=keys[name])
-        if _place(order, arr.size, arr.align, adj, off, base, best_fit, height, static=spans) < height:
+        if _place(order, arr, adj, off, base, best_fit, height, static=spans) < height:
             return True
     for i, o in zip(movers, saved, strict=True):
         off[i] = o
@@ -1103,8 +1199,8 @@ class _Frame:
         last = [arr.last[g] for g in piece.items]
         self.width = [b - a + 1 for a, b in zip(first, last, strict=True)]
         m = len(piece.items)
-        adj = _overlaps(range(m), first, last)
-        self.adj = [adj[k] for k in range(m)]
+        adj = _overlaps(range(m), first, last, m)
+        self.adj = [list(adj.of(k)) for k in range(m)]
         # maximal cross-sections (cliques of the interval graph); each item spans a contiguous range of them
         events = sorted([(first[k], 1, k) for k in range(m)] + [(last[k] + 1, 0, k) for k in range(m)])
         self.lo = [0] * m
@@ -1573,7 +1669,8 @@ def _quick(arr: _Arrays, positive: list[int], off: list[int], lb: int, budget: _
     trial = list(off)
     order = sorted(positive, key=lambda i: (-size[i], first[i], i))
     budget.spend(2 * pairs + n)
-    height = _place(order, size, arr.align, _overlaps(positive, first, last), trial, 0, False, lb + 1)
+    adj = _neighbours(arr, positive)
+    height = _place(order, arr, adj, trial, 0, False, lb + 1)
     if height > lb:
         return None
     return Placement(

@@ -1,0 +1,292 @@
+/* Optional native inner loops of the offset planner (compiler/memory/planner.py).
+ *
+ * Two functions, each the exact counterpart of a pure-Python one in planner.py (which stays the fallback when
+ * this extension is not built; tests/test_planner_native.py checks both give the same plans byte for byte):
+ *
+ *   overlaps(items, first, last, n) -> (indptr, indices)   like planner._overlaps_py (neighbour lists, CSR)
+ *   place(order, size, align, indptr, indices, off, base, best_fit, limit, static) -> height
+ *                                                          like planner._place_py (first / best fit)
+ *
+ * Every array is an int64 buffer (array.array('q')); ``off`` is written in place. The caller guarantees that
+ * every value and every offset reached fits in int64 (planner._Arrays.native).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int64_t lo, hi;
+} range_t;
+
+static int cmp_range(const void *a, const void *b) {
+    const range_t *x = (const range_t *)a, *y = (const range_t *)b;
+    if (x->lo != y->lo) return x->lo < y->lo ? -1 : 1;
+    if (x->hi != y->hi) return x->hi < y->hi ? -1 : 1;
+    return 0;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct {
+    int64_t first, item;
+} start_t;
+
+static int cmp_start(const void *a, const void *b) {
+    const start_t *x = (const start_t *)a, *y = (const start_t *)b;
+    if (x->first != y->first) return x->first < y->first ? -1 : 1;
+    return (x->item > y->item) - (x->item < y->item);
+}
+
+static inline int64_t align_up(int64_t v, int64_t a) {
+    if (a == 1) return v;
+    int64_t r = v % a;
+    if (r < 0) r += a;
+    return r ? v + (a - r) : v;
+}
+
+/* planner._lowest_fit on sorted obstacles */
+static int64_t lowest_fit(const range_t *obs, Py_ssize_t n, int64_t s, int64_t a, int64_t base, int best_fit) {
+    int64_t cand = align_up(base, a);
+    if (!best_fit) {
+        for (Py_ssize_t k = 0; k < n; k++) {
+            if (obs[k].lo >= cand + s) break;
+            if (obs[k].hi > cand) cand = align_up(obs[k].hi, a);
+        }
+        return cand;
+    }
+    int64_t best = -1, best_gap = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (obs[k].lo >= cand + s) {
+            int64_t gap = obs[k].lo - cand;
+            if (best < 0 || gap < best_gap) {
+                best = cand;
+                best_gap = gap;
+            }
+        }
+        if (obs[k].hi > cand) cand = align_up(obs[k].hi, a);
+    }
+    return best >= 0 ? best : cand;
+}
+
+/* Borrow an int64 buffer (format 'q' or 'l' of 8 bytes). */
+static int get_i64(PyObject *obj, Py_buffer *view, int writable, const char *what) {
+    if (PyObject_GetBuffer(obj, view, (writable ? PyBUF_WRITABLE : 0) | PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
+        return -1;
+    if (view->itemsize != 8 || view->format == NULL || (strcmp(view->format, "q") && strcmp(view->format, "l"))) {
+        PyBuffer_Release(view);
+        PyErr_Format(PyExc_TypeError, "%s: expected an int64 buffer", what);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *native_place(PyObject *self, PyObject *args) {
+    PyObject *o_order, *o_size, *o_align, *o_indptr, *o_indices, *o_off, *o_static;
+    long long base, limit;
+    int best_fit;
+    if (!PyArg_ParseTuple(args, "OOOOOOLpLO", &o_order, &o_size, &o_align, &o_indptr, &o_indices, &o_off, &base,
+                          &best_fit, &limit, &o_static))
+        return NULL;
+    Py_buffer v[7];
+    PyObject *objs[7] = {o_order, o_size, o_align, o_indptr, o_indices, o_off, o_static};
+    const char *names[7] = {"order", "size", "align", "indptr", "indices", "off", "static"};
+    int got = 0;
+    for (; got < 7; got++)
+        if (get_i64(objs[got], &v[got], got == 5, names[got]) < 0) break;
+    PyObject *result = NULL;
+    range_t *obs = NULL;
+    if (got < 7) goto done;
+    const int64_t *order = v[0].buf, *size = v[1].buf, *align = v[2].buf, *indptr = v[3].buf, *indices = v[4].buf;
+    int64_t *off = v[5].buf;
+    const int64_t *stat = v[6].buf;
+    Py_ssize_t n_order = v[0].len / 8, n = v[1].len / 8, n_static = v[6].len / 16;
+    if (v[2].len / 8 != n || v[5].len / 8 != n || v[3].len / 8 != n + 1) {
+        PyErr_SetString(PyExc_ValueError, "place: arrays of different lengths");
+        goto done;
+    }
+    Py_ssize_t cap = 16 + n_static, n_ind = v[4].len / 8;
+    for (Py_ssize_t k = 0; k < n_order; k++) {
+        int64_t b = order[k];
+        if (b < 0 || b >= n || indptr[b] < 0 || indptr[b + 1] > n_ind || indptr[b + 1] < indptr[b]) {
+            PyErr_SetString(PyExc_IndexError, "place: item out of range");
+            goto done;
+        }
+        if (indptr[b + 1] - indptr[b] + n_static > cap) cap = indptr[b + 1] - indptr[b] + n_static;
+    }
+    obs = (range_t *)malloc(sizeof(range_t) * (size_t)cap);
+    if (!obs) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t height = base;
+    Py_BEGIN_ALLOW_THREADS;
+    for (Py_ssize_t k = 0; k < n_order; k++) {
+        int64_t b = order[k];
+        Py_ssize_t m = 0;
+        for (int64_t e = indptr[b]; e < indptr[b + 1]; e++) {
+            int64_t o = indices[e];
+            if (o >= 0 && o < n && off[o] >= 0) {
+                obs[m].lo = off[o];
+                obs[m].hi = off[o] + size[o];
+                m++;
+            }
+        }
+        for (Py_ssize_t e = 0; e < n_static; e++) {
+            obs[m].lo = stat[2 * e];
+            obs[m].hi = stat[2 * e + 1];
+            m++;
+        }
+        qsort(obs, (size_t)m, sizeof(range_t), cmp_range);
+        int64_t cand = lowest_fit(obs, m, size[b], align[b], base, best_fit);
+        off[b] = cand;
+        if (cand + size[b] > height) {
+            height = cand + size[b];
+            if (limit >= 0 && height >= limit) break;
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    result = PyLong_FromLongLong(height);
+done:
+    free(obs);
+    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+static PyObject *new_i64_array(Py_ssize_t n, int64_t **data) {
+    /* array.array('q', bytes(8 * n)) */
+    static PyObject *array_type = NULL;
+    if (!array_type) {
+        PyObject *mod = PyImport_ImportModule("array");
+        if (!mod) return NULL;
+        array_type = PyObject_GetAttrString(mod, "array");
+        Py_DECREF(mod);
+        if (!array_type) return NULL;
+    }
+    PyObject *zeros = PyBytes_FromStringAndSize(NULL, n * 8);
+    if (!zeros) return NULL;
+    memset(PyBytes_AS_STRING(zeros), 0, (size_t)n * 8);
+    PyObject *arr = PyObject_CallFunction(array_type, "sO", "q", zeros);
+    Py_DECREF(zeros);
+    if (!arr) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(arr, &view, PyBUF_WRITABLE) < 0) {
+        Py_DECREF(arr);
+        return NULL;
+    }
+    *data = view.buf; /* array's storage does not move while its size does not change */
+    PyBuffer_Release(&view);
+    return arr;
+}
+
+static PyObject *native_overlaps(PyObject *self, PyObject *args) {
+    PyObject *o_items, *o_first, *o_last;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "OOOn", &o_items, &o_first, &o_last, &n)) return NULL;
+    Py_buffer v[3];
+    PyObject *objs[3] = {o_items, o_first, o_last};
+    const char *names[3] = {"items", "first", "last"};
+    int got = 0;
+    for (; got < 3; got++)
+        if (get_i64(objs[got], &v[got], 0, names[got]) < 0) break;
+    PyObject *result = NULL, *a_ptr = NULL, *a_ind = NULL;
+    start_t *starts = NULL;
+    int64_t *live = NULL, *pairs = NULL, *fill = NULL;
+    if (got < 3) goto done;
+    const int64_t *items = v[0].buf, *first = v[1].buf, *last = v[2].buf;
+    Py_ssize_t m = v[0].len / 8;
+    if (v[1].len / 8 < n || v[2].len / 8 < n) {
+        PyErr_SetString(PyExc_ValueError, "overlaps: arrays shorter than n");
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < m; k++)
+        if (items[k] < 0 || items[k] >= n) {
+            PyErr_SetString(PyExc_IndexError, "overlaps: item out of range");
+            goto done;
+        }
+    starts = (start_t *)malloc(sizeof(start_t) * (size_t)(m + 1));
+    live = (int64_t *)malloc(sizeof(int64_t) * (size_t)(m + 1));
+    Py_ssize_t npairs = 0, cap = 1024;
+    pairs = (int64_t *)malloc(sizeof(int64_t) * 2 * (size_t)cap);
+    if (!starts || !live || !pairs) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < m; k++) {
+        starts[k].first = first[items[k]];
+        starts[k].item = items[k];
+    }
+    qsort(starts, (size_t)m, sizeof(start_t), cmp_start);
+    Py_ssize_t nlive = 0;
+    for (Py_ssize_t k = 0; k < m; k++) {
+        int64_t i = starts[k].item, f = starts[k].first;
+        Py_ssize_t keep = 0;
+        for (Py_ssize_t q = 0; q < nlive; q++) {
+            int64_t j = live[q];
+            if (last[j] < f) continue;
+            live[keep++] = j;
+            if (npairs == cap) {
+                cap *= 2;
+                int64_t *grown = (int64_t *)realloc(pairs, sizeof(int64_t) * 2 * (size_t)cap);
+                if (!grown) {
+                    PyErr_NoMemory();
+                    goto done;
+                }
+                pairs = grown;
+            }
+            pairs[2 * npairs] = i;
+            pairs[2 * npairs + 1] = j;
+            npairs++;
+        }
+        nlive = keep;
+        live[nlive++] = i;
+    }
+    int64_t *ptr, *ind;
+    a_ptr = new_i64_array(n + 1, &ptr);
+    if (!a_ptr) goto done;
+    a_ind = new_i64_array(2 * npairs, &ind);
+    if (!a_ind) goto done;
+    for (Py_ssize_t p = 0; p < npairs; p++) {
+        ptr[pairs[2 * p] + 1]++;
+        ptr[pairs[2 * p + 1] + 1]++;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) ptr[k + 1] += ptr[k];
+    fill = (int64_t *)malloc(sizeof(int64_t) * (size_t)(n + 1));
+    if (!fill) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memcpy(fill, ptr, sizeof(int64_t) * (size_t)(n + 1));
+    for (Py_ssize_t p = 0; p < npairs; p++) {
+        int64_t i = pairs[2 * p], j = pairs[2 * p + 1];
+        ind[fill[i]++] = j;
+        ind[fill[j]++] = i;
+    }
+    for (Py_ssize_t k = 0; k < n; k++)
+        if (ptr[k + 1] - ptr[k] > 1) qsort(ind + ptr[k], (size_t)(ptr[k + 1] - ptr[k]), sizeof(int64_t), cmp_i64);
+    result = PyTuple_Pack(2, a_ptr, a_ind);
+done:
+    Py_XDECREF(a_ptr);
+    Py_XDECREF(a_ind);
+    free(starts);
+    free(live);
+    free(pairs);
+    free(fill);
+    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"place", native_place, METH_VARARGS, "First or best fit of an order over neighbour lists (see planner.py)."},
+    {"overlaps", native_overlaps, METH_VARARGS, "Neighbour lists (CSR) of time-overlapping items (see planner.py)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", "Native inner loops of the planner.", -1,
+                                    methods};
+
+PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&module); }
