@@ -1,11 +1,14 @@
 /* Optional native inner loops of the offset planner (compiler/memory/planner.py).
  *
- * Two functions, each the exact counterpart of a pure-Python one in planner.py (which stays the fallback when
- * this extension is not built; tests/test_planner_native.py checks both give the same plans byte for byte):
+ * Each function is the exact counterpart of a pure-Python one in planner.py (which stays the fallback when
+ * this extension is not built; tests/compiler/test_planner_native.py checks both give the same plans byte for byte):
  *
- *   overlaps(items, first, last, n) -> (indptr, indices)   like planner._overlaps_py (neighbour lists, CSR)
+ *   overlaps(items, first, last, n) -> (indptr, indices)   like planner._overlaps (neighbour lists, CSR; each
+ *                                                          list in sweep order, not sorted: no loop needs it)
  *   place(order, size, align, indptr, indices, off, base, best_fit, limit, static) -> height
  *                                                          like planner._place_py (first / best fit)
+ *   peak(first, last, size) -> int                         like planner._peak (the lower bound)
+ *   count_pairs(items, first, last) -> int                 like planner._count_pairs
  *
  * Every array is an int64 buffer (array.array('q')); ``off`` is written in place. The caller guarantees that
  * every value and every offset reached fits in int64 (planner._Arrays.native).
@@ -20,11 +23,44 @@ typedef struct {
     int64_t lo, hi;
 } range_t;
 
-static int cmp_range(const void *a, const void *b) {
-    const range_t *x = (const range_t *)a, *y = (const range_t *)b;
-    if (x->lo != y->lo) return x->lo < y->lo ? -1 : 1;
-    if (x->hi != y->hi) return x->hi < y->hi ? -1 : 1;
-    return 0;
+/* Sort obstacles by their start: ties need no order, as lowest_fit gives the same offset for any order of
+ * obstacles starting at the same byte. Quicksort (median of three) with insertion sort for short runs. */
+static void sort_ranges(range_t *a, Py_ssize_t n) {
+    while (n > 16) {
+        Py_ssize_t mid = n / 2;
+        int64_t x = a[0].lo, y = a[mid].lo, z = a[n - 1].lo;
+        int64_t pivot = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
+        Py_ssize_t i = 0, j = n - 1;
+        while (i <= j) {
+            while (a[i].lo < pivot) i++;
+            while (a[j].lo > pivot) j--;
+            if (i <= j) {
+                range_t t = a[i];
+                a[i] = a[j];
+                a[j] = t;
+                i++;
+                j--;
+            }
+        }
+        /* recurse into the smaller side, loop on the larger: stack depth stays logarithmic */
+        if (j + 1 < n - i) {
+            sort_ranges(a, j + 1);
+            a += i;
+            n -= i;
+        } else {
+            sort_ranges(a + i, n - i);
+            n = j + 1;
+        }
+    }
+    for (Py_ssize_t i = 1; i < n; i++) {
+        range_t t = a[i];
+        Py_ssize_t j = i;
+        while (j > 0 && a[j - 1].lo > t.lo) {
+            a[j] = a[j - 1];
+            j--;
+        }
+        a[j] = t;
+    }
 }
 
 static int cmp_i64(const void *a, const void *b) {
@@ -141,7 +177,7 @@ static PyObject *native_place(PyObject *self, PyObject *args) {
             obs[m].hi = stat[2 * e + 1];
             m++;
         }
-        qsort(obs, (size_t)m, sizeof(range_t), cmp_range);
+        sort_ranges(obs, m);
         int64_t cand = lowest_fit(obs, m, size[b], align[b], base, best_fit);
         off[b] = cand;
         if (cand + size[b] > height) {
@@ -266,8 +302,6 @@ static PyObject *native_overlaps(PyObject *self, PyObject *args) {
         ind[fill[i]++] = j;
         ind[fill[j]++] = i;
     }
-    for (Py_ssize_t k = 0; k < n; k++)
-        if (ptr[k + 1] - ptr[k] > 1) qsort(ind + ptr[k], (size_t)(ptr[k + 1] - ptr[k]), sizeof(int64_t), cmp_i64);
     result = PyTuple_Pack(2, a_ptr, a_ind);
 done:
     Py_XDECREF(a_ptr);
@@ -280,7 +314,112 @@ done:
     return result;
 }
 
+typedef struct {
+    int64_t step, delta;
+} event_t;
+
+static int cmp_event(const void *a, const void *b) {
+    const event_t *x = (const event_t *)a, *y = (const event_t *)b;
+    if (x->step != y->step) return x->step < y->step ? -1 : 1;
+    return (x->delta > y->delta) - (x->delta < y->delta);
+}
+
+/* planner._peak: the largest total size live at one step (releases first at equal steps). */
+static PyObject *native_peak(PyObject *self, PyObject *args) {
+    PyObject *o[3];
+    if (!PyArg_ParseTuple(args, "OOO", &o[0], &o[1], &o[2])) return NULL;
+    Py_buffer v[3];
+    const char *names[3] = {"first", "last", "size"};
+    int got = 0;
+    for (; got < 3; got++)
+        if (get_i64(o[got], &v[got], 0, names[got]) < 0) break;
+    PyObject *result = NULL;
+    event_t *ev = NULL;
+    if (got < 3) goto done;
+    Py_ssize_t n = v[0].len / 8;
+    if (v[1].len / 8 != n || v[2].len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "peak: arrays of different lengths");
+        goto done;
+    }
+    const int64_t *first = v[0].buf, *last = v[1].buf, *size = v[2].buf;
+    ev = (event_t *)malloc(sizeof(event_t) * (size_t)(2 * n + 1));
+    if (!ev) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t m = 0;
+    for (Py_ssize_t k = 0; k < n; k++)
+        if (size[k]) {
+            ev[m].step = first[k];
+            ev[m++].delta = size[k];
+            ev[m].step = last[k] + 1;
+            ev[m++].delta = -size[k];
+        }
+    qsort(ev, (size_t)m, sizeof(event_t), cmp_event);
+    int64_t live = 0, peak = 0;
+    for (Py_ssize_t k = 0; k < m; k++) {
+        live += ev[k].delta;
+        if (live > peak) peak = live;
+    }
+    result = PyLong_FromLongLong(peak);
+done:
+    free(ev);
+    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+/* planner._count_pairs: the number of time-overlapping pairs among items. */
+static PyObject *native_count_pairs(PyObject *self, PyObject *args) {
+    PyObject *o[3];
+    if (!PyArg_ParseTuple(args, "OOO", &o[0], &o[1], &o[2])) return NULL;
+    Py_buffer v[3];
+    const char *names[3] = {"items", "first", "last"};
+    int got = 0;
+    for (; got < 3; got++)
+        if (get_i64(o[got], &v[got], 0, names[got]) < 0) break;
+    PyObject *result = NULL;
+    int64_t *starts = NULL, *ends = NULL;
+    if (got < 3) goto done;
+    const int64_t *items = v[0].buf, *first = v[1].buf, *last = v[2].buf;
+    Py_ssize_t m = v[0].len / 8, n = v[1].len / 8;
+    if (v[2].len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "count_pairs: arrays of different lengths");
+        goto done;
+    }
+    starts = (int64_t *)malloc(sizeof(int64_t) * (size_t)(m + 1));
+    ends = (int64_t *)malloc(sizeof(int64_t) * (size_t)(m + 1));
+    if (!starts || !ends) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < m; k++) {
+        if (items[k] < 0 || items[k] >= n) {
+            PyErr_SetString(PyExc_IndexError, "count_pairs: item out of range");
+            goto done;
+        }
+        starts[k] = first[items[k]];
+        ends[k] = last[items[k]];
+    }
+    qsort(starts, (size_t)m, sizeof(int64_t), cmp_i64);
+    qsort(ends, (size_t)m, sizeof(int64_t), cmp_i64);
+    /* the k-th item by start overlaps every earlier one except those that ended before it started */
+    long long pairs = 0;
+    Py_ssize_t gone = 0;
+    for (Py_ssize_t k = 0; k < m; k++) {
+        while (gone < m && ends[gone] < starts[k]) gone++;
+        pairs += k - gone;
+    }
+    result = PyLong_FromLongLong(pairs);
+done:
+    free(starts);
+    free(ends);
+    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"peak", native_peak, METH_VARARGS, "Largest total size live at one step (see planner._peak)."},
+    {"count_pairs", native_count_pairs, METH_VARARGS, "Number of time-overlapping pairs (see planner._count_pairs)."},
     {"place", native_place, METH_VARARGS, "First or best fit of an order over neighbour lists (see planner.py)."},
     {"overlaps", native_overlaps, METH_VARARGS, "Neighbour lists (CSR) of time-overlapping items (see planner.py)."},
     {NULL, NULL, 0, NULL},

@@ -49,13 +49,13 @@ import itertools
 import math
 import sys
 import time
-from bisect import bisect_left, bisect_right
 from array import array
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import repeat
-from operator import add, mul
+from operator import add, mul, sub
 from pathlib import Path
 from typing import Any
 
@@ -272,15 +272,29 @@ class _Arrays:
         self.last = [b.last for b in buffers]
         self.size = [b.size for b in buffers]
         self.align = [b.alignment for b in buffers]
-        self.fixed = [-1 if b.offset is None else b.offset for b in buffers]
+        offsets = [b.offset for b in buffers]
+        self.has_fixed = offsets.count(None) != len(offsets)
+        self.fixed = [-1 if o is None else o for o in offsets] if self.has_fixed else [-1] * len(offsets)
         self.native = _NATIVE is not None and _fits_int64(self)
-        self._int64: dict[str, array[int]] = {}
+        # the same lists as int64 arrays, for the native loops (empty when they do not run)
+        self.first64 = array("q", self.first if self.native else ())
+        self.last64 = array("q", self.last if self.native else ())
+        self.size64 = array("q", self.size if self.native else ())
+        self.align64 = array("q", self.align if self.native else ())
 
-    def int64(self, name: str) -> array[int]:
-        """One of the lists above as an int64 array, for the native loops (made once)."""
-        if name not in self._int64:
-            self._int64[name] = array("q", getattr(self, name))
-        return self._int64[name]
+
+def _checked_arrays(buffers: Sequence[Buffer]) -> _Arrays:
+    """The buffers as arrays, checked as :func:`_validate` checks them (in bulk; its loop names the culprit)."""
+    arr = _Arrays(buffers)
+    if arr.size and (
+        arr.has_fixed
+        or len(set(arr.ids)) != len(arr.ids)
+        or min(arr.size) < 0
+        or min(arr.align) < 1
+        or min(map(sub, arr.last, arr.first)) < 0
+    ):
+        _validate(buffers)
+    return arr
 
 
 def _fits_int64(arr: _Arrays) -> bool:
@@ -305,8 +319,8 @@ _NATIVE: Any = _load_native()
 
 
 class _Adj:
-    """Neighbour lists in CSR form: the items overlapping item i in time are ``indices[indptr[i]:indptr[i+1]]``,
-    ascending (int64 arrays when built by the native loops, lists otherwise)."""
+    """Neighbour lists in CSR form: the items overlapping item i in time are ``indices[indptr[i]:indptr[i+1]]``
+    (lists, each ascending; or int64 arrays, each in sweep order, when built by the native loops)."""
 
     def __init__(self, indptr: Sequence[int], indices: Sequence[int]) -> None:
         self.indptr = indptr
@@ -317,7 +331,7 @@ class _Adj:
         return self.indptr[i + 1] - self.indptr[i]
 
     def of(self, i: int) -> Sequence[int]:
-        """The items overlapping item ``i``, ascending."""
+        """The items overlapping item ``i``."""
         return self.indices[self.indptr[i] : self.indptr[i + 1]]
 
     def pairs(self) -> int:
@@ -329,7 +343,7 @@ def _neighbours(arr: _Arrays, items: Sequence[int]) -> _Adj:
     """Neighbour lists of time-overlapping pairs among ``items`` (cost n log n + pairs), by the native loops
     when the extension is there (the same lists as :func:`_overlaps`)."""
     if arr.native and _NATIVE is not None:
-        indptr, indices = _NATIVE.overlaps(array("q", items), arr.int64("first"), arr.int64("last"), len(arr.size))
+        indptr, indices = _NATIVE.overlaps(array("q", items), arr.first64, arr.last64, len(arr.size))
         return _Adj(indptr, indices)
     return _overlaps(items, arr.first, arr.last, len(arr.size))
 
@@ -374,9 +388,28 @@ def _count_pairs(items: Sequence[int], first: Sequence[int], last: Sequence[int]
     return pairs
 
 
-def _huge(items: Sequence[int], first: Sequence[int], last: Sequence[int]) -> bool:
+def _pairs(arr: _Arrays, items: Sequence[int]) -> int:
+    """:func:`_count_pairs` over the buffers' steps, by the native loops when the extension is there."""
+    if arr.native and _NATIVE is not None:
+        pairs: int = _NATIVE.count_pairs(array("q", items), arr.first64, arr.last64)
+        return pairs
+    return _count_pairs(items, arr.first, arr.last)
+
+
+def _lower_bound(arr: _Arrays) -> int:
+    """:func:`lower_bound` of the buffers of ``arr``, by the native loops when the extension is there."""
+    fixed_top = (
+        max((f + s for f, s in zip(arr.fixed, arr.size, strict=True) if f >= 0), default=0) if arr.has_fixed else 0
+    )
+    if arr.native and _NATIVE is not None:
+        peak: int = _NATIVE.peak(arr.first64, arr.last64, arr.size64)
+        return max(peak, fixed_top)
+    return max(_peak(zip(arr.first, arr.last, arr.size, strict=True)), fixed_top)
+
+
+def _huge(arr: _Arrays, items: Sequence[int]) -> bool:
     """Whether ``items`` are too many overlapping pairs for neighbour lists (see :data:`PAIR_LIMIT`)."""
-    pairs = _count_pairs(items, first, last)
+    pairs = _pairs(arr, items)
     return pairs > PAIR_LIMIT and pairs > DENSE_PAIRS_PER_BUFFER * len(items)
 
 
@@ -493,7 +526,7 @@ def _place(
     flat = array("q", [x for span in static for x in span] if static else [])
     stop = -1 if limit is None else limit
     height: int = _NATIVE.place(
-        array("q", order), arr.int64("size"), arr.int64("align"), adj.indptr, adj.indices, placed, base,
+        array("q", order), arr.size64, arr.align64, adj.indptr, adj.indices, placed, base,
         best_fit, stop, flat,
     )  # fmt: skip
     off[:] = placed.tolist()
@@ -752,7 +785,7 @@ def _baseline(arr: _Arrays, limit: int | None = None) -> list[int] | None:
         if off[i] < 0 and arr.size[i] == 0:
             off[i] = 0
     positive = [i for i in range(n) if arr.size[i] > 0]
-    huge = _huge(positive, arr.first, arr.last)
+    huge = _huge(arr, positive)
     if huge and limit is not None:
         return None
     order = _baseline_order(arr, [i for i in positive if off[i] < 0])
@@ -766,15 +799,14 @@ def _baseline(arr: _Arrays, limit: int | None = None) -> list[int] | None:
 
 def greedy_best_fit(buffers: Sequence[Buffer]) -> Placement:
     """The plain baseline: size-descending (ties: earlier first step), each at the lowest offset that fits."""
-    _validate(buffers)
-    arr = _Arrays(buffers)
+    arr = _checked_arrays(buffers)
     off = _baseline(arr)
     assert off is not None  # no limit: always placed
     n = len(buffers)
     return Placement(
         offsets={arr.ids[i]: off[i] for i in range(n)},
         arena=max((off[i] + arr.size[i] for i in range(n)), default=0),
-        lower_bound=lower_bound(buffers),
+        lower_bound=_lower_bound(arr),
         strategy="greedy-size-first-fit",
         components=1 if any(arr.size) else 0,
     )
@@ -945,8 +977,8 @@ def _order_keys(arr: _Arrays, items: Sequence[int], degree: Callable[[int], int]
 
 #: Orders over neighbour lists, most useful first: the portfolio is cut short on dense pieces.
 _RUNS = [
-    ("size", False), ("start", True), ("area", False), ("total", False), ("size", True),
-    ("conflict-size", False), ("lifetime", False), ("end", True), ("start", False), ("total-lifetime", False),
+    ("size", False), ("area", False), ("conflict-size", False), ("start", True), ("total", False), ("size", True),
+    ("lifetime", False), ("end", True), ("start", False), ("total-lifetime", False),
     ("area", True), ("conflict-size", True), ("total", True), ("lifetime", True), ("conflict", False),
     ("end", False), ("total-lifetime", True), ("conflict", True),
 ]  # fmt: skip
@@ -978,10 +1010,9 @@ def _portfolio(arr: _Arrays, piece: _Piece, target: int, budget: _Budget) -> tup
     sweeps first, then the size order over a time index if its pairs fit in the budget. The first member
     always runs; every member is charged to ``budget``. Stops as soon as one reaches ``target``.
     """
-    first, last = arr.first, arr.last
     m = _Members(arr, piece)
     n = len(piece.items)
-    pairs = _count_pairs(piece.items, first, last)
+    pairs = _pairs(arr, piece.items)
     huge = pairs > PAIR_LIMIT and pairs > DENSE_PAIRS_PER_BUFFER * n
     sweep_cost = SWEEP_UNITS_PER_BUFFER * n
     cost = 2 * pairs + n  # one order over neighbour lists (building the lists costs about the same)
@@ -1548,15 +1579,14 @@ def _plan(
     exact_max_buffers: int,
 ) -> Placement:
     """:func:`plan` itself."""
-    _validate(buffers)
     seconds = DEFAULT_BUDGET_S if budget_s is None else max(budget_s, 0.0)
     total = int(seconds * WORK_PER_SECOND)
     # a tenth of a wall-clock budget is left for the steps after the deadline (assembling the result)
     allowance = _Budget(total, time.perf_counter() + 0.9 * seconds if _WALL_CLOCK else None)
-    arr = _Arrays(buffers)
+    arr = _checked_arrays(buffers)
     n = len(buffers)
     allowance.spend(INPUT_UNITS_PER_BUFFER * n)
-    lb = lower_bound(buffers)
+    lb = _lower_bound(arr)
     off = [-1] * n
     for i in range(n):
         if arr.size[i] == 0:
@@ -1627,7 +1657,7 @@ def _plan(
     # Safety net: greedy results per piece need not compose better than the plain baseline on the whole
     # input, so never return worse than it (optional work: skipped when the budget cannot pay for it, and for
     # huge inputs; a baseline reaching the arena found is left unfinished, as it cannot be chosen).
-    charge = 2 * _count_pairs(positive, arr.first, arr.last) + n if arena > lb else 0
+    charge = 2 * _pairs(arr, positive) + n if arena > lb else 0
     baseline = _baseline(arr, arena) if arena > lb and allowance.allows(charge) else None
     allowance.spend(charge if baseline is not None else 0)
     if baseline is not None:
@@ -1649,40 +1679,52 @@ def _plan(
     )
 
 
-#: The quick first try runs on inputs with at most this many overlapping pairs a buffer (its cost is the pairs).
+#: The quick first try runs on inputs with at most this many overlapping pairs a buffer (its cost is the pairs),
+#: or at most :data:`QUICK_PAIRS` pairs in all.
 QUICK_PAIRS_PER_BUFFER = 8
+
+#: See :data:`QUICK_PAIRS_PER_BUFFER`: a small dense input (a few hundred long-lived buffers) gets the quick try too.
+QUICK_PAIRS = 400_000
+
+#: The quick try's orders (first fit, over one set of neighbour lists), until one reaches the lower bound: between
+#: them they pack every real trace of ``benchmarks/memplan_peer.py`` at the lower bound.
+_QUICK_RUNS = ("area", "conflict-size", "size")
 
 
 def _quick(arr: _Arrays, positive: list[int], off: list[int], lb: int, budget: _Budget) -> Placement | None:
-    """The size order, first fit, on the whole input: the plan if it reaches the lower bound, else None.
+    """The area, conflict x size and size orders, first fit, on the whole input: the first plan that reaches the
+    lower bound, else None.
 
-    Most real traces (a compile's, a small model's) are packed at the lower bound by this one greedy, so they
-    skip the decomposition and the portfolio. Sparse inputs without fixed offsets only; charged to ``budget``.
+    Most real traces (a compile's, a small model's) are packed at the lower bound by one of these greedies, so
+    they skip the decomposition and the portfolio. Sparse or small inputs without fixed offsets only; every order
+    is charged to ``budget`` (the first needs it to pay for two).
     """
     n = len(positive)
-    first, last, size = arr.first, arr.last, arr.size
-    if not n or any(arr.fixed[i] >= 0 for i in positive):
+    if not n or arr.has_fixed:
         return None
-    pairs = _count_pairs(positive, first, last)
-    if pairs > QUICK_PAIRS_PER_BUFFER * n or not budget.allows(2 * pairs + n):
+    pairs = _pairs(arr, positive)
+    cost = 2 * pairs + n
+    if (pairs > QUICK_PAIRS_PER_BUFFER * n and pairs > QUICK_PAIRS) or not budget.allows(2 * cost):
         return None
-    trial = list(off)
-    order = sorted(positive, key=lambda i: (-size[i], first[i], i))
-    budget.spend(2 * pairs + n)
     adj = _neighbours(arr, positive)
-    height = _place(order, arr, adj, trial, 0, False, lb + 1)
-    if height > lb:
-        return None
-    return Placement(
-        offsets=dict(zip(arr.ids, trial, strict=True)),
-        arena=lb,
-        lower_bound=lb,
-        strategy="portfolio",
-        components=1,
-        component_strategies=("greedy-size-first-fit",),
-        work=budget.spent,
-        budget=budget.spent + budget.left,
-    )
+    keys = _order_keys(arr, positive, adj.degree)
+    for name in _QUICK_RUNS:
+        if not budget.allows(cost):
+            return None
+        budget.spend(cost)
+        trial = list(off)
+        if _place(sorted(positive, key=keys[name]), arr, adj, trial, 0, False, lb + 1) <= lb:
+            return Placement(
+                offsets=dict(zip(arr.ids, trial, strict=True)),
+                arena=lb,
+                lower_bound=lb,
+                strategy="portfolio",
+                components=1,
+                component_strategies=(f"greedy-{name}-first-fit",),
+                work=budget.spent,
+                budget=budget.spent + budget.left,
+            )
+    return None
 
 
 def _repair_highest(
