@@ -9,6 +9,7 @@
  *                                                          like planner._place_py (first / best fit)
  *   peak(first, last, size) -> int                         like planner._peak (the lower bound)
  *   count_pairs(items, first, last) -> int                 like planner._count_pairs
+ *   sweep(order, first, last, size, align, off, base, best_fit) -> height   like planner._sweep_py
  *
  * Every array is an int64 buffer (array.array('q')); ``off`` is written in place. The caller guarantees that
  * every value and every offset reached fits in int64 (planner._Arrays.native).
@@ -417,7 +418,244 @@ done:
     return result;
 }
 
+/* ---- time sweep (planner._sweep / planner._Gaps) ---- */
+
+typedef struct {
+    int64_t *lo, *hi;
+    Py_ssize_t n, cap;
+} gaplist_t; /* free ranges of one length class, ascending by start */
+
+typedef struct {
+    int64_t base;
+    int64_t *starts, *ends; /* live buffers, ascending by offset */
+    Py_ssize_t n;
+    gaplist_t cls[65];
+} gaps_t;
+
+static int bitlen(int64_t v) {
+    int c = 0;
+    while (v) {
+        c++;
+        v >>= 1;
+    }
+    return c;
+}
+
+static Py_ssize_t lower(const int64_t *a, Py_ssize_t n, int64_t x) {
+    Py_ssize_t lo = 0, hi = n;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (a[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static int add_gap(gaps_t *g, int64_t lo, int64_t hi) {
+    if (hi <= lo) return 0;
+    gaplist_t *l = &g->cls[bitlen(hi - lo)];
+    if (l->n == l->cap) {
+        Py_ssize_t cap = l->cap ? 2 * l->cap : 16;
+        int64_t *a = (int64_t *)realloc(l->lo, sizeof(int64_t) * (size_t)cap);
+        if (!a) return -1;
+        l->lo = a;
+        a = (int64_t *)realloc(l->hi, sizeof(int64_t) * (size_t)cap);
+        if (!a) return -1;
+        l->hi = a;
+        l->cap = cap;
+    }
+    Py_ssize_t j = lower(l->lo, l->n, lo);
+    memmove(l->lo + j + 1, l->lo + j, sizeof(int64_t) * (size_t)(l->n - j));
+    memmove(l->hi + j + 1, l->hi + j, sizeof(int64_t) * (size_t)(l->n - j));
+    l->lo[j] = lo;
+    l->hi[j] = hi;
+    l->n++;
+    return 0;
+}
+
+/* forget the free range starting at lo ending at hi (if recorded) */
+static void drop_gap(gaps_t *g, int64_t lo, int64_t hi) {
+    if (hi <= lo) return;
+    gaplist_t *l = &g->cls[bitlen(hi - lo)];
+    Py_ssize_t j = lower(l->lo, l->n, lo);
+    if (j < l->n && l->lo[j] == lo) {
+        memmove(l->lo + j, l->lo + j + 1, sizeof(int64_t) * (size_t)(l->n - j - 1));
+        memmove(l->hi + j, l->hi + j + 1, sizeof(int64_t) * (size_t)(l->n - j - 1));
+        l->n--;
+    }
+}
+
+static int64_t gaps_top(const gaps_t *g) { return g->n ? g->ends[g->n - 1] : g->base; }
+
+static int64_t gaps_find(const gaps_t *g, int64_t s, int64_t a, int best_fit) {
+    int cs = bitlen(s);
+    if (best_fit) {
+        for (int c = cs; c < 65; c++) {
+            const gaplist_t *l = &g->cls[c];
+            int64_t best = -1, room = 0;
+            for (Py_ssize_t k = 0; k < l->n; k++) {
+                int64_t x = align_up(l->lo[k], a), r = l->hi[k] - x;
+                if (r >= s && (best < 0 || r < room)) {
+                    best = x;
+                    room = r;
+                    if (c > cs) break;
+                }
+            }
+            if (best >= 0) return best;
+        }
+        return align_up(gaps_top(g), a);
+    }
+    int64_t best = align_up(gaps_top(g), a);
+    for (int c = cs; c < 65; c++) {
+        const gaplist_t *l = &g->cls[c];
+        for (Py_ssize_t k = 0; k < l->n; k++) {
+            int64_t lo = l->lo[k];
+            if (lo >= best) break;
+            int64_t x = align_up(lo, a);
+            if (x + s <= l->hi[k]) {
+                best = x;
+                break;
+            }
+        }
+    }
+    return best;
+}
+
+static int gaps_occupy(gaps_t *g, int64_t x, int64_t s) {
+    Py_ssize_t j = lower(g->starts, g->n, x);
+    int64_t below = j ? g->ends[j - 1] : g->base;
+    if (j < g->n) {
+        drop_gap(g, below, g->starts[j]);
+        if (add_gap(g, below, x) < 0 || add_gap(g, x + s, g->starts[j]) < 0) return -1;
+    } else if (add_gap(g, below, x) < 0) {
+        return -1;
+    }
+    memmove(g->starts + j + 1, g->starts + j, sizeof(int64_t) * (size_t)(g->n - j));
+    memmove(g->ends + j + 1, g->ends + j, sizeof(int64_t) * (size_t)(g->n - j));
+    g->starts[j] = x;
+    g->ends[j] = x + s;
+    g->n++;
+    return 0;
+}
+
+static int gaps_release(gaps_t *g, int64_t x) {
+    Py_ssize_t j = lower(g->starts, g->n, x);
+    int64_t end = g->ends[j];
+    int64_t below = j ? g->ends[j - 1] : g->base;
+    drop_gap(g, below, x);
+    if (j + 1 < g->n) {
+        drop_gap(g, end, g->starts[j + 1]);
+        if (add_gap(g, below, g->starts[j + 1]) < 0) return -1;
+    }
+    memmove(g->starts + j, g->starts + j + 1, sizeof(int64_t) * (size_t)(g->n - j - 1));
+    memmove(g->ends + j, g->ends + j + 1, sizeof(int64_t) * (size_t)(g->n - j - 1));
+    g->n--;
+    return 0;
+}
+
+/* min-heap of (last step, offset) */
+static void heap_push(int64_t *h, Py_ssize_t *n, int64_t last, int64_t off) {
+    Py_ssize_t k = (*n)++;
+    while (k) {
+        Py_ssize_t p = (k - 1) / 2;
+        if (h[2 * p] <= last) break;
+        h[2 * k] = h[2 * p];
+        h[2 * k + 1] = h[2 * p + 1];
+        k = p;
+    }
+    h[2 * k] = last;
+    h[2 * k + 1] = off;
+}
+
+static int64_t heap_pop(int64_t *h, Py_ssize_t *n) {
+    int64_t out = h[1];
+    Py_ssize_t m = --(*n);
+    int64_t last = h[2 * m], off = h[2 * m + 1];
+    Py_ssize_t k = 0;
+    for (;;) {
+        Py_ssize_t c = 2 * k + 1;
+        if (c >= m) break;
+        if (c + 1 < m && h[2 * (c + 1)] < h[2 * c]) c++;
+        if (h[2 * c] >= last) break;
+        h[2 * k] = h[2 * c];
+        h[2 * k + 1] = h[2 * c + 1];
+        k = c;
+    }
+    h[2 * k] = last;
+    h[2 * k + 1] = off;
+    return out;
+}
+
+static PyObject *native_sweep(PyObject *self, PyObject *args) {
+    PyObject *o[6];
+    long long base;
+    int best_fit;
+    if (!PyArg_ParseTuple(args, "OOOOOOLp", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &base, &best_fit)) return NULL;
+    Py_buffer v[6];
+    const char *names[6] = {"order", "first", "last", "size", "align", "off"};
+    int got = 0;
+    for (; got < 6; got++)
+        if (get_i64(o[got], &v[got], got == 5, names[got]) < 0) break;
+    PyObject *result = NULL;
+    gaps_t g;
+    memset(&g, 0, sizeof g);
+    g.base = base;
+    int64_t *heap = NULL;
+    if (got < 6) goto done;
+    const int64_t *order = v[0].buf, *first = v[1].buf, *last = v[2].buf, *size = v[3].buf, *align = v[4].buf;
+    int64_t *off = v[5].buf;
+    Py_ssize_t m = v[0].len / 8, n = v[1].len / 8;
+    if (v[2].len / 8 != n || v[3].len / 8 != n || v[4].len / 8 != n || v[5].len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "sweep: arrays of different lengths");
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < m; k++)
+        if (order[k] < 0 || order[k] >= n) {
+            PyErr_SetString(PyExc_IndexError, "sweep: item out of range");
+            goto done;
+        }
+    g.starts = (int64_t *)malloc(sizeof(int64_t) * (size_t)(m + 1));
+    g.ends = (int64_t *)malloc(sizeof(int64_t) * (size_t)(m + 1));
+    heap = (int64_t *)malloc(sizeof(int64_t) * 2 * (size_t)(m + 1));
+    if (!g.starts || !g.ends || !heap) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t nheap = 0;
+    int64_t height = base;
+    int failed = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    for (Py_ssize_t k = 0; k < m && !failed; k++) {
+        int64_t b = order[k], f = first[b];
+        while (nheap && heap[0] < f)
+            if (gaps_release(&g, heap_pop(heap, &nheap)) < 0) failed = 1;
+        int64_t x = gaps_find(&g, size[b], align[b], best_fit);
+        if (gaps_occupy(&g, x, size[b]) < 0) failed = 1;
+        heap_push(heap, &nheap, last[b], x);
+        off[b] = x;
+        if (x + size[b] > height) height = x + size[b];
+    }
+    Py_END_ALLOW_THREADS;
+    if (failed)
+        PyErr_NoMemory();
+    else
+        result = PyLong_FromLongLong(height);
+done:
+    free(g.starts);
+    free(g.ends);
+    free(heap);
+    for (int c = 0; c < 65; c++) {
+        free(g.cls[c].lo);
+        free(g.cls[c].hi);
+    }
+    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"sweep", native_sweep, METH_VARARGS, "First or best fit in start order over the live gaps (see planner._sweep)."},
     {"peak", native_peak, METH_VARARGS, "Largest total size live at one step (see planner._peak)."},
     {"count_pairs", native_count_pairs, METH_VARARGS, "Number of time-overlapping pairs (see planner._count_pairs)."},
     {"place", native_place, METH_VARARGS, "First or best fit of an order over neighbour lists (see planner.py)."},

@@ -319,38 +319,64 @@ _NATIVE: Any = _load_native()
 
 
 class _Adj:
-    """Neighbour lists in CSR form: the items overlapping item i in time are ``indices[indptr[i]:indptr[i+1]]``
-    (lists, each ascending; or int64 arrays, each in sweep order, when built by the native loops)."""
+    """Neighbour lists: the items overlapping item i in time, ascending, are ``lists[i]``."""
 
-    def __init__(self, indptr: Sequence[int], indices: Sequence[int]) -> None:
-        self.indptr = indptr
-        self.indices = indices
+    def __init__(self, lists: dict[int, list[int]]) -> None:
+        self.lists = lists
+
+    def of(self, i: int) -> Sequence[int]:
+        """The items overlapping item ``i``."""
+        return self.lists[i]
 
     def degree(self, i: int) -> int:
         """Number of items overlapping item ``i``."""
-        return self.indptr[i + 1] - self.indptr[i]
+        return len(self.lists[i])
+
+    def pairs(self) -> int:
+        """Number of overlapping (ordered) pairs: twice the unordered ones."""
+        return sum(map(len, self.lists.values()))
+
+
+class _CSR(_Adj):
+    """Neighbour lists built by the native loops, in CSR form over every buffer index: the items overlapping
+    item i are ``indices[indptr[i]:indptr[i+1]]`` (int64 arrays; each list in sweep order, not sorted)."""
+
+    def __init__(self, indptr: array[int], indices: array[int]) -> None:
+        super().__init__({})
+        self.indptr = indptr
+        self.indices = indices
 
     def of(self, i: int) -> Sequence[int]:
         """The items overlapping item ``i``."""
         return self.indices[self.indptr[i] : self.indptr[i + 1]]
+
+    def degree(self, i: int) -> int:
+        """Number of items overlapping item ``i``."""
+        return self.indptr[i + 1] - self.indptr[i]
 
     def pairs(self) -> int:
         """Number of overlapping (ordered) pairs: twice the unordered ones."""
         return len(self.indices)
 
 
+def _worth_native(arr: _Arrays, items: int) -> bool:
+    """Whether the native loops run for a step over ``items`` buffers: they take arrays over every buffer, so
+    only when the step is a fair share of them (else the pure-Python loops: the same answers)."""
+    return arr.native and _NATIVE is not None and 4 * items >= len(arr.size)
+
+
 def _neighbours(arr: _Arrays, items: Sequence[int]) -> _Adj:
     """Neighbour lists of time-overlapping pairs among ``items`` (cost n log n + pairs), by the native loops
-    when the extension is there (the same lists as :func:`_overlaps`)."""
-    if arr.native and _NATIVE is not None:
+    when the extension is there (the same lists as :func:`_overlaps`, in another order)."""
+    if _worth_native(arr, len(items)):
         indptr, indices = _NATIVE.overlaps(array("q", items), arr.first64, arr.last64, len(arr.size))
-        return _Adj(indptr, indices)
-    return _overlaps(items, arr.first, arr.last, len(arr.size))
+        return _CSR(indptr, indices)
+    return _overlaps(items, arr.first, arr.last)
 
 
-def _overlaps(items: Sequence[int], first: Sequence[int], last: Sequence[int], n: int) -> _Adj:
-    """Neighbour lists of time-overlapping pairs among ``items`` (indices below ``n``): a sweep keeping the live
-    items, cost n log n + pairs."""
+def _overlaps(items: Sequence[int], first: Sequence[int], last: Sequence[int]) -> _Adj:
+    """Neighbour lists of time-overlapping pairs among ``items``: a sweep keeping the live items, cost
+    n log n + pairs."""
     adj: dict[int, list[int]] = {i: [] for i in items}
     active: list[tuple[int, int]] = []  # heap of (last, item)
     live: set[int] = set()
@@ -364,16 +390,9 @@ def _overlaps(items: Sequence[int], first: Sequence[int], last: Sequence[int], n
             adj[j].append(i)
         live.add(i)
         heapq.heappush(active, (last[i], i))
-    indptr = [0] * (n + 1)
-    for i, lst in adj.items():
-        indptr[i + 1] = len(lst)
-    for i in range(n):
-        indptr[i + 1] += indptr[i]
-    indices = [0] * indptr[n]
-    for i, lst in adj.items():
+    for lst in adj.values():
         lst.sort()
-        indices[indptr[i] : indptr[i + 1]] = lst
-    return _Adj(indptr, indices)
+    return _Adj(adj)
 
 
 def _count_pairs(items: Sequence[int], first: Sequence[int], last: Sequence[int]) -> int:
@@ -520,7 +539,7 @@ def _place(
     every buffer of ``order`` (the repair's buffers spanning its window). Runs the native loop when the
     extension is there (:func:`_place_py` is its pure-Python twin: the same offsets).
     """
-    if not (arr.native and _NATIVE is not None and isinstance(adj.indices, array)):
+    if not (isinstance(adj, _CSR) and _worth_native(arr, len(order))):
         return _place_py(order, arr.size, arr.align, adj, off, base, best_fit, limit, static)
     placed = array("q", off)
     flat = array("q", [x for span in static for x in span] if static else [])
@@ -547,9 +566,8 @@ def _place_py(
     """:func:`_place` in pure Python."""
     height = base
     stop = limit if limit is not None else -1
-    indptr, indices = adj.indptr, adj.indices
     for b in order:
-        obstacles = [(off[o], off[o] + size[o]) for o in indices[indptr[b] : indptr[b + 1]] if off[o] >= 0]
+        obstacles = [(off[o], off[o] + size[o]) for o in adj.of(b) if off[o] >= 0]
         if static:
             obstacles += static
         obstacles.sort()
@@ -713,8 +731,21 @@ def _sweep(order: Sequence[int], arr: _Arrays, off: list[int], base: int, best_f
 
     Valid for any gap choice: in start order every placed buffer that overlaps the next one in time is live
     at its first step. First fit equals :func:`_place` on a start-sorted order, in n log n-ish time without
-    neighbour lists. Needs no fixed-offset buffers among ``order``'s component.
+    neighbour lists. Needs no fixed-offset buffers among ``order``'s component. Runs the native loop when the
+    extension is there (:func:`_sweep_py` is its pure-Python twin: the same offsets).
     """
+    if not _worth_native(arr, len(order)):
+        return _sweep_py(order, arr, off, base, best_fit)
+    placed = array("q", off)
+    height: int = _NATIVE.sweep(
+        array("q", order), arr.first64, arr.last64, arr.size64, arr.align64, placed, base, best_fit
+    )
+    off[:] = placed.tolist()
+    return height
+
+
+def _sweep_py(order: Sequence[int], arr: _Arrays, off: list[int], base: int, best_fit: bool = False) -> int:
+    """:func:`_sweep` in pure Python."""
     gaps = _Gaps(base)
     live: list[tuple[int, int]] = []  # heap of (last step, offset)
     height = base
@@ -1230,8 +1261,8 @@ class _Frame:
         last = [arr.last[g] for g in piece.items]
         self.width = [b - a + 1 for a, b in zip(first, last, strict=True)]
         m = len(piece.items)
-        adj = _overlaps(range(m), first, last, m)
-        self.adj = [list(adj.of(k)) for k in range(m)]
+        adj = _overlaps(range(m), first, last)
+        self.adj = [adj.lists[k] for k in range(m)]
         # maximal cross-sections (cliques of the interval graph); each item spans a contiguous range of them
         events = sorted([(first[k], 1, k) for k in range(m)] + [(last[k] + 1, 0, k) for k in range(m)])
         self.lo = [0] * m
@@ -1336,18 +1367,13 @@ class _Search:
         keys = sorted(map(add, map(mul, mos, repeat(scale)), ranks))
         min_height = min(map(add, mos, map(size.__getitem__, items)))
         work = 20 + len(items)
-        capacity = self.capacity
         total = self.total
-        align = f.align
-        members = f.members
         adj = f.adj
         sec_lo, sec_hi = f.lo, f.hi
-        wit = self.wit
-        watch = self.watch
         # section inference with a monotone floor: after placing any item at offset o, every section of the
         # partition still has to stack its remaining size above max(o, its floor); for the placed item's own
         # sections that is o + (total before placement), elsewhere o + total, so o <= capacity - max total.
-        max_offset = capacity - max(total[lo:hi])
+        max_offset = self.capacity - max(total[lo:hi])
         for key in keys[bisect_left(keys, start) :]:
             o, r = divmod(key, scale)
             if o > max_offset or o >= min_height:
@@ -1355,58 +1381,15 @@ class _Search:
             b = pre[r]
             s = size[b]
             blo, bhi = sec_lo[b], sec_hi[b]
-            h = o + s
             off[b] = o
-            neighbours = adj[b]
-            work += 10 + len(neighbours) + bhi - blo
-            # raise the lowest legal offset of unplaced neighbours
-            changed: list[tuple[int, int]] = []
-            ok = True
-            for x in neighbours:
-                if off[x] < 0 and mo[x] < h:
-                    changed.append((x, mo[x]))
-                    a = align[x]
-                    m = h if a == 1 else _align_up(h, a)
-                    mo[x] = m
-                    if m + size[x] > capacity:
-                        ok = False
-                        break
+            work += 10 + len(adj[b]) + bhi - blo
+            changed, ok = self._raise(b, o + s)
             for sec in range(blo, bhi):
                 total[sec] -= s
-            # unallocated floor: every section's remaining items stack above the lowest offset any of them
-            # can take, so some unplaced member must have mo <= capacity - total. Each section watches one
-            # such member; offsets only grow while descending, so only sections whose watched member moved
-            # past that threshold (or was placed) need a new one.
             trail: list[tuple[int, int, int]] = []
-            for x in [b] + [x for x, _ in changed] if ok else ():
-                watched = watch[x]
-                if not watched:
-                    continue
-                mx = mo[x]
-                for sec in list(watched):
-                    limit = capacity - total[sec]
-                    if x != b and mx <= limit:
-                        continue
-                    found = -1
-                    pending = False
-                    group = members[sec]
-                    work += len(group)
-                    for y in group:
-                        if off[y] < 0:
-                            if mo[y] <= limit:
-                                found = y
-                                break
-                            pending = True
-                    if found < 0 and pending:
-                        ok = False
-                        break
-                    trail.append((sec, x, found))
-                    watched.discard(sec)
-                    wit[sec] = found
-                    if found >= 0:
-                        watch[found].add(sec)
-                if not ok:
-                    break
+            if ok:
+                ok, seen = self._rewatch([b] + [x for x, _ in changed], trail)
+                work += seen
             status = _NOT_FOUND
             if ok:
                 self.work += work
@@ -1415,20 +1398,80 @@ class _Search:
                 status = yield from self._place_next(
                     pre, ranks[:j] + ranks[j + 1 :], items[:j] + items[j + 1 :], lo, hi, key, b
                 )
-            for sec, w, nw in reversed(trail):
-                wit[sec] = w
-                if nw >= 0:
-                    watch[nw].discard(sec)
-                watch[w].add(sec)
-            for sec in range(blo, bhi):
-                total[sec] += s
-            for x, v in reversed(changed):
-                mo[x] = v
-            off[b] = -1
+            self._undo(b, changed, trail)
             if status == _FOUND:
                 return status
         self.work += work
         return _NOT_FOUND
+
+    def _undo(self, b: int, changed: list[tuple[int, int]], trail: list[tuple[int, int, int]]) -> None:
+        """Take back the placement of ``b``: witnesses, section totals, neighbours' lowest offsets, offset."""
+        wit, watch, total, mo, f = self.wit, self.watch, self.total, self.mo, self.f
+        for sec, w, nw in reversed(trail):
+            wit[sec] = w
+            if nw >= 0:
+                watch[nw].discard(sec)
+            watch[w].add(sec)
+        s = f.size[b]
+        for sec in range(f.lo[b], f.hi[b]):
+            total[sec] += s
+        for x, v in reversed(changed):
+            mo[x] = v
+        self.off[b] = -1
+
+    def _raise(self, b: int, h: int) -> tuple[list[tuple[int, int]], bool]:
+        """Raise the lowest legal offset of ``b``'s unplaced neighbours to ``h`` (aligned up); return the
+        (neighbour, old offset) pairs changed and whether every one still fits within the capacity."""
+        f = self.f
+        off, mo, size, align, capacity = self.off, self.mo, f.size, f.align, self.capacity
+        changed: list[tuple[int, int]] = []
+        for x in f.adj[b]:
+            if off[x] < 0 and mo[x] < h:
+                changed.append((x, mo[x]))
+                a = align[x]
+                m = h if a == 1 else _align_up(h, a)
+                mo[x] = m
+                if m + size[x] > capacity:
+                    return changed, False
+        return changed, True
+
+    def _rewatch(self, moved: list[int], trail: list[tuple[int, int, int]]) -> tuple[bool, int]:
+        """The unallocated floor after placing ``moved[0]`` and raising the others: every section's remaining
+        items stack above the lowest offset any of them can take, so some unplaced member must have
+        mo <= capacity - total. Each section watches one such member; offsets only grow while descending, so
+        only sections whose watched member moved past that threshold (or was placed) need a new one. Changes
+        go to ``trail`` (section, old witness, new witness or -1); return (still feasible, members looked at)."""
+        b = moved[0]
+        off, mo, total, wit, watch = self.off, self.mo, self.total, self.wit, self.watch
+        members, capacity = self.f.members, self.capacity
+        work = 0
+        for x in moved:
+            watched = watch[x]
+            if not watched:
+                continue
+            mx = mo[x]
+            for sec in list(watched):
+                limit = capacity - total[sec]
+                if x != b and mx <= limit:
+                    continue
+                found = -1
+                pending = False
+                group = members[sec]
+                work += len(group)
+                for y in group:
+                    if off[y] < 0:
+                        if mo[y] <= limit:
+                            found = y
+                            break
+                        pending = True
+                if found < 0 and pending:
+                    return False, work
+                trail.append((sec, x, found))
+                watched.discard(sec)
+                wit[sec] = found
+                if found >= 0:
+                    watch[found].add(sec)
+        return True, work
 
     def _place_next(
         self, pre: list[int], ranks: list[int], items: list[int], lo: int, hi: int, key: int, b: int

@@ -40,15 +40,17 @@ def without_native(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @native
-def test_native_place_matches_the_python_loop_on_random_instances() -> None:
+def test_native_loops_match_the_python_ones_on_random_instances(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(planner, "_worth_native", lambda arr, items: arr.native)  # whatever the share
     for bufs in _instances(300):
         arr = planner._Arrays(bufs)
         assert arr.native
         items = [i for i in range(len(bufs)) if arr.size[i] > 0]
         fast = planner._neighbours(arr, items)
-        slow = planner._overlaps(items, arr.first, arr.last, len(bufs))
-        assert list(fast.indptr) == list(slow.indptr)
-        assert all(sorted(fast.of(i)) == list(slow.of(i)) for i in range(len(bufs)))
+        slow = planner._overlaps(items, arr.first, arr.last)
+        assert isinstance(fast, planner._CSR)
+        assert all(sorted(fast.of(i)) == list(slow.of(i)) for i in items)
+        assert fast.pairs() == slow.pairs() == 2 * planner._count_pairs(items, arr.first, arr.last)
         movable = [i for i in items if arr.fixed[i] < 0]
         for best_fit in (False, True):
             for limit in (None, lower_bound(bufs)):
@@ -58,11 +60,20 @@ def test_native_place_matches_the_python_loop_on_random_instances() -> None:
                 ha = planner._place(order, arr, fast, a, 3, best_fit, limit, static)
                 hb = planner._place_py(order, arr.size, arr.align, slow, b, 3, best_fit, limit, static)
                 assert (ha, a) == (hb, b)
+        if len(movable) == len(items):
+            for key in planner._sweep_keys(arr).values():
+                order = sorted(items, key=key)
+                for best_fit in (False, True):
+                    a, b = [-1] * len(bufs), [-1] * len(bufs)
+                    ha = planner._sweep(order, arr, a, 5, best_fit)
+                    hb = planner._sweep_py(order, arr, b, 5, best_fit)
+                    assert (ha, a) == (hb, b)
 
 
 @native
 def test_native_and_python_plans_are_identical(monkeypatch: pytest.MonkeyPatch) -> None:
     cases = list(_instances(120))
+    monkeypatch.setattr(planner, "_worth_native", lambda arr, items: arr.native)  # whatever the share
     with_native = [plan(bufs, exact_work=100_000) for bufs in cases]
     monkeypatch.setattr(planner, "_NATIVE", None)
     assert [plan(bufs, exact_work=100_000) for bufs in cases] == with_native
