@@ -1643,83 +1643,111 @@ def _plan(
     exact_cap = total if exact_budget_s is None else int(exact_budget_s * WORK_PER_SECOND)
     exact_cap = exact_cap if exact_work is None else exact_work
     _repair_highest(arr, pieces, results, lb, allowance, REPAIR_SHARE)
-    budget = max(0, min(exact_cap, allowance.left))
-    frames: dict[int, _Frame] = {}
-    nodes = work = 0
-    clock = allowance  # improve() names its own share "allowance"
-
-    def improve(capacity: int, allowance: int, label: str) -> bool:
-        """Exact-search every piece above ``capacity`` (highest first) within ``allowance``; all succeeded?"""
-        nonlocal nodes, work
-        spent = 0
-        for k in sorted(range(len(pieces)), key=lambda k: (-results[k][0], k)):
-            if results[k][0] <= capacity:
-                break
-            piece = pieces[k]
-            if piece.has_fixed or len(piece.items) > exact_max_buffers or spent >= allowance or clock.expired():
-                return False
-            if k not in frames:
-                frames[k] = _Frame(arr, piece)
-            outcome = _exact(frames[k], capacity, allowance - spent, deadline=clock.deadline)
-            nodes += outcome.nodes
-            work += outcome.work
-            spent += outcome.work
-            if outcome.offsets is None:
-                return False
-            height = max(o + arr.size[i] for o, i in zip(outcome.offsets, piece.items, strict=True))
-            results[k] = (height, outcome.offsets, label)
-        return True
-
-    # Phase 1: the lower bound itself (most of the budget). Phase 2, if that fails: bisect the arena between
-    # the lower bound and the best height found, keeping every packing found on the way.
-    if not improve(lb, budget * 3 // 4, "exact"):
-        low = lb
-        while budget > work and not allowance.expired():
-            high = max((r[0] for r in results), default=0)
-            if high - low <= max(1, high // 1000):
-                break
-            mid = low + (high - low) * BISECT_NUM // BISECT_DEN
-            if not improve(mid, (budget - work) // 3 + 1, "exact-refined"):
-                low = mid
-    allowance.spend(work)
+    exact = _ExactPhase(arr, pieces, results, allowance, exact_max_buffers)
+    exact.run(lb, max(0, min(exact_cap, allowance.left)))
+    allowance.spend(exact.work)
     _repair_highest(arr, pieces, results, lb, allowance)
     for piece, (_, offsets, _) in zip(pieces, results, strict=True):
         for i, o in zip(piece.items, offsets, strict=True):
             off[i] = o
-    arena = max((off[i] + arr.size[i] for i in range(n)), default=0)
     strategies = tuple(r[2] for r in results)
-    exact_components = sum(1 for r in strategies if r.startswith("exact"))
-    if not strategies:
-        strategy = "stack" if positive else "empty"
-    elif exact_components:
-        strategy = "portfolio+exact"
-    else:
-        strategy = "portfolio"
-    if any(r.endswith("+repair") for r in strategies):
-        strategy += "+repair"
-    # Safety net: greedy results per piece need not compose better than the plain baseline on the whole
-    # input, so never return worse than it (optional work: skipped when the budget cannot pay for it, and for
-    # huge inputs; a baseline reaching the arena found is left unfinished, as it cannot be chosen).
-    charge = 2 * _pairs(arr, positive) + n if arena > lb else 0
-    baseline = _baseline(arr, arena) if arena > lb and allowance.allows(charge) else None
-    allowance.spend(charge if baseline is not None else 0)
-    if baseline is not None:
-        baseline_arena = max((baseline[i] + arr.size[i] for i in range(n)), default=0)
-        if baseline_arena < arena:
-            off, arena, strategy = baseline, baseline_arena, "greedy-size-first-fit"
+    arena, off, strategy = _safety_net(arr, positive, off, lb, _strategy(strategies, bool(positive)), allowance)
     return Placement(
         offsets={arr.ids[i]: off[i] for i in range(n)},
         arena=arena,
         lower_bound=lb,
         strategy=strategy,
         components=len(pieces),
-        exact_components=exact_components,
-        exact_nodes=nodes,
-        exact_work=work,
+        exact_components=sum(1 for r in strategies if r.startswith("exact")),
+        exact_nodes=exact.nodes,
+        exact_work=exact.work,
         component_strategies=strategies,
         work=allowance.spent,
         budget=total,
     )
+
+
+def _strategy(strategies: tuple[str, ...], positive: bool) -> str:
+    """The plan's strategy name from its pieces' ones."""
+    if not strategies:
+        return "stack" if positive else "empty"
+    strategy = "portfolio+exact" if any(r.startswith("exact") for r in strategies) else "portfolio"
+    return strategy + "+repair" if any(r.endswith("+repair") for r in strategies) else strategy
+
+
+def _safety_net(
+    arr: _Arrays, positive: list[int], off: list[int], lb: int, strategy: str, allowance: _Budget
+) -> tuple[int, list[int], str]:
+    """(arena, offsets, strategy): the plan's, or the plain baseline's if that is lower.
+
+    Greedy results per piece need not compose better than the plain baseline on the whole input, so never
+    return worse than it (optional work: skipped when the budget cannot pay for it, and for huge inputs; a
+    baseline reaching the arena found is left unfinished, as it cannot be chosen).
+    """
+    n = len(off)
+    arena = max((off[i] + arr.size[i] for i in range(n)), default=0)
+    charge = 2 * _pairs(arr, positive) + n if arena > lb else 0
+    baseline = _baseline(arr, arena) if arena > lb and allowance.allows(charge) else None
+    if baseline is None:
+        return arena, off, strategy
+    allowance.spend(charge)
+    baseline_arena = max((baseline[i] + arr.size[i] for i in range(n)), default=0)
+    if baseline_arena < arena:
+        return baseline_arena, baseline, "greedy-size-first-fit"
+    return arena, off, strategy
+
+
+class _ExactPhase:
+    """The exact search over a plan's pieces: first at the lower bound, then bisecting the arena."""
+
+    def __init__(
+        self,
+        arr: _Arrays,
+        pieces: list[_Piece],
+        results: list[tuple[int, list[int], str]],
+        clock: _Budget,
+        max_buffers: int,
+    ) -> None:
+        self.arr, self.pieces, self.results, self.clock, self.max_buffers = arr, pieces, results, clock, max_buffers
+        self.frames: dict[int, _Frame] = {}
+        self.nodes = 0
+        self.work = 0
+
+    def run(self, lb: int, budget: int) -> None:
+        """Phase 1: the lower bound itself (most of the budget). Phase 2, if that fails: bisect the arena
+        between the lower bound and the best height found, keeping every packing found on the way."""
+        if self.improve(lb, budget * 3 // 4, "exact"):
+            return
+        low = lb
+        while budget > self.work and not self.clock.expired():
+            high = max((r[0] for r in self.results), default=0)
+            if high - low <= max(1, high // 1000):
+                break
+            mid = low + (high - low) * BISECT_NUM // BISECT_DEN
+            if not self.improve(mid, (budget - self.work) // 3 + 1, "exact-refined"):
+                low = mid
+
+    def improve(self, capacity: int, allowance: int, label: str) -> bool:
+        """Exact-search every piece above ``capacity`` (highest first) within ``allowance``; all succeeded?"""
+        results, arr = self.results, self.arr
+        spent = 0
+        for k in sorted(range(len(self.pieces)), key=lambda k: (-results[k][0], k)):
+            if results[k][0] <= capacity:
+                break
+            piece = self.pieces[k]
+            if piece.has_fixed or len(piece.items) > self.max_buffers or spent >= allowance or self.clock.expired():
+                return False
+            if k not in self.frames:
+                self.frames[k] = _Frame(arr, piece)
+            outcome = _exact(self.frames[k], capacity, allowance - spent, deadline=self.clock.deadline)
+            self.nodes += outcome.nodes
+            self.work += outcome.work
+            spent += outcome.work
+            if outcome.offsets is None:
+                return False
+            height = max(o + arr.size[i] for o, i in zip(outcome.offsets, piece.items, strict=True))
+            results[k] = (height, outcome.offsets, label)
+        return True
 
 
 #: The quick first try runs on inputs with at most this many overlapping pairs a buffer (its cost is the pairs),
