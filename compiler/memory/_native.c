@@ -420,15 +420,75 @@ done:
 
 /* ---- time sweep (planner._sweep / planner._Gaps) ---- */
 
+/* int64 -> int64 hash map, open addressing with linear probing and backward-shift deletion; keys >= 0. */
+typedef struct {
+    int64_t *key, *val;
+    size_t mask;
+} map_t;
+
+static size_t map_slot(const map_t *m, int64_t k) { return (size_t)(((uint64_t)k * 0x9E3779B97F4A7C15ull) >> 20) & m->mask; }
+
+static int map_init(map_t *m, Py_ssize_t items) {
+    size_t cap = 16;
+    while (cap < (size_t)(2 * items + 2)) cap <<= 1;
+    m->mask = cap - 1;
+    m->key = (int64_t *)malloc(sizeof(int64_t) * cap);
+    m->val = (int64_t *)malloc(sizeof(int64_t) * cap);
+    if (!m->key || !m->val) return -1;
+    memset(m->key, 0xff, sizeof(int64_t) * cap); /* every key -1: empty */
+    return 0;
+}
+
+static void map_put(map_t *m, int64_t k, int64_t v) {
+    size_t i = map_slot(m, k);
+    while (m->key[i] != -1 && m->key[i] != k) i = (i + 1) & m->mask;
+    m->key[i] = k;
+    m->val[i] = v;
+}
+
+static int map_get(const map_t *m, int64_t k, int64_t *v) {
+    size_t i = map_slot(m, k);
+    while (m->key[i] != -1) {
+        if (m->key[i] == k) {
+            *v = m->val[i];
+            return 1;
+        }
+        i = (i + 1) & m->mask;
+    }
+    return 0;
+}
+
+static void map_del(map_t *m, int64_t k) {
+    size_t i = map_slot(m, k);
+    while (m->key[i] != k) {
+        if (m->key[i] == -1) return;
+        i = (i + 1) & m->mask;
+    }
+    size_t j = i;
+    for (;;) {
+        j = (j + 1) & m->mask;
+        if (m->key[j] == -1) break;
+        size_t h = map_slot(m, m->key[j]);
+        /* move key j back to the hole i unless its home slot lies cyclically in (i, j] */
+        int stays = i <= j ? (h > i && h <= j) : (h > i || h <= j);
+        if (!stays) {
+            m->key[i] = m->key[j];
+            m->val[i] = m->val[j];
+            i = j;
+        }
+    }
+    m->key[i] = -1;
+}
+
 typedef struct {
     int64_t *lo, *hi;
     Py_ssize_t n, cap;
 } gaplist_t; /* free ranges of one length class, ascending by start */
 
+/* The free ranges below the top live buffer, by start and by end, and by length class; and the top. */
 typedef struct {
-    int64_t base;
-    int64_t *starts, *ends; /* live buffers, ascending by offset */
-    Py_ssize_t n;
+    int64_t base, top;
+    map_t by_lo, by_hi;
     gaplist_t cls[65];
 } gaps_t;
 
@@ -472,25 +532,27 @@ static int add_gap(gaps_t *g, int64_t lo, int64_t hi) {
     l->lo[j] = lo;
     l->hi[j] = hi;
     l->n++;
+    map_put(&g->by_lo, lo, hi);
+    map_put(&g->by_hi, hi, lo);
     return 0;
 }
 
-/* forget the free range starting at lo ending at hi (if recorded) */
+/* forget the free range [lo, hi) */
 static void drop_gap(gaps_t *g, int64_t lo, int64_t hi) {
-    if (hi <= lo) return;
     gaplist_t *l = &g->cls[bitlen(hi - lo)];
     Py_ssize_t j = lower(l->lo, l->n, lo);
-    if (j < l->n && l->lo[j] == lo) {
-        memmove(l->lo + j, l->lo + j + 1, sizeof(int64_t) * (size_t)(l->n - j - 1));
-        memmove(l->hi + j, l->hi + j + 1, sizeof(int64_t) * (size_t)(l->n - j - 1));
-        l->n--;
-    }
+    memmove(l->lo + j, l->lo + j + 1, sizeof(int64_t) * (size_t)(l->n - j - 1));
+    memmove(l->hi + j, l->hi + j + 1, sizeof(int64_t) * (size_t)(l->n - j - 1));
+    l->n--;
+    map_del(&g->by_lo, lo);
+    map_del(&g->by_hi, hi);
 }
 
-static int64_t gaps_top(const gaps_t *g) { return g->n ? g->ends[g->n - 1] : g->base; }
-
-static int64_t gaps_find(const gaps_t *g, int64_t s, int64_t a, int best_fit) {
+/* Lowest aligned offset where s bytes are free (or, best fit, one in the tightest gap of the size's class,
+ * else the lowest of the next class): planner._Gaps.find. *glo is the gap's start, or -1 for the top. */
+static int64_t gaps_find(const gaps_t *g, int64_t s, int64_t a, int best_fit, int64_t *glo) {
     int cs = bitlen(s);
+    *glo = -1;
     if (best_fit) {
         for (int c = cs; c < 65; c++) {
             const gaplist_t *l = &g->cls[c];
@@ -500,14 +562,15 @@ static int64_t gaps_find(const gaps_t *g, int64_t s, int64_t a, int best_fit) {
                 if (r >= s && (best < 0 || r < room)) {
                     best = x;
                     room = r;
+                    *glo = l->lo[k];
                     if (c > cs) break;
                 }
             }
             if (best >= 0) return best;
         }
-        return align_up(gaps_top(g), a);
+        return align_up(g->top, a);
     }
-    int64_t best = align_up(gaps_top(g), a);
+    int64_t best = align_up(g->top, a);
     for (int c = cs; c < 65; c++) {
         const gaplist_t *l = &g->cls[c];
         for (Py_ssize_t k = 0; k < l->n; k++) {
@@ -516,6 +579,7 @@ static int64_t gaps_find(const gaps_t *g, int64_t s, int64_t a, int best_fit) {
             int64_t x = align_up(lo, a);
             if (x + s <= l->hi[k]) {
                 best = x;
+                *glo = lo;
                 break;
             }
         }
@@ -523,69 +587,61 @@ static int64_t gaps_find(const gaps_t *g, int64_t s, int64_t a, int best_fit) {
     return best;
 }
 
-static int gaps_occupy(gaps_t *g, int64_t x, int64_t s) {
-    Py_ssize_t j = lower(g->starts, g->n, x);
-    int64_t below = j ? g->ends[j - 1] : g->base;
-    if (j < g->n) {
-        drop_gap(g, below, g->starts[j]);
-        if (add_gap(g, below, x) < 0 || add_gap(g, x + s, g->starts[j]) < 0) return -1;
-    } else if (add_gap(g, below, x) < 0) {
-        return -1;
+/* [x, x+s) is taken, inside the gap starting at glo (or above the top when glo < 0): planner._Gaps.occupy */
+static int gaps_occupy(gaps_t *g, int64_t x, int64_t s, int64_t glo) {
+    if (glo < 0) {
+        if (add_gap(g, g->top, x) < 0) return -1;
+        g->top = x + s;
+        return 0;
     }
-    memmove(g->starts + j + 1, g->starts + j, sizeof(int64_t) * (size_t)(g->n - j));
-    memmove(g->ends + j + 1, g->ends + j, sizeof(int64_t) * (size_t)(g->n - j));
-    g->starts[j] = x;
-    g->ends[j] = x + s;
-    g->n++;
+    int64_t ghi = 0;
+    map_get(&g->by_lo, glo, &ghi);
+    drop_gap(g, glo, ghi);
+    if (add_gap(g, glo, x) < 0 || add_gap(g, x + s, ghi) < 0) return -1;
     return 0;
 }
 
-static int gaps_release(gaps_t *g, int64_t x) {
-    Py_ssize_t j = lower(g->starts, g->n, x);
-    int64_t end = g->ends[j];
-    int64_t below = j ? g->ends[j - 1] : g->base;
-    drop_gap(g, below, x);
-    if (j + 1 < g->n) {
-        drop_gap(g, end, g->starts[j + 1]);
-        if (add_gap(g, below, g->starts[j + 1]) < 0) return -1;
+/* the live buffer [x, end) is freed: planner._Gaps.release */
+static int gaps_release(gaps_t *g, int64_t x, int64_t end) {
+    int64_t below = x, next = end;
+    if (map_get(&g->by_hi, x, &below)) drop_gap(g, below, x);
+    if (end == g->top) {
+        g->top = below;
+        return 0;
     }
-    memmove(g->starts + j, g->starts + j + 1, sizeof(int64_t) * (size_t)(g->n - j - 1));
-    memmove(g->ends + j, g->ends + j + 1, sizeof(int64_t) * (size_t)(g->n - j - 1));
-    g->n--;
-    return 0;
+    if (map_get(&g->by_lo, end, &next)) drop_gap(g, end, next);
+    return add_gap(g, below, next);
 }
 
-/* min-heap of (last step, offset) */
-static void heap_push(int64_t *h, Py_ssize_t *n, int64_t last, int64_t off) {
+/* min-heap of (last step, offset, end) */
+static void heap_push(int64_t *h, Py_ssize_t *n, int64_t last, int64_t off, int64_t end) {
     Py_ssize_t k = (*n)++;
     while (k) {
         Py_ssize_t p = (k - 1) / 2;
-        if (h[2 * p] <= last) break;
-        h[2 * k] = h[2 * p];
-        h[2 * k + 1] = h[2 * p + 1];
+        if (h[3 * p] <= last) break;
+        memcpy(h + 3 * k, h + 3 * p, 3 * sizeof(int64_t));
         k = p;
     }
-    h[2 * k] = last;
-    h[2 * k + 1] = off;
+    h[3 * k] = last;
+    h[3 * k + 1] = off;
+    h[3 * k + 2] = end;
 }
 
-static int64_t heap_pop(int64_t *h, Py_ssize_t *n) {
-    int64_t out = h[1];
+static void heap_pop(int64_t *h, Py_ssize_t *n, int64_t *off, int64_t *end) {
+    *off = h[1];
+    *end = h[2];
     Py_ssize_t m = --(*n);
-    int64_t last = h[2 * m], off = h[2 * m + 1];
+    int64_t last[3] = {h[3 * m], h[3 * m + 1], h[3 * m + 2]};
     Py_ssize_t k = 0;
     for (;;) {
         Py_ssize_t c = 2 * k + 1;
         if (c >= m) break;
-        if (c + 1 < m && h[2 * (c + 1)] < h[2 * c]) c++;
-        if (h[2 * c] >= last) break;
-        h[2 * k] = h[2 * c];
-        h[2 * k + 1] = h[2 * c + 1];
+        if (c + 1 < m && h[3 * (c + 1)] < h[3 * c]) c++;
+        if (h[3 * c] >= last[0]) break;
+        memcpy(h + 3 * k, h + 3 * c, 3 * sizeof(int64_t));
         k = c;
     }
-    h[2 * k] = last;
-    h[2 * k + 1] = off;
-    return out;
+    memcpy(h + 3 * k, last, 3 * sizeof(int64_t));
 }
 
 static PyObject *native_sweep(PyObject *self, PyObject *args) {
@@ -601,7 +657,7 @@ static PyObject *native_sweep(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     gaps_t g;
     memset(&g, 0, sizeof g);
-    g.base = base;
+    g.base = g.top = base;
     int64_t *heap = NULL;
     if (got < 6) goto done;
     const int64_t *order = v[0].buf, *first = v[1].buf, *last = v[2].buf, *size = v[3].buf, *align = v[4].buf;
@@ -612,14 +668,12 @@ static PyObject *native_sweep(PyObject *self, PyObject *args) {
         goto done;
     }
     for (Py_ssize_t k = 0; k < m; k++)
-        if (order[k] < 0 || order[k] >= n) {
-            PyErr_SetString(PyExc_IndexError, "sweep: item out of range");
+        if (order[k] < 0 || order[k] >= n || size[order[k]] <= 0) {
+            PyErr_SetString(PyExc_ValueError, "sweep: item out of range or of no size");
             goto done;
         }
-    g.starts = (int64_t *)malloc(sizeof(int64_t) * (size_t)(m + 1));
-    g.ends = (int64_t *)malloc(sizeof(int64_t) * (size_t)(m + 1));
-    heap = (int64_t *)malloc(sizeof(int64_t) * 2 * (size_t)(m + 1));
-    if (!g.starts || !g.ends || !heap) {
+    heap = (int64_t *)malloc(sizeof(int64_t) * 3 * (size_t)(m + 1));
+    if (!heap || map_init(&g.by_lo, m + 1) < 0 || map_init(&g.by_hi, m + 1) < 0) {
         PyErr_NoMemory();
         goto done;
     }
@@ -628,12 +682,14 @@ static PyObject *native_sweep(PyObject *self, PyObject *args) {
     int failed = 0;
     Py_BEGIN_ALLOW_THREADS;
     for (Py_ssize_t k = 0; k < m && !failed; k++) {
-        int64_t b = order[k], f = first[b];
-        while (nheap && heap[0] < f)
-            if (gaps_release(&g, heap_pop(heap, &nheap)) < 0) failed = 1;
-        int64_t x = gaps_find(&g, size[b], align[b], best_fit);
-        if (gaps_occupy(&g, x, size[b]) < 0) failed = 1;
-        heap_push(heap, &nheap, last[b], x);
+        int64_t b = order[k], f = first[b], glo, x, end;
+        while (nheap && heap[0] < f) {
+            heap_pop(heap, &nheap, &x, &end);
+            if (gaps_release(&g, x, end) < 0) failed = 1;
+        }
+        x = gaps_find(&g, size[b], align[b], best_fit, &glo);
+        if (gaps_occupy(&g, x, size[b], glo) < 0) failed = 1;
+        heap_push(heap, &nheap, last[b], x, x + size[b]);
         off[b] = x;
         if (x + size[b] > height) height = x + size[b];
     }
@@ -643,9 +699,11 @@ static PyObject *native_sweep(PyObject *self, PyObject *args) {
     else
         result = PyLong_FromLongLong(height);
 done:
-    free(g.starts);
-    free(g.ends);
     free(heap);
+    free(g.by_lo.key);
+    free(g.by_lo.val);
+    free(g.by_hi.key);
+    free(g.by_hi.val);
     for (int c = 0; c < 65; c++) {
         free(g.cls[c].lo);
         free(g.cls[c].hi);
