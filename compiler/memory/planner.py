@@ -929,6 +929,7 @@ class _Budget:
         self.left = units
         self.spent = 0
         self.deadline = deadline
+        self.refused = False  # whether allows() ever said no (the budget then shaped the outcome)
 
     def spend(self, units: int) -> None:
         """Charge ``units`` of work done."""
@@ -936,8 +937,12 @@ class _Budget:
         self.spent += units
 
     def allows(self, units: int) -> bool:
-        """Whether ``units`` more fit in what is left (and the deadline, if any, has not passed)."""
-        return units <= self.left and not self.expired()
+        """Whether ``units`` more fit in what is left (and the deadline, if any, has not passed); a refusal is
+        remembered in ``refused``."""
+        if units <= self.left and not self.expired():
+            return True
+        self.refused = True
+        return False
 
     def expired(self) -> bool:
         """Whether the wall-clock deadline, if any, has passed."""
@@ -1642,11 +1647,12 @@ def _plan(
     results = [_portfolio(arr, piece, lb, allowance) for piece in pieces]
     exact_cap = total if exact_budget_s is None else int(exact_budget_s * WORK_PER_SECOND)
     exact_cap = exact_cap if exact_work is None else exact_work
-    _repair_highest(arr, pieces, results, lb, allowance, REPAIR_SHARE)
+    settled: set[tuple[int, int]] = set()
+    _repair_highest(arr, pieces, results, lb, allowance, settled, REPAIR_SHARE)
     exact = _ExactPhase(arr, pieces, results, allowance, exact_max_buffers)
     exact.run(lb, max(0, min(exact_cap, allowance.left)))
     allowance.spend(exact.work)
-    _repair_highest(arr, pieces, results, lb, allowance)
+    _repair_highest(arr, pieces, results, lb, allowance, settled)
     for piece, (_, offsets, _) in zip(pieces, results, strict=True):
         for i, o in zip(piece.items, offsets, strict=True):
             off[i] = o
@@ -1804,17 +1810,22 @@ def _repair_highest(
     results: list[tuple[int, list[int], str]],
     lb: int,
     budget: _Budget,
+    settled: set[tuple[int, int]],
     share: float = 1.0,
 ) -> None:
     """Repair the highest piece while that lowers it (then the next highest, ...), within ``share`` of the
-    budget left."""
+    budget left. ``settled`` holds the (piece, height) pairs a repair gave up on without the budget ever saying
+    no (it would give up again: the repair is deterministic); they are skipped, and the new ones added."""
     mine = _Budget(int(budget.left * share), budget.deadline)
     while results and mine.left > 0:
         k = max(range(len(results)), key=lambda k: (results[k][0], -k))
-        if results[k][0] <= lb:
+        if results[k][0] <= lb or (k, results[k][0]) in settled:
             break
+        mine.refused = False
         better = _repair(arr, pieces[k], results[k], lb, mine)
         if better[0] >= results[k][0]:
+            if not mine.refused:
+                settled.add((k, results[k][0]))
             break
         results[k] = better
     budget.spend(mine.spent)
