@@ -7,8 +7,9 @@ behind it: buffers in, offsets out. A later stage feeds it with a graph's tensor
 How :func:`plan` works (ideas from TFLite's greedy-by-size planner, XLA's heap simulator, MindSpore SOMAS,
 Google's MiniMalloc and TelaMalloc, and omnimalloc's greedy orders):
 
-0. Quick try. A sparse input is first packed by the size order alone (first fit over neighbour lists); if
-   that reaches the lower bound, as it does for most compile traces, it is the plan.
+0. Quick try. A sparse (or small) input is first packed by the area, conflict x size and size orders (first
+   fit over one set of neighbour lists); the first that reaches the lower bound, as one does for most compile
+   traces, is the plan.
 1. Decomposition. Steps where nothing is live split the timeline into independent components; buffers live
    over a whole component are stacked at its bottom (lossless: such a buffer conflicts with every other
    buffer of the component, so any packing can be rearranged to have it at the bottom), after which the rest
@@ -38,6 +39,12 @@ the budget.
 
 Fixed-offset buffers are honoured (placed first), offsets respect each buffer's alignment, and the same input
 always gives the same output.
+
+The hot loops (neighbour lists, first/best fit over them, the time sweep, the lower bound, the pair count) have
+native twins in the optional C extension ``_native`` (``_native.c``, built by ``pip install`` when a compiler is
+there); they give the same offsets, and the pure-Python loops run when it is absent or a value exceeds int64.
+The work units stay those of the Python loops, so the plans do not depend on it: with it, the budget is spent
+in a fraction of its seconds.
 """
 
 from __future__ import annotations
