@@ -466,10 +466,10 @@ def test_planner_clock_counts_the_calls_it_saw() -> None:
 
 
 def test_the_quick_try_returns_a_plan_at_the_lower_bound_only() -> None:
-    # a sparse input the area order packs at the lower bound skips decomposition and portfolio...
+    # a sparse input the size order packs at the lower bound skips decomposition and portfolio...
     bufs = [Buffer("a", 0, 2, 64), Buffer("b", 1, 3, 32), Buffer("c", 4, 6, 96), Buffer("d", 3, 3, 16)]
     p = plan(bufs)
-    assert (p.arena, p.component_strategies) == (p.lower_bound, ("greedy-area-first-fit",))
+    assert (p.arena, p.component_strategies) == (p.lower_bound, ("greedy-size-first-fit",))
     assert check_placement(bufs, p.offsets) == []
     # ...but not with a budget too small to pay for it, nor where its orders miss the bound
     assert plan(bufs, budget_s=0).component_strategies == ("sweep-start-first-fit",)
