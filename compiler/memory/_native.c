@@ -7,6 +7,8 @@
  *                                                          list in sweep order, not sorted: no loop needs it)
  *   place(order, size, align, indptr, indices, off, base, best_fit, limit, static) -> height
  *                                                          like planner._place_py (first / best fit)
+ *   place_dense(order, items, first, last, size, align, off, base, best_fit, limit) -> height
+ *                                                          the same without neighbour lists (dense inputs)
  *   peak(first, last, size) -> int                         like planner._peak (the lower bound)
  *   count_pairs(items, first, last) -> int                 like planner._count_pairs
  *   sweep(order, first, last, size, align, off, base, best_fit) -> height   like planner._sweep_py
@@ -122,6 +124,15 @@ static int get_i64(PyObject *obj, Py_buffer *view, int writable, const char *wha
     return 0;
 }
 
+/* Borrow every buffer of objs (the one at index writable, if any, writable); return how many were borrowed
+ * (fewer than n after an error, the exception set). */
+static int get_all(PyObject **objs, Py_buffer *v, int n, const char **names, int writable) {
+    int got = 0;
+    for (; got < n; got++)
+        if (get_i64(objs[got], &v[got], got == writable, names[got]) < 0) break;
+    return got;
+}
+
 static PyObject *native_place(PyObject *self, PyObject *args) {
     PyObject *o_order, *o_size, *o_align, *o_indptr, *o_indices, *o_off, *o_static;
     long long base, limit;
@@ -132,9 +143,7 @@ static PyObject *native_place(PyObject *self, PyObject *args) {
     Py_buffer v[7];
     PyObject *objs[7] = {o_order, o_size, o_align, o_indptr, o_indices, o_off, o_static};
     const char *names[7] = {"order", "size", "align", "indptr", "indices", "off", "static"};
-    int got = 0;
-    for (; got < 7; got++)
-        if (get_i64(objs[got], &v[got], got == 5, names[got]) < 0) break;
+    int got = get_all(objs, v, 7, names, 5);
     PyObject *result = NULL;
     range_t *obs = NULL;
     if (got < 7) goto done;
@@ -194,6 +203,100 @@ done:
     return result;
 }
 
+typedef struct {
+    int64_t lo, hi, first, last;
+} placed_t;
+
+/* planner._place without neighbour lists, for dense inputs: every placed item of ``items`` is kept in one
+ * array ascending by offset, and each buffer scans it, skipping those not live with it. The obstacles seen are
+ * those _place sees (the items of ``items`` placed and overlapping in time), in offset order. */
+static PyObject *native_place_dense(PyObject *self, PyObject *args) {
+    PyObject *objs[7];
+    long long base, limit;
+    int best_fit;
+    if (!PyArg_ParseTuple(args, "OOOOOOOLpL", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6],
+                          &base, &best_fit, &limit))
+        return NULL;
+    Py_buffer v[7];
+    const char *names[7] = {"order", "items", "first", "last", "size", "align", "off"};
+    int got = get_all(objs, v, 7, names, 6);
+    PyObject *result = NULL;
+    placed_t *pl = NULL;
+    if (got < 7) goto done;
+    const int64_t *order = v[0].buf, *items = v[1].buf, *first = v[2].buf, *last = v[3].buf, *size = v[4].buf;
+    const int64_t *align = v[5].buf;
+    int64_t *off = v[6].buf;
+    Py_ssize_t n_order = v[0].len / 8, n_items = v[1].len / 8, n = v[2].len / 8;
+    if (v[3].len / 8 != n || v[4].len / 8 != n || v[5].len / 8 != n || v[6].len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "place_dense: arrays of different lengths");
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < n_items; k++)
+        if (items[k] < 0 || items[k] >= n) {
+            PyErr_SetString(PyExc_IndexError, "place_dense: item out of range");
+            goto done;
+        }
+    for (Py_ssize_t k = 0; k < n_order; k++)
+        if (order[k] < 0 || order[k] >= n) {
+            PyErr_SetString(PyExc_IndexError, "place_dense: item out of range");
+            goto done;
+        }
+    pl = (placed_t *)malloc(sizeof(placed_t) * (size_t)(n_items + n_order + 1));
+    if (!pl) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t np = 0;
+    for (Py_ssize_t k = 0; k < n_items; k++) {
+        int64_t i = items[k];
+        if (off[i] < 0) continue;
+        placed_t t = {off[i], off[i] + size[i], first[i], last[i]};
+        Py_ssize_t j = np++;
+        while (j > 0 && pl[j - 1].lo > t.lo) {
+            pl[j] = pl[j - 1];
+            j--;
+        }
+        pl[j] = t;
+    }
+    int64_t height = base;
+    Py_BEGIN_ALLOW_THREADS;
+    for (Py_ssize_t k = 0; k < n_order; k++) {
+        int64_t b = order[k], s = size[b], a = align[b], f = first[b], l = last[b];
+        int64_t cand = align_up(base, a), best = -1, best_gap = 0;
+        for (Py_ssize_t q = 0; q < np; q++) {
+            const placed_t *o = &pl[q];
+            if (o->last < f || o->first > l) continue;
+            if (o->lo >= cand + s) {
+                if (!best_fit) break;
+                if (best < 0 || o->lo - cand < best_gap) {
+                    best = cand;
+                    best_gap = o->lo - cand;
+                }
+            }
+            if (o->hi > cand) cand = align_up(o->hi, a);
+        }
+        int64_t x = best_fit && best >= 0 ? best : cand;
+        off[b] = x;
+        placed_t t = {x, x + s, f, l};
+        Py_ssize_t j = np++;
+        while (j > 0 && pl[j - 1].lo > x) {
+            pl[j] = pl[j - 1];
+            j--;
+        }
+        pl[j] = t;
+        if (x + s > height) {
+            height = x + s;
+            if (limit >= 0 && height >= limit) break;
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    result = PyLong_FromLongLong(height);
+done:
+    free(pl);
+    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    return result;
+}
+
 static PyObject *new_i64_array(Py_ssize_t n, int64_t **data) {
     /* array.array('q', bytes(8 * n)) */
     static PyObject *array_type = NULL;
@@ -227,9 +330,7 @@ static PyObject *native_overlaps(PyObject *self, PyObject *args) {
     Py_buffer v[3];
     PyObject *objs[3] = {o_items, o_first, o_last};
     const char *names[3] = {"items", "first", "last"};
-    int got = 0;
-    for (; got < 3; got++)
-        if (get_i64(objs[got], &v[got], 0, names[got]) < 0) break;
+    int got = get_all(objs, v, 3, names, -1);
     PyObject *result = NULL, *a_ptr = NULL, *a_ind = NULL;
     start_t *starts = NULL;
     int64_t *live = NULL, *pairs = NULL, *fill = NULL;
@@ -331,9 +432,7 @@ static PyObject *native_peak(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOO", &o[0], &o[1], &o[2])) return NULL;
     Py_buffer v[3];
     const char *names[3] = {"first", "last", "size"};
-    int got = 0;
-    for (; got < 3; got++)
-        if (get_i64(o[got], &v[got], 0, names[got]) < 0) break;
+    int got = get_all(o, v, 3, names, -1);
     PyObject *result = NULL;
     event_t *ev = NULL;
     if (got < 3) goto done;
@@ -375,9 +474,7 @@ static PyObject *native_count_pairs(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOO", &o[0], &o[1], &o[2])) return NULL;
     Py_buffer v[3];
     const char *names[3] = {"items", "first", "last"};
-    int got = 0;
-    for (; got < 3; got++)
-        if (get_i64(o[got], &v[got], 0, names[got]) < 0) break;
+    int got = get_all(o, v, 3, names, -1);
     PyObject *result = NULL;
     int64_t *starts = NULL, *ends = NULL;
     if (got < 3) goto done;
@@ -651,9 +748,7 @@ static PyObject *native_sweep(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOOOOOLp", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &base, &best_fit)) return NULL;
     Py_buffer v[6];
     const char *names[6] = {"order", "first", "last", "size", "align", "off"};
-    int got = 0;
-    for (; got < 6; got++)
-        if (get_i64(o[got], &v[got], got == 5, names[got]) < 0) break;
+    int got = get_all(o, v, 6, names, 5);
     PyObject *result = NULL;
     gaps_t g;
     memset(&g, 0, sizeof g);
@@ -713,6 +808,7 @@ done:
 }
 
 static PyMethodDef methods[] = {
+    {"place_dense", native_place_dense, METH_VARARGS, "place() without neighbour lists, for dense inputs."},
     {"sweep", native_sweep, METH_VARARGS, "First or best fit in start order over the live gaps (see planner._sweep)."},
     {"peak", native_peak, METH_VARARGS, "Largest total size live at one step (see planner._peak)."},
     {"count_pairs", native_count_pairs, METH_VARARGS, "Number of time-overlapping pairs (see planner._count_pairs)."},

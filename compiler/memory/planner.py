@@ -372,13 +372,44 @@ def _worth_native(arr: _Arrays, items: int) -> bool:
     return arr.native and _NATIVE is not None and 4 * items >= len(arr.size)
 
 
-def _neighbours(arr: _Arrays, items: Sequence[int]) -> _Adj:
+class _Dense(_Adj):
+    """Neighbour degrees only, for a dense input the native loops place without lists (each buffer scans every
+    placed one: cheaper than gathering and sorting its neighbours when most pairs overlap)."""
+
+    def __init__(self, items: array[int], degrees: dict[int, int]) -> None:
+        super().__init__({})
+        self.items = items
+        self.degrees = degrees
+
+    def of(self, i: int) -> Sequence[int]:
+        """Not kept: the native loop finds the neighbours itself."""
+        raise NotImplementedError("dense neighbour lists are not kept")
+
+    def degree(self, i: int) -> int:
+        """Number of items overlapping item ``i``."""
+        return self.degrees[i]
+
+    def pairs(self) -> int:
+        """Number of overlapping (ordered) pairs: twice the unordered ones."""
+        return sum(self.degrees.values())
+
+
+#: Inputs with more overlapping (ordered) pairs than their buffers squared over this are "dense": the native loops
+#: place them by scanning every placed buffer instead of gathering and sorting neighbour lists.
+DENSE_SCAN_RATIO = 40
+
+
+def _neighbours(arr: _Arrays, items: Sequence[int], dense_ok: bool = True) -> _Adj:
     """Neighbour lists of time-overlapping pairs among ``items`` (cost n log n + pairs), by the native loops
-    when the extension is there (the same lists as :func:`_overlaps`, in another order)."""
-    if _worth_native(arr, len(items)):
-        indptr, indices = _NATIVE.overlaps(array("q", items), arr.first64, arr.last64, len(arr.size))
-        return _CSR(indptr, indices)
-    return _overlaps(items, arr.first, arr.last)
+    when the extension is there (the same lists as :func:`_overlaps`, in another order; or, for a dense input,
+    none: see :class:`_Dense`)."""
+    if not _worth_native(arr, len(items)):
+        return _overlaps(items, arr.first, arr.last)
+    items64 = array("q", items)
+    if dense_ok and 2 * _pairs(arr, items) * DENSE_SCAN_RATIO >= len(items) ** 2:
+        return _Dense(items64, _degrees(items, arr.first, arr.last))
+    indptr, indices = _NATIVE.overlaps(items64, arr.first64, arr.last64, len(arr.size))
+    return _CSR(indptr, indices)
 
 
 def _overlaps(items: Sequence[int], first: Sequence[int], last: Sequence[int]) -> _Adj:
@@ -546,12 +577,21 @@ def _place(
     every buffer of ``order`` (the repair's buffers spanning its window). Runs the native loop when the
     extension is there (:func:`_place_py` is its pure-Python twin: the same offsets).
     """
-    if not (isinstance(adj, _CSR) and _worth_native(arr, len(order))):
-        return _place_py(order, arr.size, arr.align, adj, off, base, best_fit, limit, static)
-    placed = array("q", off)
-    flat = array("q", [x for span in static for x in span] if static else [])
     stop = -1 if limit is None else limit
-    height: int = _NATIVE.place(
+    if not isinstance(adj, (_CSR, _Dense)):
+        return _place_py(order, arr, adj, off, (base, stop), best_fit, static)
+    placed = array("q", off)
+    height: int
+    if isinstance(adj, _Dense):
+        assert not static  # the repair asks for lists (dense_ok=False)
+        height = _NATIVE.place_dense(
+            array("q", order), adj.items, arr.first64, arr.last64, arr.size64, arr.align64, placed, base,
+            best_fit, stop,
+        )  # fmt: skip
+        off[:] = placed.tolist()
+        return height
+    flat = array("q", [x for span in static for x in span] if static else [])
+    height = _NATIVE.place(
         array("q", order), arr.size64, arr.align64, adj.indptr, adj.indices, placed, base,
         best_fit, stop, flat,
     )  # fmt: skip
@@ -559,20 +599,12 @@ def _place(
     return height
 
 
-def _place_py(
-    order: Sequence[int],
-    size: Sequence[int],
-    align: Sequence[int],
-    adj: _Adj,
-    off: list[int],
-    base: int,
-    best_fit: bool,
-    limit: int | None = None,
-    static: list[tuple[int, int]] | None = None,
-) -> int:
-    """:func:`_place` in pure Python."""
+def _place_py(order: Sequence[int], arr: _Arrays, adj: _Adj, off: list[int], bounds: tuple[int, int],
+              best_fit: bool, static: list[tuple[int, int]] | None) -> int:  # fmt: skip
+    """:func:`_place` in pure Python; ``bounds`` is (base, limit or -1)."""
+    base, stop = bounds
+    size, align = arr.size, arr.align
     height = base
-    stop = limit if limit is not None else -1
     for b in order:
         obstacles = [(off[o], off[o] + size[o]) for o in adj.of(b) if off[o] >= 0]
         if static:
@@ -1231,7 +1263,7 @@ def _repack(
 ) -> bool:
     """Place ``movers`` again below ``height`` by the repair orders; keep the first that fits (else restore)."""
     group = movers + partial
-    adj = _neighbours(arr, group)
+    adj = _neighbours(arr, group, dense_ok=False)
     pairs = adj.pairs()
     cost = pairs + len(movers) * (len(spans) + 8)
     saved = [off[i] for i in movers]

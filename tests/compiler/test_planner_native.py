@@ -6,6 +6,7 @@ Both must give the same plans byte for byte; without the extension the pure-Pyth
 from __future__ import annotations
 
 import random
+from array import array
 from collections.abc import Iterator
 
 import pytest
@@ -42,6 +43,7 @@ def without_native(monkeypatch: pytest.MonkeyPatch) -> None:
 @native
 def test_native_loops_match_the_python_ones_on_random_instances(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(planner, "_worth_native", lambda arr, items: arr.native)  # whatever the share
+    monkeypatch.setattr(planner, "DENSE_SCAN_RATIO", 0)  # lists here; the dense scan is checked below
     for bufs in _instances(300):
         arr = planner._Arrays(bufs)
         assert arr.native
@@ -51,15 +53,19 @@ def test_native_loops_match_the_python_ones_on_random_instances(monkeypatch: pyt
         assert isinstance(fast, planner._CSR)
         assert all(sorted(fast.of(i)) == list(slow.of(i)) for i in items)
         assert fast.pairs() == slow.pairs() == 2 * planner._count_pairs(items, arr.first, arr.last)
+        dense = planner._Dense(array("q", items), planner._degrees(items, arr.first, arr.last))
+        assert all(dense.degree(i) == slow.degree(i) for i in items) and dense.pairs() == slow.pairs()
         movable = [i for i in items if arr.fixed[i] < 0]
         for best_fit in (False, True):
             for limit in (None, lower_bound(bufs)):
                 order = sorted(movable, key=lambda i: (-arr.size[i] * (arr.last[i] - arr.first[i] + 1), i))
                 static = [(5, 17), (40, 41)] if best_fit else None
-                a, b = list(arr.fixed), list(arr.fixed)
+                a, b, c = list(arr.fixed), list(arr.fixed), list(arr.fixed)
                 ha = planner._place(order, arr, fast, a, 3, best_fit, limit, static)
-                hb = planner._place_py(order, arr.size, arr.align, slow, b, 3, best_fit, limit, static)
+                hb = planner._place_py(order, arr, slow, b, (3, -1 if limit is None else limit), best_fit, static)
                 assert (ha, a) == (hb, b)
+                if not static:
+                    assert (planner._place(order, arr, dense, c, 3, best_fit, limit), c) == (hb, b)
         if len(movable) == len(items):
             for key in planner._sweep_keys(arr).values():
                 order = sorted(items, key=key)
@@ -75,6 +81,8 @@ def test_native_and_python_plans_are_identical(monkeypatch: pytest.MonkeyPatch) 
     cases = list(_instances(120))
     monkeypatch.setattr(planner, "_worth_native", lambda arr, items: arr.native)  # whatever the share
     with_native = [plan(bufs, exact_work=100_000) for bufs in cases]
+    monkeypatch.setattr(planner, "DENSE_SCAN_RATIO", 0)  # neighbour lists everywhere
+    assert [plan(bufs, exact_work=100_000) for bufs in cases] == with_native
     monkeypatch.setattr(planner, "_NATIVE", None)
     assert [plan(bufs, exact_work=100_000) for bufs in cases] == with_native
 
