@@ -22,9 +22,10 @@ Google's MiniMalloc and TelaMalloc, and omnimalloc's greedy orders):
    components (more than :data:`PAIR_LIMIT` pairs and :data:`DENSE_PAIRS_PER_BUFFER` a buffer) get the
    sweeps first, then the size, conflict x size, area, ... orders over a time index while the budget pays
    their pairs. The best height is kept: the result is never worse than any member.
-3. Peak repair. The buffers living inside a window of steps around those at the top are lifted out and
-   placed again by several orders among the buffers crossing the window's borders and those spanning it;
-   a re-pack below the top is kept and the new top attacked, else the window doubles.
+3. Peak repair. The buffers living inside a window of steps around the first ones at the top are lifted out
+   and placed again by several orders among the buffers crossing the window's borders and those spanning it;
+   a re-pack below the top is kept (one place fewer at the top: a layered model has one a layer) and the next
+   place attacked, else the window doubles.
 4. Exact search. While the highest component is above the lower bound, a MiniMalloc-style branch and bound
    tries to pack it within the lower bound: buffers placed in canonical order (non-decreasing offset, each
    at its lowest legal offset), pruned by section inference, the unallocated floor, dominance and dynamic
@@ -1175,11 +1176,17 @@ _REPAIR_RUNS = [
 def _window(
     arr: _Arrays, by_start: list[int], starts: list[int], tops: list[int], height: int, reach: int
 ) -> tuple[list[int], list[int], list[tuple[int, int]]]:
-    """For the steps [lo, hi] around the buffers at ``height`` widened by ``reach`` buffers each side: its
-    movers (living inside), its partial obstacles (crossing a border) and the merged byte ranges of the
-    buffers spanning it (obstacles at every step of the window)."""
+    """For the steps [lo, hi] around the first buffers at ``height`` (the earliest and those chained to it by
+    overlapping lifetimes) widened by ``reach`` buffers each side: its movers (living inside), its partial
+    obstacles (crossing a border) and the merged byte ranges of the buffers spanning it (obstacles at every step
+    of the window)."""
     first, last, size = arr.first, arr.last, arr.size
-    top_items = [i for i, t in zip(by_start, tops, strict=True) if t >= height]
+    top_items: list[int] = []
+    for i, t in zip(by_start, tops, strict=True):
+        if t >= height:
+            if top_items and first[i] > max(last[j] for j in top_items):
+                break
+            top_items.append(i)
     a = bisect_left(starts, min(first[i] for i in top_items))
     z = bisect_right(starts, max(first[i] for i in top_items)) - 1
     lo = starts[max(0, a - reach)]
@@ -1235,10 +1242,8 @@ def _repair(
         budget.spend(scan)
         tops = [off[i] + size[i] for i in by_start]
         movers, partial, spans = _window(arr, by_start, starts, tops, height, reach)
-        mover_set = set(movers)
-        outside = max((t for i, t in zip(by_start, tops, strict=True) if i not in mover_set), default=0)
-        lowered = outside < height and _repack(arr, piece.base, movers, partial, spans, off, height, budget)
-        if lowered:
+        if _repack(arr, piece.base, movers, partial, spans, off, height, budget):
+            # the window's buffers now end below the top: one place fewer at it (the top drops with the last)
             improved = True
             height = max(off[i] + size[i] for i in piece.items)
             reach = REPAIR_WINDOW
