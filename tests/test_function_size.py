@@ -18,8 +18,6 @@ LIMIT = 80
 
 # "path::qualified name" -> its length when it was listed (the most it may have)
 ALLOWED: dict[str, int] = {
-    "compiler/memory/planner.py::_Search._search": 115,
-    "compiler/memory/planner.py::_plan": 107,
 }
 
 

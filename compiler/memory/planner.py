@@ -7,8 +7,9 @@ behind it: buffers in, offsets out. A later stage feeds it with a graph's tensor
 How :func:`plan` works (ideas from TFLite's greedy-by-size planner, XLA's heap simulator, MindSpore SOMAS,
 Google's MiniMalloc and TelaMalloc, and omnimalloc's greedy orders):
 
-0. Quick try. A sparse input is first packed by the size order alone (first fit over neighbour lists); if
-   that reaches the lower bound, as it does for most compile traces, it is the plan.
+0. Quick try. A sparse (or small) input is first packed by the size, area and conflict x size orders (first
+   fit over one set of neighbour lists); the first that reaches the lower bound, as one does for most compile
+   traces, is the plan.
 1. Decomposition. Steps where nothing is live split the timeline into independent components; buffers live
    over a whole component are stacked at its bottom (lossless: such a buffer conflicts with every other
    buffer of the component, so any packing can be rearranged to have it at the bottom), after which the rest
@@ -21,9 +22,10 @@ Google's MiniMalloc and TelaMalloc, and omnimalloc's greedy orders):
    components (more than :data:`PAIR_LIMIT` pairs and :data:`DENSE_PAIRS_PER_BUFFER` a buffer) get the
    sweeps first, then the size, conflict x size, area, ... orders over a time index while the budget pays
    their pairs. The best height is kept: the result is never worse than any member.
-3. Peak repair. The buffers living inside a window of steps around those at the top are lifted out and
-   placed again by several orders among the buffers crossing the window's borders and those spanning it;
-   a re-pack below the top is kept and the new top attacked, else the window doubles.
+3. Peak repair. The buffers living inside a window of steps around the first ones at the top are lifted out
+   and placed again by several orders among the buffers crossing the window's borders and those spanning it;
+   a re-pack below the top is kept (one place fewer at the top: a layered model has one a layer) and the next
+   place attacked, else the window doubles.
 4. Exact search. While the highest component is above the lower bound, a MiniMalloc-style branch and bound
    tries to pack it within the lower bound: buffers placed in canonical order (non-decreasing offset, each
    at its lowest legal offset), pruned by section inference, the unallocated floor, dominance and dynamic
@@ -38,23 +40,32 @@ the budget.
 
 Fixed-offset buffers are honoured (placed first), offsets respect each buffer's alignment, and the same input
 always gives the same output.
+
+The hot loops (neighbour lists, first/best fit over them, the time sweep, the lower bound, the pair count) have
+native twins in the optional C extension ``_native`` (``_native.c``, built by ``pip install`` when a compiler is
+there); they give the same offsets, and the pure-Python loops run when it is absent or a value exceeds int64.
+The work units stay those of the Python loops, so the plans do not depend on it: with it, the budget is spent
+in a fraction of its seconds.
 """
 
 from __future__ import annotations
 
 import csv
 import heapq
+import importlib
 import itertools
 import math
 import sys
 import time
+from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import repeat
-from operator import add, mul
+from operator import add, mul, sub
 from pathlib import Path
+from typing import Any
 
 from ...base.files import read_text
 from ...base.limits import LimitError, int_literal
@@ -269,11 +280,142 @@ class _Arrays:
         self.last = [b.last for b in buffers]
         self.size = [b.size for b in buffers]
         self.align = [b.alignment for b in buffers]
-        self.fixed = [-1 if b.offset is None else b.offset for b in buffers]
+        offsets = [b.offset for b in buffers]
+        self.has_fixed = offsets.count(None) != len(offsets)
+        self.fixed = [-1 if o is None else o for o in offsets] if self.has_fixed else [-1] * len(offsets)
+        self.native = _NATIVE is not None and _fits_int64(self)
+        # the same lists as int64 arrays, for the native loops (empty when they do not run)
+        self.first64 = array("q", self.first if self.native else ())
+        self.last64 = array("q", self.last if self.native else ())
+        self.size64 = array("q", self.size if self.native else ())
+        self.align64 = array("q", self.align if self.native else ())
 
 
-def _overlaps(items: Sequence[int], first: Sequence[int], last: Sequence[int]) -> dict[int, list[int]]:
-    """Adjacency lists of time-overlapping pairs among ``items`` (sweep; cost n log n + pairs)."""
+def _checked_arrays(buffers: Sequence[Buffer]) -> _Arrays:
+    """The buffers as arrays, checked as :func:`_validate` checks them (in bulk; its loop names the culprit)."""
+    arr = _Arrays(buffers)
+    if arr.size and (
+        arr.has_fixed
+        or len(set(arr.ids)) != len(arr.ids)
+        or min(arr.size) < 0
+        or min(arr.align) < 1
+        or min(map(sub, arr.last, arr.first)) < 0
+    ):
+        _validate(buffers)
+    return arr
+
+
+def _fits_int64(arr: _Arrays) -> bool:
+    """Whether every step, size, alignment and every offset a plan can reach fits the native loops' int64."""
+    if not arr.size:
+        return True
+    reach = sum(arr.size) + len(arr.size) * max(arr.align) + max(arr.fixed) + max(arr.size)
+    steps = max(max(arr.last), -min(arr.first))
+    return max(reach, steps) < 1 << 62
+
+
+def _load_native() -> Any:
+    """The optional C extension of the inner loops (``_native.c``), or None when it was not built."""
+    try:
+        return importlib.import_module(f"{__package__}._native")
+    except ImportError:
+        return None
+
+
+#: The native inner loops, or None (then the pure-Python ones run: same plans, slower).
+_NATIVE: Any = _load_native()
+
+
+class _Adj:
+    """Neighbour lists: the items overlapping item i in time, ascending, are ``lists[i]``."""
+
+    def __init__(self, lists: dict[int, list[int]]) -> None:
+        self.lists = lists
+
+    def of(self, i: int) -> Sequence[int]:
+        """The items overlapping item ``i``."""
+        return self.lists[i]
+
+    def degree(self, i: int) -> int:
+        """Number of items overlapping item ``i``."""
+        return len(self.lists[i])
+
+    def pairs(self) -> int:
+        """Number of overlapping (ordered) pairs: twice the unordered ones."""
+        return sum(map(len, self.lists.values()))
+
+
+class _CSR(_Adj):
+    """Neighbour lists built by the native loops, in CSR form over every buffer index: the items overlapping
+    item i are ``indices[indptr[i]:indptr[i+1]]`` (int64 arrays; each list in sweep order, not sorted)."""
+
+    def __init__(self, indptr: array[int], indices: array[int]) -> None:
+        super().__init__({})
+        self.indptr = indptr
+        self.indices = indices
+
+    def of(self, i: int) -> Sequence[int]:
+        """The items overlapping item ``i``."""
+        return self.indices[self.indptr[i] : self.indptr[i + 1]]
+
+    def degree(self, i: int) -> int:
+        """Number of items overlapping item ``i``."""
+        return self.indptr[i + 1] - self.indptr[i]
+
+    def pairs(self) -> int:
+        """Number of overlapping (ordered) pairs: twice the unordered ones."""
+        return len(self.indices)
+
+
+def _worth_native(arr: _Arrays, items: int) -> bool:
+    """Whether the native loops run for a step over ``items`` buffers: they take arrays over every buffer, so
+    only when the step is a fair share of them (else the pure-Python loops: the same answers)."""
+    return arr.native and _NATIVE is not None and 4 * items >= len(arr.size)
+
+
+class _Dense(_Adj):
+    """Neighbour degrees only, for a dense input the native loops place without lists (each buffer scans every
+    placed one: cheaper than gathering and sorting its neighbours when most pairs overlap)."""
+
+    def __init__(self, items: array[int], degrees: dict[int, int]) -> None:
+        super().__init__({})
+        self.items = items
+        self.degrees = degrees
+
+    def of(self, i: int) -> Sequence[int]:
+        """Not kept: the native loop finds the neighbours itself."""
+        raise NotImplementedError("dense neighbour lists are not kept")
+
+    def degree(self, i: int) -> int:
+        """Number of items overlapping item ``i``."""
+        return self.degrees[i]
+
+    def pairs(self) -> int:
+        """Number of overlapping (ordered) pairs: twice the unordered ones."""
+        return sum(self.degrees.values())
+
+
+#: Inputs with more overlapping (ordered) pairs than their buffers squared over this are "dense": the native loops
+#: place them by scanning every placed buffer instead of gathering and sorting neighbour lists.
+DENSE_SCAN_RATIO = 40
+
+
+def _neighbours(arr: _Arrays, items: Sequence[int], dense_ok: bool = True) -> _Adj:
+    """Neighbour lists of time-overlapping pairs among ``items`` (cost n log n + pairs), by the native loops
+    when the extension is there (the same lists as :func:`_overlaps`, in another order; or, for a dense input,
+    none: see :class:`_Dense`)."""
+    if not _worth_native(arr, len(items)):
+        return _overlaps(items, arr.first, arr.last)
+    items64 = array("q", items)
+    if dense_ok and 2 * _pairs(arr, items) * DENSE_SCAN_RATIO >= len(items) ** 2:
+        return _Dense(items64, _degrees(items, arr.first, arr.last))
+    indptr, indices = _NATIVE.overlaps(items64, arr.first64, arr.last64, len(arr.size))
+    return _CSR(indptr, indices)
+
+
+def _overlaps(items: Sequence[int], first: Sequence[int], last: Sequence[int]) -> _Adj:
+    """Neighbour lists of time-overlapping pairs among ``items``: a sweep keeping the live items, cost
+    n log n + pairs."""
     adj: dict[int, list[int]] = {i: [] for i in items}
     active: list[tuple[int, int]] = []  # heap of (last, item)
     live: set[int] = set()
@@ -289,7 +431,7 @@ def _overlaps(items: Sequence[int], first: Sequence[int], last: Sequence[int]) -
         heapq.heappush(active, (last[i], i))
     for lst in adj.values():
         lst.sort()
-    return adj
+    return _Adj(adj)
 
 
 def _count_pairs(items: Sequence[int], first: Sequence[int], last: Sequence[int]) -> int:
@@ -304,9 +446,28 @@ def _count_pairs(items: Sequence[int], first: Sequence[int], last: Sequence[int]
     return pairs
 
 
-def _huge(items: Sequence[int], first: Sequence[int], last: Sequence[int]) -> bool:
+def _pairs(arr: _Arrays, items: Sequence[int]) -> int:
+    """:func:`_count_pairs` over the buffers' steps, by the native loops when the extension is there."""
+    if arr.native and _NATIVE is not None:
+        pairs: int = _NATIVE.count_pairs(array("q", items), arr.first64, arr.last64)
+        return pairs
+    return _count_pairs(items, arr.first, arr.last)
+
+
+def _lower_bound(arr: _Arrays) -> int:
+    """:func:`lower_bound` of the buffers of ``arr``, by the native loops when the extension is there."""
+    fixed_top = (
+        max((f + s for f, s in zip(arr.fixed, arr.size, strict=True) if f >= 0), default=0) if arr.has_fixed else 0
+    )
+    if arr.native and _NATIVE is not None:
+        peak: int = _NATIVE.peak(arr.first64, arr.last64, arr.size64)
+        return max(peak, fixed_top)
+    return max(_peak(zip(arr.first, arr.last, arr.size, strict=True)), fixed_top)
+
+
+def _huge(arr: _Arrays, items: Sequence[int]) -> bool:
     """Whether ``items`` are too many overlapping pairs for neighbour lists (see :data:`PAIR_LIMIT`)."""
-    pairs = _count_pairs(items, first, last)
+    pairs = _pairs(arr, items)
     return pairs > PAIR_LIMIT and pairs > DENSE_PAIRS_PER_BUFFER * len(items)
 
 
@@ -398,9 +559,8 @@ def _lowest_fit(obstacles: list[tuple[int, int]], s: int, a: int, base: int, bes
 
 def _place(
     order: Sequence[int],
-    size: Sequence[int],
-    align: Sequence[int],
-    adj: dict[int, list[int]],
+    arr: _Arrays,
+    adj: _Adj,
     off: list[int],
     base: int,
     best_fit: bool,
@@ -415,12 +575,39 @@ def _place(
 
     With a ``limit``, stops as soon as the height reaches it (the placement is then incomplete): the height
     only grows, so such an order cannot beat a plan of that height. ``static`` byte ranges are occupied for
-    every buffer of ``order`` (the repair's buffers spanning its window).
+    every buffer of ``order`` (the repair's buffers spanning its window). Runs the native loop when the
+    extension is there (:func:`_place_py` is its pure-Python twin: the same offsets).
     """
+    stop = -1 if limit is None else limit
+    if not isinstance(adj, (_CSR, _Dense)):
+        return _place_py(order, arr, adj, off, (base, stop), best_fit, static)
+    placed = array("q", off)
+    height: int
+    if isinstance(adj, _Dense):
+        assert not static  # the repair asks for lists (dense_ok=False)
+        height = _NATIVE.place_dense(
+            array("q", order), adj.items, arr.first64, arr.last64, arr.size64, arr.align64, placed, base,
+            best_fit, stop,
+        )  # fmt: skip
+        off[:] = placed.tolist()
+        return height
+    flat = array("q", [x for span in static for x in span] if static else [])
+    height = _NATIVE.place(
+        array("q", order), arr.size64, arr.align64, adj.indptr, adj.indices, placed, base,
+        best_fit, stop, flat,
+    )  # fmt: skip
+    off[:] = placed.tolist()
+    return height
+
+
+def _place_py(order: Sequence[int], arr: _Arrays, adj: _Adj, off: list[int], bounds: tuple[int, int],
+              best_fit: bool, static: list[tuple[int, int]] | None) -> int:  # fmt: skip
+    """:func:`_place` in pure Python; ``bounds`` is (base, limit or -1)."""
+    base, stop = bounds
+    size, align = arr.size, arr.align
     height = base
-    stop = limit if limit is not None else -1
     for b in order:
-        obstacles = [(off[o], off[o] + size[o]) for o in adj[b] if off[o] >= 0]
+        obstacles = [(off[o], off[o] + size[o]) for o in adj.of(b) if off[o] >= 0]
         if static:
             obstacles += static
         obstacles.sort()
@@ -584,8 +771,21 @@ def _sweep(order: Sequence[int], arr: _Arrays, off: list[int], base: int, best_f
 
     Valid for any gap choice: in start order every placed buffer that overlaps the next one in time is live
     at its first step. First fit equals :func:`_place` on a start-sorted order, in n log n-ish time without
-    neighbour lists. Needs no fixed-offset buffers among ``order``'s component.
+    neighbour lists. Needs no fixed-offset buffers among ``order``'s component. Runs the native loop when the
+    extension is there (:func:`_sweep_py` is its pure-Python twin: the same offsets).
     """
+    if not _worth_native(arr, len(order)):
+        return _sweep_py(order, arr, off, base, best_fit)
+    placed = array("q", off)
+    height: int = _NATIVE.sweep(
+        array("q", order), arr.first64, arr.last64, arr.size64, arr.align64, placed, base, best_fit
+    )
+    off[:] = placed.tolist()
+    return height
+
+
+def _sweep_py(order: Sequence[int], arr: _Arrays, off: list[int], base: int, best_fit: bool = False) -> int:
+    """:func:`_sweep` in pure Python."""
     gaps = _Gaps(base)
     live: list[tuple[int, int]] = []  # heap of (last step, offset)
     height = base
@@ -656,13 +856,13 @@ def _baseline(arr: _Arrays, limit: int | None = None) -> list[int] | None:
         if off[i] < 0 and arr.size[i] == 0:
             off[i] = 0
     positive = [i for i in range(n) if arr.size[i] > 0]
-    huge = _huge(positive, arr.first, arr.last)
+    huge = _huge(arr, positive)
     if huge and limit is not None:
         return None
     order = _baseline_order(arr, [i for i in positive if off[i] < 0])
     if not huge:
-        adj = _overlaps(positive, arr.first, arr.last)
-        _place(order, arr.size, arr.align, adj, off, 0, False, limit)
+        adj = _neighbours(arr, positive)
+        _place(order, arr, adj, off, 0, False, limit)
     else:
         _place_indexed(order, arr, positive, off, 0)
     return off
@@ -670,15 +870,14 @@ def _baseline(arr: _Arrays, limit: int | None = None) -> list[int] | None:
 
 def greedy_best_fit(buffers: Sequence[Buffer]) -> Placement:
     """The plain baseline: size-descending (ties: earlier first step), each at the lowest offset that fits."""
-    _validate(buffers)
-    arr = _Arrays(buffers)
+    arr = _checked_arrays(buffers)
     off = _baseline(arr)
     assert off is not None  # no limit: always placed
     n = len(buffers)
     return Placement(
         offsets={arr.ids[i]: off[i] for i in range(n)},
         arena=max((off[i] + arr.size[i] for i in range(n)), default=0),
-        lower_bound=lower_bound(buffers),
+        lower_bound=_lower_bound(arr),
         strategy="greedy-size-first-fit",
         components=1 if any(arr.size) else 0,
     )
@@ -770,6 +969,7 @@ class _Budget:
         self.left = units
         self.spent = 0
         self.deadline = deadline
+        self.refused = False  # whether allows() ever said no (the budget then shaped the outcome)
 
     def spend(self, units: int) -> None:
         """Charge ``units`` of work done."""
@@ -777,8 +977,12 @@ class _Budget:
         self.spent += units
 
     def allows(self, units: int) -> bool:
-        """Whether ``units`` more fit in what is left (and the deadline, if any, has not passed)."""
-        return units <= self.left and not self.expired()
+        """Whether ``units`` more fit in what is left (and the deadline, if any, has not passed); a refusal is
+        remembered in ``refused``."""
+        if units <= self.left and not self.expired():
+            return True
+        self.refused = True
+        return False
 
     def expired(self) -> bool:
         """Whether the wall-clock deadline, if any, has passed."""
@@ -849,8 +1053,8 @@ def _order_keys(arr: _Arrays, items: Sequence[int], degree: Callable[[int], int]
 
 #: Orders over neighbour lists, most useful first: the portfolio is cut short on dense pieces.
 _RUNS = [
-    ("size", False), ("start", True), ("area", False), ("total", False), ("size", True),
-    ("conflict-size", False), ("lifetime", False), ("end", True), ("start", False), ("total-lifetime", False),
+    ("size", False), ("area", False), ("conflict-size", False), ("start", True), ("total", False), ("size", True),
+    ("lifetime", False), ("end", True), ("start", False), ("total-lifetime", False),
     ("area", True), ("conflict-size", True), ("total", True), ("lifetime", True), ("conflict", False),
     ("end", False), ("total-lifetime", True), ("conflict", True),
 ]  # fmt: skip
@@ -882,18 +1086,17 @@ def _portfolio(arr: _Arrays, piece: _Piece, target: int, budget: _Budget) -> tup
     sweeps first, then the size order over a time index if its pairs fit in the budget. The first member
     always runs; every member is charged to ``budget``. Stops as soon as one reaches ``target``.
     """
-    first, last = arr.first, arr.last
     m = _Members(arr, piece)
     n = len(piece.items)
-    pairs = _count_pairs(piece.items, first, last)
+    pairs = _pairs(arr, piece.items)
     huge = pairs > PAIR_LIMIT and pairs > DENSE_PAIRS_PER_BUFFER * n
     sweep_cost = SWEEP_UNITS_PER_BUFFER * n
     cost = 2 * pairs + n  # one order over neighbour lists (building the lists costs about the same)
     lists = not huge and (bool(m.fixed) or budget.allows(2 * cost))
     if lists:
         budget.spend(cost)  # building the lists; the first order below is always run (and charged)
-        adj = _overlaps(piece.items, first, last)
-        keys = _order_keys(arr, piece.items, lambda i: len(adj[i]))
+        adj = _neighbours(arr, piece.items)
+        keys = _order_keys(arr, piece.items, adj.degree)
         orders: dict[str, list[int]] = {}
         visits = max(PORTFOLIO_PAIR_VISITS, PORTFOLIO_VISITS_PER_BUFFER * n)
         for k, (name, best_fit) in enumerate(_RUNS[: max(1, visits // max(pairs, 1))]):
@@ -902,7 +1105,7 @@ def _portfolio(arr: _Arrays, piece: _Piece, target: int, budget: _Budget) -> tup
             budget.spend(cost)
             if name not in orders:
                 orders[name] = sorted(m.movable, key=keys[name])
-            height = _place(orders[name], arr.size, arr.align, adj, m.reset(), piece.base, best_fit, m.limit())
+            height = _place(orders[name], arr, adj, m.reset(), piece.base, best_fit, m.limit())
             m.consider(f"greedy-{name}-{'best' if best_fit else 'first'}-fit", height)
             if m.best is not None and m.best[0] <= target:
                 return m.best
@@ -973,11 +1176,17 @@ _REPAIR_RUNS = [
 def _window(
     arr: _Arrays, by_start: list[int], starts: list[int], tops: list[int], height: int, reach: int
 ) -> tuple[list[int], list[int], list[tuple[int, int]]]:
-    """For the steps [lo, hi] around the buffers at ``height`` widened by ``reach`` buffers each side: its
-    movers (living inside), its partial obstacles (crossing a border) and the merged byte ranges of the
-    buffers spanning it (obstacles at every step of the window)."""
+    """For the steps [lo, hi] around the first buffers at ``height`` (the earliest and those chained to it by
+    overlapping lifetimes) widened by ``reach`` buffers each side: its movers (living inside), its partial
+    obstacles (crossing a border) and the merged byte ranges of the buffers spanning it (obstacles at every step
+    of the window)."""
     first, last, size = arr.first, arr.last, arr.size
-    top_items = [i for i, t in zip(by_start, tops, strict=True) if t >= height]
+    top_items: list[int] = []
+    for i, t in zip(by_start, tops, strict=True):
+        if t >= height:
+            if top_items and first[i] > max(last[j] for j in top_items):
+                break
+            top_items.append(i)
     a = bisect_left(starts, min(first[i] for i in top_items))
     z = bisect_right(starts, max(first[i] for i in top_items)) - 1
     lo = starts[max(0, a - reach)]
@@ -1033,10 +1242,8 @@ def _repair(
         budget.spend(scan)
         tops = [off[i] + size[i] for i in by_start]
         movers, partial, spans = _window(arr, by_start, starts, tops, height, reach)
-        mover_set = set(movers)
-        outside = max((t for i, t in zip(by_start, tops, strict=True) if i not in mover_set), default=0)
-        lowered = outside < height and _repack(arr, piece.base, movers, partial, spans, off, height, budget)
-        if lowered:
+        if _repack(arr, piece.base, movers, partial, spans, off, height, budget):
+            # the window's buffers now end below the top: one place fewer at it (the top drops with the last)
             improved = True
             height = max(off[i] + size[i] for i in piece.items)
             reach = REPAIR_WINDOW
@@ -1061,11 +1268,11 @@ def _repack(
 ) -> bool:
     """Place ``movers`` again below ``height`` by the repair orders; keep the first that fits (else restore)."""
     group = movers + partial
-    adj = _overlaps(group, arr.first, arr.last)
-    pairs = sum(map(len, adj.values()))
+    adj = _neighbours(arr, group, dense_ok=False)
+    pairs = adj.pairs()
     cost = pairs + len(movers) * (len(spans) + 8)
     saved = [off[i] for i in movers]
-    keys = _order_keys(arr, movers, lambda i: len(adj[i]) + len(spans))
+    keys = _order_keys(arr, movers, lambda i: adj.degree(i) + len(spans))
     for name, best_fit in _REPAIR_RUNS:
         if not budget.allows(cost):
             break
@@ -1073,7 +1280,7 @@ def _repack(
         for i in movers:
             off[i] = -1
         order = sorted(movers, key=keys[name])
-        if _place(order, arr.size, arr.align, adj, off, base, best_fit, height, static=spans) < height:
+        if _place(order, arr, adj, off, base, best_fit, height, static=spans) < height:
             return True
     for i, o in zip(movers, saved, strict=True):
         off[i] = o
@@ -1104,7 +1311,7 @@ class _Frame:
         self.width = [b - a + 1 for a, b in zip(first, last, strict=True)]
         m = len(piece.items)
         adj = _overlaps(range(m), first, last)
-        self.adj = [adj[k] for k in range(m)]
+        self.adj = [adj.lists[k] for k in range(m)]
         # maximal cross-sections (cliques of the interval graph); each item spans a contiguous range of them
         events = sorted([(first[k], 1, k) for k in range(m)] + [(last[k] + 1, 0, k) for k in range(m)])
         self.lo = [0] * m
@@ -1209,18 +1416,13 @@ class _Search:
         keys = sorted(map(add, map(mul, mos, repeat(scale)), ranks))
         min_height = min(map(add, mos, map(size.__getitem__, items)))
         work = 20 + len(items)
-        capacity = self.capacity
         total = self.total
-        align = f.align
-        members = f.members
         adj = f.adj
         sec_lo, sec_hi = f.lo, f.hi
-        wit = self.wit
-        watch = self.watch
         # section inference with a monotone floor: after placing any item at offset o, every section of the
         # partition still has to stack its remaining size above max(o, its floor); for the placed item's own
         # sections that is o + (total before placement), elsewhere o + total, so o <= capacity - max total.
-        max_offset = capacity - max(total[lo:hi])
+        max_offset = self.capacity - max(total[lo:hi])
         for key in keys[bisect_left(keys, start) :]:
             o, r = divmod(key, scale)
             if o > max_offset or o >= min_height:
@@ -1228,58 +1430,15 @@ class _Search:
             b = pre[r]
             s = size[b]
             blo, bhi = sec_lo[b], sec_hi[b]
-            h = o + s
             off[b] = o
-            neighbours = adj[b]
-            work += 10 + len(neighbours) + bhi - blo
-            # raise the lowest legal offset of unplaced neighbours
-            changed: list[tuple[int, int]] = []
-            ok = True
-            for x in neighbours:
-                if off[x] < 0 and mo[x] < h:
-                    changed.append((x, mo[x]))
-                    a = align[x]
-                    m = h if a == 1 else _align_up(h, a)
-                    mo[x] = m
-                    if m + size[x] > capacity:
-                        ok = False
-                        break
+            work += 10 + len(adj[b]) + bhi - blo
+            changed, ok = self._raise(b, o + s)
             for sec in range(blo, bhi):
                 total[sec] -= s
-            # unallocated floor: every section's remaining items stack above the lowest offset any of them
-            # can take, so some unplaced member must have mo <= capacity - total. Each section watches one
-            # such member; offsets only grow while descending, so only sections whose watched member moved
-            # past that threshold (or was placed) need a new one.
             trail: list[tuple[int, int, int]] = []
-            for x in [b] + [x for x, _ in changed] if ok else ():
-                watched = watch[x]
-                if not watched:
-                    continue
-                mx = mo[x]
-                for sec in list(watched):
-                    limit = capacity - total[sec]
-                    if x != b and mx <= limit:
-                        continue
-                    found = -1
-                    pending = False
-                    group = members[sec]
-                    work += len(group)
-                    for y in group:
-                        if off[y] < 0:
-                            if mo[y] <= limit:
-                                found = y
-                                break
-                            pending = True
-                    if found < 0 and pending:
-                        ok = False
-                        break
-                    trail.append((sec, x, found))
-                    watched.discard(sec)
-                    wit[sec] = found
-                    if found >= 0:
-                        watch[found].add(sec)
-                if not ok:
-                    break
+            if ok:
+                ok, seen = self._rewatch([b] + [x for x, _ in changed], trail)
+                work += seen
             status = _NOT_FOUND
             if ok:
                 self.work += work
@@ -1288,20 +1447,80 @@ class _Search:
                 status = yield from self._place_next(
                     pre, ranks[:j] + ranks[j + 1 :], items[:j] + items[j + 1 :], lo, hi, key, b
                 )
-            for sec, w, nw in reversed(trail):
-                wit[sec] = w
-                if nw >= 0:
-                    watch[nw].discard(sec)
-                watch[w].add(sec)
-            for sec in range(blo, bhi):
-                total[sec] += s
-            for x, v in reversed(changed):
-                mo[x] = v
-            off[b] = -1
+            self._undo(b, changed, trail)
             if status == _FOUND:
                 return status
         self.work += work
         return _NOT_FOUND
+
+    def _undo(self, b: int, changed: list[tuple[int, int]], trail: list[tuple[int, int, int]]) -> None:
+        """Take back the placement of ``b``: witnesses, section totals, neighbours' lowest offsets, offset."""
+        wit, watch, total, mo, f = self.wit, self.watch, self.total, self.mo, self.f
+        for sec, w, nw in reversed(trail):
+            wit[sec] = w
+            if nw >= 0:
+                watch[nw].discard(sec)
+            watch[w].add(sec)
+        s = f.size[b]
+        for sec in range(f.lo[b], f.hi[b]):
+            total[sec] += s
+        for x, v in reversed(changed):
+            mo[x] = v
+        self.off[b] = -1
+
+    def _raise(self, b: int, h: int) -> tuple[list[tuple[int, int]], bool]:
+        """Raise the lowest legal offset of ``b``'s unplaced neighbours to ``h`` (aligned up); return the
+        (neighbour, old offset) pairs changed and whether every one still fits within the capacity."""
+        f = self.f
+        off, mo, size, align, capacity = self.off, self.mo, f.size, f.align, self.capacity
+        changed: list[tuple[int, int]] = []
+        for x in f.adj[b]:
+            if off[x] < 0 and mo[x] < h:
+                changed.append((x, mo[x]))
+                a = align[x]
+                m = h if a == 1 else _align_up(h, a)
+                mo[x] = m
+                if m + size[x] > capacity:
+                    return changed, False
+        return changed, True
+
+    def _rewatch(self, moved: list[int], trail: list[tuple[int, int, int]]) -> tuple[bool, int]:
+        """The unallocated floor after placing ``moved[0]`` and raising the others: every section's remaining
+        items stack above the lowest offset any of them can take, so some unplaced member must have
+        mo <= capacity - total. Each section watches one such member; offsets only grow while descending, so
+        only sections whose watched member moved past that threshold (or was placed) need a new one. Changes
+        go to ``trail`` (section, old witness, new witness or -1); return (still feasible, members looked at)."""
+        b = moved[0]
+        off, mo, total, wit, watch = self.off, self.mo, self.total, self.wit, self.watch
+        members, capacity = self.f.members, self.capacity
+        work = 0
+        for x in moved:
+            watched = watch[x]
+            if not watched:
+                continue
+            mx = mo[x]
+            for sec in list(watched):
+                limit = capacity - total[sec]
+                if x != b and mx <= limit:
+                    continue
+                found = -1
+                pending = False
+                group = members[sec]
+                work += len(group)
+                for y in group:
+                    if off[y] < 0:
+                        if mo[y] <= limit:
+                            found = y
+                            break
+                        pending = True
+                if found < 0 and pending:
+                    return False, work
+                trail.append((sec, x, found))
+                watched.discard(sec)
+                wit[sec] = found
+                if found >= 0:
+                    watch[found].add(sec)
+        return True, work
 
     def _place_next(
         self, pre: list[int], ranks: list[int], items: list[int], lo: int, hi: int, key: int, b: int
@@ -1452,15 +1671,14 @@ def _plan(
     exact_max_buffers: int,
 ) -> Placement:
     """:func:`plan` itself."""
-    _validate(buffers)
     seconds = DEFAULT_BUDGET_S if budget_s is None else max(budget_s, 0.0)
     total = int(seconds * WORK_PER_SECOND)
     # a tenth of a wall-clock budget is left for the steps after the deadline (assembling the result)
     allowance = _Budget(total, time.perf_counter() + 0.9 * seconds if _WALL_CLOCK else None)
-    arr = _Arrays(buffers)
+    arr = _checked_arrays(buffers)
     n = len(buffers)
     allowance.spend(INPUT_UNITS_PER_BUFFER * n)
-    lb = lower_bound(buffers)
+    lb = _lower_bound(arr)
     off = [-1] * n
     for i in range(n):
         if arr.size[i] == 0:
@@ -1473,27 +1691,107 @@ def _plan(
     results = [_portfolio(arr, piece, lb, allowance) for piece in pieces]
     exact_cap = total if exact_budget_s is None else int(exact_budget_s * WORK_PER_SECOND)
     exact_cap = exact_cap if exact_work is None else exact_work
-    _repair_highest(arr, pieces, results, lb, allowance, REPAIR_SHARE)
-    budget = max(0, min(exact_cap, allowance.left))
-    frames: dict[int, _Frame] = {}
-    nodes = work = 0
-    clock = allowance  # improve() names its own share "allowance"
+    settled: set[tuple[int, int]] = set()
+    _repair_highest(arr, pieces, results, lb, allowance, settled, REPAIR_SHARE)
+    exact = _ExactPhase(arr, pieces, results, allowance, exact_max_buffers)
+    exact.run(lb, max(0, min(exact_cap, allowance.left)))
+    allowance.spend(exact.work)
+    _repair_highest(arr, pieces, results, lb, allowance, settled)
+    for piece, (_, offsets, _) in zip(pieces, results, strict=True):
+        for i, o in zip(piece.items, offsets, strict=True):
+            off[i] = o
+    strategies = tuple(r[2] for r in results)
+    arena, off, strategy = _safety_net(arr, positive, off, lb, _strategy(strategies, bool(positive)), allowance)
+    return Placement(
+        offsets={arr.ids[i]: off[i] for i in range(n)},
+        arena=arena,
+        lower_bound=lb,
+        strategy=strategy,
+        components=len(pieces),
+        exact_components=sum(1 for r in strategies if r.startswith("exact")),
+        exact_nodes=exact.nodes,
+        exact_work=exact.work,
+        component_strategies=strategies,
+        work=allowance.spent,
+        budget=total,
+    )
 
-    def improve(capacity: int, allowance: int, label: str) -> bool:
+
+def _strategy(strategies: tuple[str, ...], positive: bool) -> str:
+    """The plan's strategy name from its pieces' ones."""
+    if not strategies:
+        return "stack" if positive else "empty"
+    strategy = "portfolio+exact" if any(r.startswith("exact") for r in strategies) else "portfolio"
+    return strategy + "+repair" if any(r.endswith("+repair") for r in strategies) else strategy
+
+
+def _safety_net(
+    arr: _Arrays, positive: list[int], off: list[int], lb: int, strategy: str, allowance: _Budget
+) -> tuple[int, list[int], str]:
+    """(arena, offsets, strategy): the plan's, or the plain baseline's if that is lower.
+
+    Greedy results per piece need not compose better than the plain baseline on the whole input, so never
+    return worse than it (optional work: skipped when the budget cannot pay for it, and for huge inputs; a
+    baseline reaching the arena found is left unfinished, as it cannot be chosen).
+    """
+    n = len(off)
+    arena = max((off[i] + arr.size[i] for i in range(n)), default=0)
+    charge = 2 * _pairs(arr, positive) + n if arena > lb else 0
+    baseline = _baseline(arr, arena) if arena > lb and allowance.allows(charge) else None
+    if baseline is None:
+        return arena, off, strategy
+    allowance.spend(charge)
+    baseline_arena = max((baseline[i] + arr.size[i] for i in range(n)), default=0)
+    if baseline_arena < arena:
+        return baseline_arena, baseline, "greedy-size-first-fit"
+    return arena, off, strategy
+
+
+class _ExactPhase:
+    """The exact search over a plan's pieces: first at the lower bound, then bisecting the arena."""
+
+    def __init__(
+        self,
+        arr: _Arrays,
+        pieces: list[_Piece],
+        results: list[tuple[int, list[int], str]],
+        clock: _Budget,
+        max_buffers: int,
+    ) -> None:
+        self.arr, self.pieces, self.results, self.clock, self.max_buffers = arr, pieces, results, clock, max_buffers
+        self.frames: dict[int, _Frame] = {}
+        self.nodes = 0
+        self.work = 0
+
+    def run(self, lb: int, budget: int) -> None:
+        """Phase 1: the lower bound itself (most of the budget). Phase 2, if that fails: bisect the arena
+        between the lower bound and the best height found, keeping every packing found on the way."""
+        if self.improve(lb, budget * 3 // 4, "exact"):
+            return
+        low = lb
+        while budget > self.work and not self.clock.expired():
+            high = max((r[0] for r in self.results), default=0)
+            if high - low <= max(1, high // 1000):
+                break
+            mid = low + (high - low) * BISECT_NUM // BISECT_DEN
+            if not self.improve(mid, (budget - self.work) // 3 + 1, "exact-refined"):
+                low = mid
+
+    def improve(self, capacity: int, allowance: int, label: str) -> bool:
         """Exact-search every piece above ``capacity`` (highest first) within ``allowance``; all succeeded?"""
-        nonlocal nodes, work
+        results, arr = self.results, self.arr
         spent = 0
-        for k in sorted(range(len(pieces)), key=lambda k: (-results[k][0], k)):
+        for k in sorted(range(len(self.pieces)), key=lambda k: (-results[k][0], k)):
             if results[k][0] <= capacity:
                 break
-            piece = pieces[k]
-            if piece.has_fixed or len(piece.items) > exact_max_buffers or spent >= allowance or clock.expired():
+            piece = self.pieces[k]
+            if piece.has_fixed or len(piece.items) > self.max_buffers or spent >= allowance or self.clock.expired():
                 return False
-            if k not in frames:
-                frames[k] = _Frame(arr, piece)
-            outcome = _exact(frames[k], capacity, allowance - spent, deadline=clock.deadline)
-            nodes += outcome.nodes
-            work += outcome.work
+            if k not in self.frames:
+                self.frames[k] = _Frame(arr, piece)
+            outcome = _exact(self.frames[k], capacity, allowance - spent, deadline=self.clock.deadline)
+            self.nodes += outcome.nodes
+            self.work += outcome.work
             spent += outcome.work
             if outcome.offsets is None:
                 return False
@@ -1501,91 +1799,54 @@ def _plan(
             results[k] = (height, outcome.offsets, label)
         return True
 
-    # Phase 1: the lower bound itself (most of the budget). Phase 2, if that fails: bisect the arena between
-    # the lower bound and the best height found, keeping every packing found on the way.
-    if not improve(lb, budget * 3 // 4, "exact"):
-        low = lb
-        while budget > work and not allowance.expired():
-            high = max((r[0] for r in results), default=0)
-            if high - low <= max(1, high // 1000):
-                break
-            mid = low + (high - low) * BISECT_NUM // BISECT_DEN
-            if not improve(mid, (budget - work) // 3 + 1, "exact-refined"):
-                low = mid
-    allowance.spend(work)
-    _repair_highest(arr, pieces, results, lb, allowance)
-    for piece, (_, offsets, _) in zip(pieces, results, strict=True):
-        for i, o in zip(piece.items, offsets, strict=True):
-            off[i] = o
-    arena = max((off[i] + arr.size[i] for i in range(n)), default=0)
-    strategies = tuple(r[2] for r in results)
-    exact_components = sum(1 for r in strategies if r.startswith("exact"))
-    if not strategies:
-        strategy = "stack" if positive else "empty"
-    elif exact_components:
-        strategy = "portfolio+exact"
-    else:
-        strategy = "portfolio"
-    if any(r.endswith("+repair") for r in strategies):
-        strategy += "+repair"
-    # Safety net: greedy results per piece need not compose better than the plain baseline on the whole
-    # input, so never return worse than it (optional work: skipped when the budget cannot pay for it, and for
-    # huge inputs; a baseline reaching the arena found is left unfinished, as it cannot be chosen).
-    charge = 2 * _count_pairs(positive, arr.first, arr.last) + n if arena > lb else 0
-    baseline = _baseline(arr, arena) if arena > lb and allowance.allows(charge) else None
-    allowance.spend(charge if baseline is not None else 0)
-    if baseline is not None:
-        baseline_arena = max((baseline[i] + arr.size[i] for i in range(n)), default=0)
-        if baseline_arena < arena:
-            off, arena, strategy = baseline, baseline_arena, "greedy-size-first-fit"
-    return Placement(
-        offsets={arr.ids[i]: off[i] for i in range(n)},
-        arena=arena,
-        lower_bound=lb,
-        strategy=strategy,
-        components=len(pieces),
-        exact_components=exact_components,
-        exact_nodes=nodes,
-        exact_work=work,
-        component_strategies=strategies,
-        work=allowance.spent,
-        budget=total,
-    )
 
-
-#: The quick first try runs on inputs with at most this many overlapping pairs a buffer (its cost is the pairs).
+#: The quick first try runs on inputs with at most this many overlapping pairs a buffer (its cost is the pairs),
+#: or at most :data:`QUICK_PAIRS` pairs in all.
 QUICK_PAIRS_PER_BUFFER = 8
+
+#: See :data:`QUICK_PAIRS_PER_BUFFER`: a small dense input (a few hundred long-lived buffers) gets the quick try too.
+QUICK_PAIRS = 400_000
+
+#: The quick try's orders (first fit, over one set of neighbour lists), until one reaches the lower bound: between
+#: them they pack every real trace of ``benchmarks/memplan_peer.py`` at the lower bound. Size first: where it
+#: reaches the bound (most compile traces) the plan is the one it always was.
+_QUICK_RUNS = ("size", "area", "conflict-size")
 
 
 def _quick(arr: _Arrays, positive: list[int], off: list[int], lb: int, budget: _Budget) -> Placement | None:
-    """The size order, first fit, on the whole input: the plan if it reaches the lower bound, else None.
+    """The size, area and conflict x size orders, first fit, on the whole input: the first plan that reaches the
+    lower bound, else None.
 
-    Most real traces (a compile's, a small model's) are packed at the lower bound by this one greedy, so they
-    skip the decomposition and the portfolio. Sparse inputs without fixed offsets only; charged to ``budget``.
+    Most real traces (a compile's, a small model's) are packed at the lower bound by one of these greedies, so
+    they skip the decomposition and the portfolio. Sparse or small inputs without fixed offsets only; every order
+    is charged to ``budget`` (the first needs it to pay for two).
     """
     n = len(positive)
-    first, last, size = arr.first, arr.last, arr.size
-    if not n or any(arr.fixed[i] >= 0 for i in positive):
+    if not n or arr.has_fixed:
         return None
-    pairs = _count_pairs(positive, first, last)
-    if pairs > QUICK_PAIRS_PER_BUFFER * n or not budget.allows(2 * pairs + n):
+    pairs = _pairs(arr, positive)
+    cost = 2 * pairs + n
+    if (pairs > QUICK_PAIRS_PER_BUFFER * n and pairs > QUICK_PAIRS) or not budget.allows(2 * cost):
         return None
-    trial = list(off)
-    order = sorted(positive, key=lambda i: (-size[i], first[i], i))
-    budget.spend(2 * pairs + n)
-    height = _place(order, size, arr.align, _overlaps(positive, first, last), trial, 0, False, lb + 1)
-    if height > lb:
-        return None
-    return Placement(
-        offsets=dict(zip(arr.ids, trial, strict=True)),
-        arena=lb,
-        lower_bound=lb,
-        strategy="portfolio",
-        components=1,
-        component_strategies=("greedy-size-first-fit",),
-        work=budget.spent,
-        budget=budget.spent + budget.left,
-    )
+    adj = _neighbours(arr, positive)
+    keys = _order_keys(arr, positive, adj.degree)
+    for name in _QUICK_RUNS:
+        if not budget.allows(cost):
+            return None
+        budget.spend(cost)
+        trial = list(off)
+        if _place(sorted(positive, key=keys[name]), arr, adj, trial, 0, False, lb + 1) <= lb:
+            return Placement(
+                offsets=dict(zip(arr.ids, trial, strict=True)),
+                arena=lb,
+                lower_bound=lb,
+                strategy="portfolio",
+                components=1,
+                component_strategies=(f"greedy-{name}-first-fit",),
+                work=budget.spent,
+                budget=budget.spent + budget.left,
+            )
+    return None
 
 
 def _repair_highest(
@@ -1594,17 +1855,22 @@ def _repair_highest(
     results: list[tuple[int, list[int], str]],
     lb: int,
     budget: _Budget,
+    settled: set[tuple[int, int]],
     share: float = 1.0,
 ) -> None:
     """Repair the highest piece while that lowers it (then the next highest, ...), within ``share`` of the
-    budget left."""
+    budget left. ``settled`` holds the (piece, height) pairs a repair gave up on without the budget ever saying
+    no (it would give up again: the repair is deterministic); they are skipped, and the new ones added."""
     mine = _Budget(int(budget.left * share), budget.deadline)
     while results and mine.left > 0:
         k = max(range(len(results)), key=lambda k: (results[k][0], -k))
-        if results[k][0] <= lb:
+        if results[k][0] <= lb or (k, results[k][0]) in settled:
             break
+        mine.refused = False
         better = _repair(arr, pieces[k], results[k], lb, mine)
         if better[0] >= results[k][0]:
+            if not mine.refused:
+                settled.add((k, results[k][0]))
             break
         results[k] = better
     budget.spend(mine.spent)

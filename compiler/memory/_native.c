@@ -1,0 +1,823 @@
+/* Optional native inner loops of the offset planner (compiler/memory/planner.py).
+ *
+ * Each function is the exact counterpart of a pure-Python one in planner.py (which stays the fallback when
+ * this extension is not built; tests/compiler/test_planner_native.py checks both give the same plans byte for byte):
+ *
+ *   overlaps(items, first, last, n) -> (indptr, indices)   like planner._overlaps (neighbour lists, CSR; each
+ *                                                          list in sweep order, not sorted: no loop needs it)
+ *   place(order, size, align, indptr, indices, off, base, best_fit, limit, static) -> height
+ *                                                          like planner._place_py (first / best fit)
+ *   place_dense(order, items, first, last, size, align, off, base, best_fit, limit) -> height
+ *                                                          the same without neighbour lists (dense inputs)
+ *   peak(first, last, size) -> int                         like planner._peak (the lower bound)
+ *   count_pairs(items, first, last) -> int                 like planner._count_pairs
+ *   sweep(order, first, last, size, align, off, base, best_fit) -> height   like planner._sweep_py
+ *
+ * Every array is an int64 buffer (array.array('q')); ``off`` is written in place. The caller guarantees that
+ * every value and every offset reached fits in int64 (planner._Arrays.native).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int64_t lo, hi;
+} range_t;
+
+/* Sort obstacles by their start: ties need no order, as lowest_fit gives the same offset for any order of
+ * obstacles starting at the same byte. Quicksort (median of three) with insertion sort for short runs. */
+static void sort_ranges(range_t *a, Py_ssize_t n) {
+    while (n > 16) {
+        Py_ssize_t mid = n / 2;
+        int64_t x = a[0].lo, y = a[mid].lo, z = a[n - 1].lo;
+        int64_t pivot = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
+        Py_ssize_t i = 0, j = n - 1;
+        while (i <= j) {
+            while (a[i].lo < pivot) i++;
+            while (a[j].lo > pivot) j--;
+            if (i <= j) {
+                range_t t = a[i];
+                a[i] = a[j];
+                a[j] = t;
+                i++;
+                j--;
+            }
+        }
+        /* recurse into the smaller side, loop on the larger: stack depth stays logarithmic */
+        if (j + 1 < n - i) {
+            sort_ranges(a, j + 1);
+            a += i;
+            n -= i;
+        } else {
+            sort_ranges(a + i, n - i);
+            n = j + 1;
+        }
+    }
+    for (Py_ssize_t i = 1; i < n; i++) {
+        range_t t = a[i];
+        Py_ssize_t j = i;
+        while (j > 0 && a[j - 1].lo > t.lo) {
+            a[j] = a[j - 1];
+            j--;
+        }
+        a[j] = t;
+    }
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct {
+    int64_t first, item;
+} start_t;
+
+static int cmp_start(const void *a, const void *b) {
+    const start_t *x = (const start_t *)a, *y = (const start_t *)b;
+    if (x->first != y->first) return x->first < y->first ? -1 : 1;
+    return (x->item > y->item) - (x->item < y->item);
+}
+
+static inline int64_t align_up(int64_t v, int64_t a) {
+    if (a == 1) return v;
+    int64_t r = v % a;
+    if (r < 0) r += a;
+    return r ? v + (a - r) : v;
+}
+
+/* planner._lowest_fit on sorted obstacles */
+static int64_t lowest_fit(const range_t *obs, Py_ssize_t n, int64_t s, int64_t a, int64_t base, int best_fit) {
+    int64_t cand = align_up(base, a);
+    if (!best_fit) {
+        for (Py_ssize_t k = 0; k < n; k++) {
+            if (obs[k].lo >= cand + s) break;
+            if (obs[k].hi > cand) cand = align_up(obs[k].hi, a);
+        }
+        return cand;
+    }
+    int64_t best = -1, best_gap = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        if (obs[k].lo >= cand + s) {
+            int64_t gap = obs[k].lo - cand;
+            if (best < 0 || gap < best_gap) {
+                best = cand;
+                best_gap = gap;
+            }
+        }
+        if (obs[k].hi > cand) cand = align_up(obs[k].hi, a);
+    }
+    return best >= 0 ? best : cand;
+}
+
+/* Borrow an int64 buffer (format 'q' or 'l' of 8 bytes). */
+static int get_i64(PyObject *obj, Py_buffer *view, int writable, const char *what) {
+    if (PyObject_GetBuffer(obj, view, (writable ? PyBUF_WRITABLE : 0) | PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
+        return -1;
+    if (view->itemsize != 8 || view->format == NULL || (strcmp(view->format, "q") && strcmp(view->format, "l"))) {
+        PyBuffer_Release(view);
+        PyErr_Format(PyExc_TypeError, "%s: expected an int64 buffer", what);
+        return -1;
+    }
+    return 0;
+}
+
+/* Borrow every buffer of objs (the one at index writable, if any, writable); return how many were borrowed
+ * (fewer than n after an error, the exception set). */
+static int get_all(PyObject **objs, Py_buffer *v, int n, const char **names, int writable) {
+    int got = 0;
+    for (; got < n; got++)
+        if (get_i64(objs[got], &v[got], got == writable, names[got]) < 0) break;
+    return got;
+}
+
+static PyObject *native_place(PyObject *self, PyObject *args) {
+    PyObject *o_order, *o_size, *o_align, *o_indptr, *o_indices, *o_off, *o_static;
+    long long base, limit;
+    int best_fit;
+    if (!PyArg_ParseTuple(args, "OOOOOOLpLO", &o_order, &o_size, &o_align, &o_indptr, &o_indices, &o_off, &base,
+                          &best_fit, &limit, &o_static))
+        return NULL;
+    Py_buffer v[7];
+    PyObject *objs[7] = {o_order, o_size, o_align, o_indptr, o_indices, o_off, o_static};
+    const char *names[7] = {"order", "size", "align", "indptr", "indices", "off", "static"};
+    int got = get_all(objs, v, 7, names, 5);
+    PyObject *result = NULL;
+    range_t *obs = NULL;
+    if (got < 7) goto done;
+    const int64_t *order = v[0].buf, *size = v[1].buf, *align = v[2].buf, *indptr = v[3].buf, *indices = v[4].buf;
+    int64_t *off = v[5].buf;
+    const int64_t *stat = v[6].buf;
+    Py_ssize_t n_order = v[0].len / 8, n = v[1].len / 8, n_static = v[6].len / 16;
+    if (v[2].len / 8 != n || v[5].len / 8 != n || v[3].len / 8 != n + 1) {
+        PyErr_SetString(PyExc_ValueError, "place: arrays of different lengths");
+        goto done;
+    }
+    Py_ssize_t cap = 16 + n_static, n_ind = v[4].len / 8;
+    for (Py_ssize_t k = 0; k < n_order; k++) {
+        int64_t b = order[k];
+        if (b < 0 || b >= n || indptr[b] < 0 || indptr[b + 1] > n_ind || indptr[b + 1] < indptr[b]) {
+            PyErr_SetString(PyExc_IndexError, "place: item out of range");
+            goto done;
+        }
+        if (indptr[b + 1] - indptr[b] + n_static > cap) cap = indptr[b + 1] - indptr[b] + n_static;
+    }
+    obs = (range_t *)malloc(sizeof(range_t) * (size_t)cap);
+    if (!obs) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t height = base;
+    Py_BEGIN_ALLOW_THREADS;
+    for (Py_ssize_t k = 0; k < n_order; k++) {
+        int64_t b = order[k];
+        Py_ssize_t m = 0;
+        for (int64_t e = indptr[b]; e < indptr[b + 1]; e++) {
+            int64_t o = indices[e];
+            if (o >= 0 && o < n && off[o] >= 0) {
+                obs[m].lo = off[o];
+                obs[m].hi = off[o] + size[o];
+                m++;
+            }
+        }
+        for (Py_ssize_t e = 0; e < n_static; e++) {
+            obs[m].lo = stat[2 * e];
+            obs[m].hi = stat[2 * e + 1];
+            m++;
+        }
+        sort_ranges(obs, m);
+        int64_t cand = lowest_fit(obs, m, size[b], align[b], base, best_fit);
+        off[b] = cand;
+        if (cand + size[b] > height) {
+            height = cand + size[b];
+            if (limit >= 0 && height >= limit) break;
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    result = PyLong_FromLongLong(height);
+done:
+    free(obs);
+    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+typedef struct {
+    int64_t lo, hi, first, last;
+} placed_t;
+
+/* planner._place without neighbour lists, for dense inputs: every placed item of ``items`` is kept in one
+ * array ascending by offset, and each buffer scans it, skipping those not live with it. The obstacles seen are
+ * those _place sees (the items of ``items`` placed and overlapping in time), in offset order. */
+static PyObject *native_place_dense(PyObject *self, PyObject *args) {
+    PyObject *objs[7];
+    long long base, limit;
+    int best_fit;
+    if (!PyArg_ParseTuple(args, "OOOOOOOLpL", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &objs[6],
+                          &base, &best_fit, &limit))
+        return NULL;
+    Py_buffer v[7];
+    const char *names[7] = {"order", "items", "first", "last", "size", "align", "off"};
+    int got = get_all(objs, v, 7, names, 6);
+    PyObject *result = NULL;
+    placed_t *pl = NULL;
+    if (got < 7) goto done;
+    const int64_t *order = v[0].buf, *items = v[1].buf, *first = v[2].buf, *last = v[3].buf, *size = v[4].buf;
+    const int64_t *align = v[5].buf;
+    int64_t *off = v[6].buf;
+    Py_ssize_t n_order = v[0].len / 8, n_items = v[1].len / 8, n = v[2].len / 8;
+    if (v[3].len / 8 != n || v[4].len / 8 != n || v[5].len / 8 != n || v[6].len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "place_dense: arrays of different lengths");
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < n_items; k++)
+        if (items[k] < 0 || items[k] >= n) {
+            PyErr_SetString(PyExc_IndexError, "place_dense: item out of range");
+            goto done;
+        }
+    for (Py_ssize_t k = 0; k < n_order; k++)
+        if (order[k] < 0 || order[k] >= n) {
+            PyErr_SetString(PyExc_IndexError, "place_dense: item out of range");
+            goto done;
+        }
+    pl = (placed_t *)malloc(sizeof(placed_t) * (size_t)(n_items + n_order + 1));
+    if (!pl) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t np = 0;
+    for (Py_ssize_t k = 0; k < n_items; k++) {
+        int64_t i = items[k];
+        if (off[i] < 0) continue;
+        placed_t t = {off[i], off[i] + size[i], first[i], last[i]};
+        Py_ssize_t j = np++;
+        while (j > 0 && pl[j - 1].lo > t.lo) {
+            pl[j] = pl[j - 1];
+            j--;
+        }
+        pl[j] = t;
+    }
+    int64_t height = base;
+    Py_BEGIN_ALLOW_THREADS;
+    for (Py_ssize_t k = 0; k < n_order; k++) {
+        int64_t b = order[k], s = size[b], a = align[b], f = first[b], l = last[b];
+        int64_t cand = align_up(base, a), best = -1, best_gap = 0;
+        for (Py_ssize_t q = 0; q < np; q++) {
+            const placed_t *o = &pl[q];
+            if (o->last < f || o->first > l) continue;
+            if (o->lo >= cand + s) {
+                if (!best_fit) break;
+                if (best < 0 || o->lo - cand < best_gap) {
+                    best = cand;
+                    best_gap = o->lo - cand;
+                }
+            }
+            if (o->hi > cand) cand = align_up(o->hi, a);
+        }
+        int64_t x = best_fit && best >= 0 ? best : cand;
+        off[b] = x;
+        placed_t t = {x, x + s, f, l};
+        Py_ssize_t j = np++;
+        while (j > 0 && pl[j - 1].lo > x) {
+            pl[j] = pl[j - 1];
+            j--;
+        }
+        pl[j] = t;
+        if (x + s > height) {
+            height = x + s;
+            if (limit >= 0 && height >= limit) break;
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    result = PyLong_FromLongLong(height);
+done:
+    free(pl);
+    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+static PyObject *new_i64_array(Py_ssize_t n, int64_t **data) {
+    /* array.array('q', bytes(8 * n)) */
+    static PyObject *array_type = NULL;
+    if (!array_type) {
+        PyObject *mod = PyImport_ImportModule("array");
+        if (!mod) return NULL;
+        array_type = PyObject_GetAttrString(mod, "array");
+        Py_DECREF(mod);
+        if (!array_type) return NULL;
+    }
+    PyObject *zeros = PyBytes_FromStringAndSize(NULL, n * 8);
+    if (!zeros) return NULL;
+    memset(PyBytes_AS_STRING(zeros), 0, (size_t)n * 8);
+    PyObject *arr = PyObject_CallFunction(array_type, "sO", "q", zeros);
+    Py_DECREF(zeros);
+    if (!arr) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(arr, &view, PyBUF_WRITABLE) < 0) {
+        Py_DECREF(arr);
+        return NULL;
+    }
+    *data = view.buf; /* array's storage does not move while its size does not change */
+    PyBuffer_Release(&view);
+    return arr;
+}
+
+static PyObject *native_overlaps(PyObject *self, PyObject *args) {
+    PyObject *o_items, *o_first, *o_last;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "OOOn", &o_items, &o_first, &o_last, &n)) return NULL;
+    Py_buffer v[3];
+    PyObject *objs[3] = {o_items, o_first, o_last};
+    const char *names[3] = {"items", "first", "last"};
+    int got = get_all(objs, v, 3, names, -1);
+    PyObject *result = NULL, *a_ptr = NULL, *a_ind = NULL;
+    start_t *starts = NULL;
+    int64_t *live = NULL, *pairs = NULL, *fill = NULL;
+    if (got < 3) goto done;
+    const int64_t *items = v[0].buf, *first = v[1].buf, *last = v[2].buf;
+    Py_ssize_t m = v[0].len / 8;
+    if (v[1].len / 8 < n || v[2].len / 8 < n) {
+        PyErr_SetString(PyExc_ValueError, "overlaps: arrays shorter than n");
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < m; k++)
+        if (items[k] < 0 || items[k] >= n) {
+            PyErr_SetString(PyExc_IndexError, "overlaps: item out of range");
+            goto done;
+        }
+    starts = (start_t *)malloc(sizeof(start_t) * (size_t)(m + 1));
+    live = (int64_t *)malloc(sizeof(int64_t) * (size_t)(m + 1));
+    Py_ssize_t npairs = 0, cap = 1024;
+    pairs = (int64_t *)malloc(sizeof(int64_t) * 2 * (size_t)cap);
+    if (!starts || !live || !pairs) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < m; k++) {
+        starts[k].first = first[items[k]];
+        starts[k].item = items[k];
+    }
+    qsort(starts, (size_t)m, sizeof(start_t), cmp_start);
+    Py_ssize_t nlive = 0;
+    for (Py_ssize_t k = 0; k < m; k++) {
+        int64_t i = starts[k].item, f = starts[k].first;
+        Py_ssize_t keep = 0;
+        for (Py_ssize_t q = 0; q < nlive; q++) {
+            int64_t j = live[q];
+            if (last[j] < f) continue;
+            live[keep++] = j;
+            if (npairs == cap) {
+                cap *= 2;
+                int64_t *grown = (int64_t *)realloc(pairs, sizeof(int64_t) * 2 * (size_t)cap);
+                if (!grown) {
+                    PyErr_NoMemory();
+                    goto done;
+                }
+                pairs = grown;
+            }
+            pairs[2 * npairs] = i;
+            pairs[2 * npairs + 1] = j;
+            npairs++;
+        }
+        nlive = keep;
+        live[nlive++] = i;
+    }
+    int64_t *ptr, *ind;
+    a_ptr = new_i64_array(n + 1, &ptr);
+    if (!a_ptr) goto done;
+    a_ind = new_i64_array(2 * npairs, &ind);
+    if (!a_ind) goto done;
+    for (Py_ssize_t p = 0; p < npairs; p++) {
+        ptr[pairs[2 * p] + 1]++;
+        ptr[pairs[2 * p + 1] + 1]++;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) ptr[k + 1] += ptr[k];
+    fill = (int64_t *)malloc(sizeof(int64_t) * (size_t)(n + 1));
+    if (!fill) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memcpy(fill, ptr, sizeof(int64_t) * (size_t)(n + 1));
+    for (Py_ssize_t p = 0; p < npairs; p++) {
+        int64_t i = pairs[2 * p], j = pairs[2 * p + 1];
+        ind[fill[i]++] = j;
+        ind[fill[j]++] = i;
+    }
+    result = PyTuple_Pack(2, a_ptr, a_ind);
+done:
+    Py_XDECREF(a_ptr);
+    Py_XDECREF(a_ind);
+    free(starts);
+    free(live);
+    free(pairs);
+    free(fill);
+    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+typedef struct {
+    int64_t step, delta;
+} event_t;
+
+static int cmp_event(const void *a, const void *b) {
+    const event_t *x = (const event_t *)a, *y = (const event_t *)b;
+    if (x->step != y->step) return x->step < y->step ? -1 : 1;
+    return (x->delta > y->delta) - (x->delta < y->delta);
+}
+
+/* planner._peak: the largest total size live at one step (releases first at equal steps). */
+static PyObject *native_peak(PyObject *self, PyObject *args) {
+    PyObject *o[3];
+    if (!PyArg_ParseTuple(args, "OOO", &o[0], &o[1], &o[2])) return NULL;
+    Py_buffer v[3];
+    const char *names[3] = {"first", "last", "size"};
+    int got = get_all(o, v, 3, names, -1);
+    PyObject *result = NULL;
+    event_t *ev = NULL;
+    if (got < 3) goto done;
+    Py_ssize_t n = v[0].len / 8;
+    if (v[1].len / 8 != n || v[2].len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "peak: arrays of different lengths");
+        goto done;
+    }
+    const int64_t *first = v[0].buf, *last = v[1].buf, *size = v[2].buf;
+    ev = (event_t *)malloc(sizeof(event_t) * (size_t)(2 * n + 1));
+    if (!ev) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t m = 0;
+    for (Py_ssize_t k = 0; k < n; k++)
+        if (size[k]) {
+            ev[m].step = first[k];
+            ev[m++].delta = size[k];
+            ev[m].step = last[k] + 1;
+            ev[m++].delta = -size[k];
+        }
+    qsort(ev, (size_t)m, sizeof(event_t), cmp_event);
+    int64_t live = 0, peak = 0;
+    for (Py_ssize_t k = 0; k < m; k++) {
+        live += ev[k].delta;
+        if (live > peak) peak = live;
+    }
+    result = PyLong_FromLongLong(peak);
+done:
+    free(ev);
+    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+/* planner._count_pairs: the number of time-overlapping pairs among items. */
+static PyObject *native_count_pairs(PyObject *self, PyObject *args) {
+    PyObject *o[3];
+    if (!PyArg_ParseTuple(args, "OOO", &o[0], &o[1], &o[2])) return NULL;
+    Py_buffer v[3];
+    const char *names[3] = {"items", "first", "last"};
+    int got = get_all(o, v, 3, names, -1);
+    PyObject *result = NULL;
+    int64_t *starts = NULL, *ends = NULL;
+    if (got < 3) goto done;
+    const int64_t *items = v[0].buf, *first = v[1].buf, *last = v[2].buf;
+    Py_ssize_t m = v[0].len / 8, n = v[1].len / 8;
+    if (v[2].len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "count_pairs: arrays of different lengths");
+        goto done;
+    }
+    starts = (int64_t *)malloc(sizeof(int64_t) * (size_t)(m + 1));
+    ends = (int64_t *)malloc(sizeof(int64_t) * (size_t)(m + 1));
+    if (!starts || !ends) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < m; k++) {
+        if (items[k] < 0 || items[k] >= n) {
+            PyErr_SetString(PyExc_IndexError, "count_pairs: item out of range");
+            goto done;
+        }
+        starts[k] = first[items[k]];
+        ends[k] = last[items[k]];
+    }
+    qsort(starts, (size_t)m, sizeof(int64_t), cmp_i64);
+    qsort(ends, (size_t)m, sizeof(int64_t), cmp_i64);
+    /* the k-th item by start overlaps every earlier one except those that ended before it started */
+    long long pairs = 0;
+    Py_ssize_t gone = 0;
+    for (Py_ssize_t k = 0; k < m; k++) {
+        while (gone < m && ends[gone] < starts[k]) gone++;
+        pairs += k - gone;
+    }
+    result = PyLong_FromLongLong(pairs);
+done:
+    free(starts);
+    free(ends);
+    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+/* ---- time sweep (planner._sweep / planner._Gaps) ---- */
+
+/* int64 -> int64 hash map, open addressing with linear probing and backward-shift deletion; keys >= 0. */
+typedef struct {
+    int64_t *key, *val;
+    size_t mask;
+} map_t;
+
+static size_t map_slot(const map_t *m, int64_t k) { return (size_t)(((uint64_t)k * 0x9E3779B97F4A7C15ull) >> 20) & m->mask; }
+
+static int map_init(map_t *m, Py_ssize_t items) {
+    size_t cap = 16;
+    while (cap < (size_t)(2 * items + 2)) cap <<= 1;
+    m->mask = cap - 1;
+    m->key = (int64_t *)malloc(sizeof(int64_t) * cap);
+    m->val = (int64_t *)malloc(sizeof(int64_t) * cap);
+    if (!m->key || !m->val) return -1;
+    memset(m->key, 0xff, sizeof(int64_t) * cap); /* every key -1: empty */
+    return 0;
+}
+
+static void map_put(map_t *m, int64_t k, int64_t v) {
+    size_t i = map_slot(m, k);
+    while (m->key[i] != -1 && m->key[i] != k) i = (i + 1) & m->mask;
+    m->key[i] = k;
+    m->val[i] = v;
+}
+
+static int map_get(const map_t *m, int64_t k, int64_t *v) {
+    size_t i = map_slot(m, k);
+    while (m->key[i] != -1) {
+        if (m->key[i] == k) {
+            *v = m->val[i];
+            return 1;
+        }
+        i = (i + 1) & m->mask;
+    }
+    return 0;
+}
+
+static void map_del(map_t *m, int64_t k) {
+    size_t i = map_slot(m, k);
+    while (m->key[i] != k) {
+        if (m->key[i] == -1) return;
+        i = (i + 1) & m->mask;
+    }
+    size_t j = i;
+    for (;;) {
+        j = (j + 1) & m->mask;
+        if (m->key[j] == -1) break;
+        size_t h = map_slot(m, m->key[j]);
+        /* move key j back to the hole i unless its home slot lies cyclically in (i, j] */
+        int stays = i <= j ? (h > i && h <= j) : (h > i || h <= j);
+        if (!stays) {
+            m->key[i] = m->key[j];
+            m->val[i] = m->val[j];
+            i = j;
+        }
+    }
+    m->key[i] = -1;
+}
+
+typedef struct {
+    int64_t *lo, *hi;
+    Py_ssize_t n, cap;
+} gaplist_t; /* free ranges of one length class, ascending by start */
+
+/* The free ranges below the top live buffer, by start and by end, and by length class; and the top. */
+typedef struct {
+    int64_t base, top;
+    map_t by_lo, by_hi;
+    gaplist_t cls[65];
+} gaps_t;
+
+static int bitlen(int64_t v) {
+    int c = 0;
+    while (v) {
+        c++;
+        v >>= 1;
+    }
+    return c;
+}
+
+static Py_ssize_t lower(const int64_t *a, Py_ssize_t n, int64_t x) {
+    Py_ssize_t lo = 0, hi = n;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (a[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static int add_gap(gaps_t *g, int64_t lo, int64_t hi) {
+    if (hi <= lo) return 0;
+    gaplist_t *l = &g->cls[bitlen(hi - lo)];
+    if (l->n == l->cap) {
+        Py_ssize_t cap = l->cap ? 2 * l->cap : 16;
+        int64_t *a = (int64_t *)realloc(l->lo, sizeof(int64_t) * (size_t)cap);
+        if (!a) return -1;
+        l->lo = a;
+        a = (int64_t *)realloc(l->hi, sizeof(int64_t) * (size_t)cap);
+        if (!a) return -1;
+        l->hi = a;
+        l->cap = cap;
+    }
+    Py_ssize_t j = lower(l->lo, l->n, lo);
+    memmove(l->lo + j + 1, l->lo + j, sizeof(int64_t) * (size_t)(l->n - j));
+    memmove(l->hi + j + 1, l->hi + j, sizeof(int64_t) * (size_t)(l->n - j));
+    l->lo[j] = lo;
+    l->hi[j] = hi;
+    l->n++;
+    map_put(&g->by_lo, lo, hi);
+    map_put(&g->by_hi, hi, lo);
+    return 0;
+}
+
+/* forget the free range [lo, hi) */
+static void drop_gap(gaps_t *g, int64_t lo, int64_t hi) {
+    gaplist_t *l = &g->cls[bitlen(hi - lo)];
+    Py_ssize_t j = lower(l->lo, l->n, lo);
+    memmove(l->lo + j, l->lo + j + 1, sizeof(int64_t) * (size_t)(l->n - j - 1));
+    memmove(l->hi + j, l->hi + j + 1, sizeof(int64_t) * (size_t)(l->n - j - 1));
+    l->n--;
+    map_del(&g->by_lo, lo);
+    map_del(&g->by_hi, hi);
+}
+
+/* Lowest aligned offset where s bytes are free (or, best fit, one in the tightest gap of the size's class,
+ * else the lowest of the next class): planner._Gaps.find. *glo is the gap's start, or -1 for the top. */
+static int64_t gaps_find(const gaps_t *g, int64_t s, int64_t a, int best_fit, int64_t *glo) {
+    int cs = bitlen(s);
+    *glo = -1;
+    if (best_fit) {
+        for (int c = cs; c < 65; c++) {
+            const gaplist_t *l = &g->cls[c];
+            int64_t best = -1, room = 0;
+            for (Py_ssize_t k = 0; k < l->n; k++) {
+                int64_t x = align_up(l->lo[k], a), r = l->hi[k] - x;
+                if (r >= s && (best < 0 || r < room)) {
+                    best = x;
+                    room = r;
+                    *glo = l->lo[k];
+                    if (c > cs) break;
+                }
+            }
+            if (best >= 0) return best;
+        }
+        return align_up(g->top, a);
+    }
+    int64_t best = align_up(g->top, a);
+    for (int c = cs; c < 65; c++) {
+        const gaplist_t *l = &g->cls[c];
+        for (Py_ssize_t k = 0; k < l->n; k++) {
+            int64_t lo = l->lo[k];
+            if (lo >= best) break;
+            int64_t x = align_up(lo, a);
+            if (x + s <= l->hi[k]) {
+                best = x;
+                *glo = lo;
+                break;
+            }
+        }
+    }
+    return best;
+}
+
+/* [x, x+s) is taken, inside the gap starting at glo (or above the top when glo < 0): planner._Gaps.occupy */
+static int gaps_occupy(gaps_t *g, int64_t x, int64_t s, int64_t glo) {
+    if (glo < 0) {
+        if (add_gap(g, g->top, x) < 0) return -1;
+        g->top = x + s;
+        return 0;
+    }
+    int64_t ghi = 0;
+    map_get(&g->by_lo, glo, &ghi);
+    drop_gap(g, glo, ghi);
+    if (add_gap(g, glo, x) < 0 || add_gap(g, x + s, ghi) < 0) return -1;
+    return 0;
+}
+
+/* the live buffer [x, end) is freed: planner._Gaps.release */
+static int gaps_release(gaps_t *g, int64_t x, int64_t end) {
+    int64_t below = x, next = end;
+    if (map_get(&g->by_hi, x, &below)) drop_gap(g, below, x);
+    if (end == g->top) {
+        g->top = below;
+        return 0;
+    }
+    if (map_get(&g->by_lo, end, &next)) drop_gap(g, end, next);
+    return add_gap(g, below, next);
+}
+
+/* min-heap of (last step, offset, end) */
+static void heap_push(int64_t *h, Py_ssize_t *n, int64_t last, int64_t off, int64_t end) {
+    Py_ssize_t k = (*n)++;
+    while (k) {
+        Py_ssize_t p = (k - 1) / 2;
+        if (h[3 * p] <= last) break;
+        memcpy(h + 3 * k, h + 3 * p, 3 * sizeof(int64_t));
+        k = p;
+    }
+    h[3 * k] = last;
+    h[3 * k + 1] = off;
+    h[3 * k + 2] = end;
+}
+
+static void heap_pop(int64_t *h, Py_ssize_t *n, int64_t *off, int64_t *end) {
+    *off = h[1];
+    *end = h[2];
+    Py_ssize_t m = --(*n);
+    int64_t last[3] = {h[3 * m], h[3 * m + 1], h[3 * m + 2]};
+    Py_ssize_t k = 0;
+    for (;;) {
+        Py_ssize_t c = 2 * k + 1;
+        if (c >= m) break;
+        if (c + 1 < m && h[3 * (c + 1)] < h[3 * c]) c++;
+        if (h[3 * c] >= last[0]) break;
+        memcpy(h + 3 * k, h + 3 * c, 3 * sizeof(int64_t));
+        k = c;
+    }
+    memcpy(h + 3 * k, last, 3 * sizeof(int64_t));
+}
+
+static PyObject *native_sweep(PyObject *self, PyObject *args) {
+    PyObject *o[6];
+    long long base;
+    int best_fit;
+    if (!PyArg_ParseTuple(args, "OOOOOOLp", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &base, &best_fit)) return NULL;
+    Py_buffer v[6];
+    const char *names[6] = {"order", "first", "last", "size", "align", "off"};
+    int got = get_all(o, v, 6, names, 5);
+    PyObject *result = NULL;
+    gaps_t g;
+    memset(&g, 0, sizeof g);
+    g.base = g.top = base;
+    int64_t *heap = NULL;
+    if (got < 6) goto done;
+    const int64_t *order = v[0].buf, *first = v[1].buf, *last = v[2].buf, *size = v[3].buf, *align = v[4].buf;
+    int64_t *off = v[5].buf;
+    Py_ssize_t m = v[0].len / 8, n = v[1].len / 8;
+    if (v[2].len / 8 != n || v[3].len / 8 != n || v[4].len / 8 != n || v[5].len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "sweep: arrays of different lengths");
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < m; k++)
+        if (order[k] < 0 || order[k] >= n || size[order[k]] <= 0) {
+            PyErr_SetString(PyExc_ValueError, "sweep: item out of range or of no size");
+            goto done;
+        }
+    heap = (int64_t *)malloc(sizeof(int64_t) * 3 * (size_t)(m + 1));
+    if (!heap || map_init(&g.by_lo, m + 1) < 0 || map_init(&g.by_hi, m + 1) < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t nheap = 0;
+    int64_t height = base;
+    int failed = 0;
+    Py_BEGIN_ALLOW_THREADS;
+    for (Py_ssize_t k = 0; k < m && !failed; k++) {
+        int64_t b = order[k], f = first[b], glo, x, end;
+        while (nheap && heap[0] < f) {
+            heap_pop(heap, &nheap, &x, &end);
+            if (gaps_release(&g, x, end) < 0) failed = 1;
+        }
+        x = gaps_find(&g, size[b], align[b], best_fit, &glo);
+        if (gaps_occupy(&g, x, size[b], glo) < 0) failed = 1;
+        heap_push(heap, &nheap, last[b], x, x + size[b]);
+        off[b] = x;
+        if (x + size[b] > height) height = x + size[b];
+    }
+    Py_END_ALLOW_THREADS;
+    if (failed)
+        PyErr_NoMemory();
+    else
+        result = PyLong_FromLongLong(height);
+done:
+    free(heap);
+    free(g.by_lo.key);
+    free(g.by_lo.val);
+    free(g.by_hi.key);
+    free(g.by_hi.val);
+    for (int c = 0; c < 65; c++) {
+        free(g.cls[c].lo);
+        free(g.cls[c].hi);
+    }
+    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"place_dense", native_place_dense, METH_VARARGS, "place() without neighbour lists, for dense inputs."},
+    {"sweep", native_sweep, METH_VARARGS, "First or best fit in start order over the live gaps (see planner._sweep)."},
+    {"peak", native_peak, METH_VARARGS, "Largest total size live at one step (see planner._peak)."},
+    {"count_pairs", native_count_pairs, METH_VARARGS, "Number of time-overlapping pairs (see planner._count_pairs)."},
+    {"place", native_place, METH_VARARGS, "First or best fit of an order over neighbour lists (see planner.py)."},
+    {"overlaps", native_overlaps, METH_VARARGS, "Neighbour lists (CSR) of time-overlapping items (see planner.py)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", "Native inner loops of the planner.", -1,
+                                    methods};
+
+PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&module); }

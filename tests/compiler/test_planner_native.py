@@ -1,0 +1,104 @@
+"""The planner's optional native inner loops (compiler/memory/_native.c) against their pure-Python twins.
+
+Both must give the same plans byte for byte; without the extension the pure-Python loops run and are correct.
+"""
+
+from __future__ import annotations
+
+import random
+from array import array
+from collections.abc import Iterator
+
+import pytest
+from rulepass.compiler.memory import planner
+from rulepass.compiler.memory.planner import Buffer, check_placement, lower_bound, plan
+
+native = pytest.mark.skipif(planner._NATIVE is None, reason="the native extension is not built here")
+
+
+def _random_instance(rng: random.Random, n: int, fixed: bool) -> list[Buffer]:
+    out = []
+    horizon = rng.choice([10, 40, 200])
+    for i in range(n):
+        first = rng.randrange(horizon)
+        last = first + rng.choice([0, 1, 2, 5, 20, horizon])
+        size = rng.choice([0, 1, 3, 8, 16, 24, 40, 64, 100, 1000, 4096])
+        alignment = rng.choice([1, 1, 1, 2, 8, 16])
+        offset = 1_600_000 * (i + 1) if fixed and rng.randrange(12) == 0 else None
+        out.append(Buffer(f"b{i}", first, last, size, alignment, offset))
+    return out
+
+
+def _instances(count: int) -> Iterator[list[Buffer]]:
+    rng = random.Random(37)
+    for k in range(count):
+        yield _random_instance(rng, rng.randrange(1, 120), fixed=k % 3 == 0)
+
+
+@pytest.fixture
+def without_native(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(planner, "_NATIVE", None)
+
+
+@native
+def test_native_loops_match_the_python_ones_on_random_instances(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(planner, "_worth_native", lambda arr, items: arr.native)  # whatever the share
+    monkeypatch.setattr(planner, "DENSE_SCAN_RATIO", 0)  # lists here; the dense scan is checked below
+    for bufs in _instances(300):
+        arr = planner._Arrays(bufs)
+        assert arr.native
+        items = [i for i in range(len(bufs)) if arr.size[i] > 0]
+        fast = planner._neighbours(arr, items)
+        slow = planner._overlaps(items, arr.first, arr.last)
+        assert isinstance(fast, planner._CSR)
+        assert all(sorted(fast.of(i)) == list(slow.of(i)) for i in items)
+        assert fast.pairs() == slow.pairs() == 2 * planner._count_pairs(items, arr.first, arr.last)
+        dense = planner._Dense(array("q", items), planner._degrees(items, arr.first, arr.last))
+        assert all(dense.degree(i) == slow.degree(i) for i in items) and dense.pairs() == slow.pairs()
+        movable = [i for i in items if arr.fixed[i] < 0]
+        for best_fit in (False, True):
+            for limit in (None, lower_bound(bufs)):
+                order = sorted(movable, key=lambda i: (-arr.size[i] * (arr.last[i] - arr.first[i] + 1), i))
+                static = [(5, 17), (40, 41)] if best_fit else None
+                a, b, c = list(arr.fixed), list(arr.fixed), list(arr.fixed)
+                ha = planner._place(order, arr, fast, a, 3, best_fit, limit, static)
+                hb = planner._place_py(order, arr, slow, b, (3, -1 if limit is None else limit), best_fit, static)
+                assert (ha, a) == (hb, b)
+                if not static:
+                    assert (planner._place(order, arr, dense, c, 3, best_fit, limit), c) == (hb, b)
+        if len(movable) == len(items):
+            for key in planner._sweep_keys(arr).values():
+                order = sorted(items, key=key)
+                for best_fit in (False, True):
+                    a, b = [-1] * len(bufs), [-1] * len(bufs)
+                    ha = planner._sweep(order, arr, a, 5, best_fit)
+                    hb = planner._sweep_py(order, arr, b, 5, best_fit)
+                    assert (ha, a) == (hb, b)
+
+
+@native
+def test_native_and_python_plans_are_identical(monkeypatch: pytest.MonkeyPatch) -> None:
+    cases = list(_instances(120))
+    monkeypatch.setattr(planner, "_worth_native", lambda arr, items: arr.native)  # whatever the share
+    with_native = [plan(bufs, exact_work=100_000) for bufs in cases]
+    monkeypatch.setattr(planner, "DENSE_SCAN_RATIO", 0)  # neighbour lists everywhere
+    assert [plan(bufs, exact_work=100_000) for bufs in cases] == with_native
+    monkeypatch.setattr(planner, "_NATIVE", None)
+    assert [plan(bufs, exact_work=100_000) for bufs in cases] == with_native
+
+
+@pytest.mark.usefixtures("without_native")
+def test_python_fallback_is_used_and_valid_without_the_extension() -> None:
+    for bufs in _instances(60):
+        arr = planner._Arrays(bufs)
+        assert not arr.native
+        p = plan(bufs, exact_work=50_000)
+        assert check_placement(bufs, p.offsets) == []
+        assert p.arena >= p.lower_bound == lower_bound(bufs)
+
+
+def test_values_beyond_int64_use_the_python_loops() -> None:
+    bufs = [Buffer("a", 0, 3, 1 << 70), Buffer("b", 2, 5, 1 << 69), Buffer("c", 4, 6, 3)]
+    assert not planner._Arrays(bufs).native
+    p = plan(bufs)
+    assert check_placement(bufs, p.offsets) == [] and p.arena == p.lower_bound
