@@ -16,8 +16,8 @@ CPU): "ahead" when its arena and its CPU time are both no larger. omnimalloc is 
 growing share of long-lived (overlapping) buffers, with no optional work (budget 0) and with the budget.
 
 ``--budgets S...`` instead measures the planner alone at each budget on the small set of instances: CPU and wall
-seconds against the budget asked (``--wall-clock``: with the budget a wall-clock deadline too, as the command line
-runs the planner).
+seconds against the budget asked (``--wall-clock``: with the budget a wall-clock deadline too, as the command line's
+``--wall-clock`` runs the planner).
 
 Usage: ``python benchmarks/memplan_peer.py [--json] [--limit S] [--budget S] [--small] [--only NAME...]
 [--peers NAME...] [--growth] [--budgets S...] [--out FILE]``.
@@ -76,7 +76,7 @@ def run_peer(name: str, buffers: Sequence[Buffer]) -> dict[str, int]:
 #: coarsely to time one sub-millisecond run), and the mean is reported.
 MIN_TIMED_S = 0.05
 
-#: Whether the planner runs as the command line runs it, its budget a wall-clock deadline too (``--wall-clock``).
+#: Whether the budget is a wall-clock deadline too, as with the command line's ``--wall-clock`` (``--wall-clock``).
 WALL_CLOCK = False
 
 

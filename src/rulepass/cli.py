@@ -418,10 +418,9 @@ def _fmt_bytes(n: int) -> str:
 
 def _cmd_memory(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .api import load_rules, plan_memory
-    from .compiler.memory.planner import wall_clock_budget
 
     graph = _load_graph_arg(args.graph or _default_graph(err), err)
-    with _no_soundness_warning(), wall_clock_budget():
+    with _no_soundness_warning(), _planner_deadline(args):
         result = plan_memory(
             graph,
             load_rules(args.rules or None),
@@ -487,14 +486,14 @@ def _savings_text(mem: dict[str, Any], indent: str) -> str:
 
 
 def _cmd_memplan(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .compiler.memory.planner import check_placement, greedy_best_fit, plan, read_csv, wall_clock_budget
+    from .compiler.memory.planner import check_placement, greedy_best_fit, plan, read_csv
 
     try:
         buffers = read_csv(args.file)
     except (ValueError, OSError) as exc:
         err.write(f"rulepass: {exc}\n")
         return EXIT_INVALID
-    with wall_clock_budget():
+    with _planner_deadline(args):
         placement = plan(buffers, budget_s=args.budget)
     base = greedy_best_fit(buffers) if args.baseline else None
     problems = check_placement(buffers, placement.offsets)
@@ -531,7 +530,6 @@ def _cmd_compile(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.output:
         check_writable(args.output, what="model file")  # before any work
     from .api import compile_graph, load_rules
-    from .compiler.memory.planner import wall_clock_budget
 
     graph = _load_graph_arg(args.graph or _default_graph(err), err)
     show_progress = args.verbose > 0 or (not args.quiet and (err.isatty() or len(graph) >= 5000))
@@ -543,7 +541,7 @@ def _cmd_compile(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     options = {"ge.bufferOptimize": args.buffer_optimize} if args.buffer_optimize else {}
     streamed = bool(args.output) and args.output != "-" and not args.check  # (--check writes no model on failure)
     reuse = _task_reuse(args, args.output if streamed else None)
-    with _no_soundness_warning(), wall_clock_budget(), _task_cache_warnings(err):
+    with _no_soundness_warning(), _planner_deadline(args), _task_cache_warnings(err):
         result = compile_graph(
             graph,
             load_rules(args.rules or None),
@@ -898,6 +896,21 @@ def budget_option(parser: argparse.ArgumentParser) -> None:
         help="the memory planner's budget in seconds, counted in calibrated work units so the plan "
         "never depends on the machine (default: plan()'s, 8)",
     )
+    parser.add_argument(
+        "--wall-clock",
+        action="store_true",
+        help="also end the planner's optional work once --budget seconds of wall time have passed: never "
+        "longer than asked on a loaded machine, but the plan may then depend on the machine's load",
+    )
+
+
+def _planner_deadline(args: argparse.Namespace) -> contextlib.AbstractContextManager[None]:
+    """The planner's wall-clock deadline when `--wall-clock` asks for it, else nothing (plans stay deterministic)."""
+    if not args.wall_clock:
+        return contextlib.nullcontext()
+    from .compiler.memory.planner import wall_clock_budget
+
+    return wall_clock_budget()
 
 
 def verbosity_options(p: argparse.ArgumentParser, *, top: bool = False) -> None:

@@ -502,8 +502,8 @@ def test_property_huge_pieces_run_the_indexed_orders_validly(bufs: list[Buffer],
 
 
 def test_a_wall_clock_budget_ends_the_optional_work(monkeypatch: pytest.MonkeyPatch) -> None:
-    # the command line's --budget is also a deadline: with a clock that runs 1 s a reading, the 8 s budget is
-    # gone after a few readings and the exact search stops early, with a valid plan all the same
+    # with --wall-clock the command line's --budget is also a deadline: with a clock that runs 1 s a reading, the
+    # 8 s budget is gone after a few readings and the exact search stops early, with a valid plan all the same
     bufs = read_csv(DATA / "minimalloc_E.1048576.csv")
     counted = plan(bufs)
     ticks = itertools.count()
@@ -514,3 +514,25 @@ def test_a_wall_clock_budget_ends_the_optional_work(monkeypatch: pytest.MonkeyPa
     assert rushed.exact_work < counted.exact_work // 10
     assert plan(bufs) == counted  # outside the block: work units only, the same plan as before
     assert planner._Budget(10**9, deadline=-1.0).allows(1) is False
+
+
+def test_the_command_line_plans_by_work_units_unless_asked_for_a_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`memplan`'s plan never depends on the machine's load unless `--wall-clock` asks for the deadline: with a
+    clock that runs 1 s a reading, the default plan is the counted one and `--wall-clock` cuts the search short."""
+    import io
+    import json
+
+    from rulepass.cli import main
+
+    path = str(DATA / "minimalloc_E.1048576.csv")
+
+    def arena(*extra: str) -> int:
+        out = io.StringIO()
+        assert main(["memplan", path, "--format", "json", *extra], out=out, err=io.StringIO()) == 0
+        return int(json.loads(out.getvalue())["arena"])
+
+    counted = arena()
+    ticks = itertools.count()
+    monkeypatch.setattr(planner.time, "perf_counter", lambda: float(next(ticks)))
+    assert arena() == counted
+    assert arena("--wall-clock") > counted
