@@ -17,8 +17,7 @@ FOLDERS = ("src/rulepass", "dsl", "engine", "compiler", "benchmarks", "scripts")
 LIMIT = 80
 
 # "path::qualified name" -> its length when it was listed (the most it may have)
-ALLOWED: dict[str, int] = {
-}
+ALLOWED: dict[str, int] = {}
 
 
 def _functions(tree: ast.AST, prefix: str = "") -> Iterator[tuple[str, int]]:
