@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rulepass.compiler.ir import ComputeGraph
+from rulepass.compiler.render.svg import binary_unit
 
 HERE = Path(__file__).resolve().parent.parent  # benchmarks/
 ROOT = HERE.parent
@@ -98,10 +99,8 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: str = ""
 
 def fmt_bytes(n: float) -> str:
     """Bytes with a binary unit."""
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if abs(n) >= size:
-            return f"{n / size:.2f} {unit}"
-    return f"{int(n)} B"
+    unit = binary_unit(n)
+    return f"{int(n)} B" if unit is None else f"{unit[0]:.2f} {unit[1]}B"
 
 
 def fmt_ms(seconds: float) -> str:

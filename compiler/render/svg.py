@@ -39,21 +39,27 @@ def colour_of(key: str) -> str:
     return PALETTE[zlib.crc32(key.encode()) % len(PALETTE)]
 
 
+def binary_unit(n: float) -> tuple[float, str] | None:
+    """`n` bytes in the largest binary unit it reaches (`(192.0, "Mi")`), or None under 1 KiB."""
+    for prefix, size in (("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)):
+        if abs(n) >= size:
+            return n / size, prefix
+    return None
+
+
 def human_bytes(n: int) -> str:
     """`201327616 B (192.00 MiB)`: the exact count and, from 1 KiB on, a readable size."""
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if abs(n) >= size:
-            return f"{n} B ({n / size:.2f} {unit})"
-    return f"{n} B"
+    unit = binary_unit(n)
+    return f"{n} B" if unit is None else f"{n} B ({unit[0]:.2f} {unit[1]}B)"
 
 
 def short_bytes(n: int) -> str:
     """A size in at most four significant characters and a unit, for axis ticks: `192M`, `12K`, `512`."""
-    for unit, size in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
-        if abs(n) >= size:
-            value = n / size
-            return f"{value:.0f}{unit}" if value >= 10 or value == int(value) else f"{value:.1f}{unit}"
-    return str(n)
+    unit = binary_unit(n)
+    if unit is None:
+        return str(n)
+    value, prefix = unit
+    return f"{value:.0f}{prefix[0]}" if value >= 10 or value == int(value) else f"{value:.1f}{prefix[0]}"
 
 
 def svg_document(width: float, height: float, body: list[str], title: str) -> str:
