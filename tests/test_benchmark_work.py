@@ -300,3 +300,15 @@ def test_a_failed_memplan_run_is_not_stored_and_fails_the_run(
     out, err = capsys.readouterr()
     assert "| a.csv | 1 | 8 | 8 | 1.0000 | 16 | 2.0000 |" in out and "| NO |" in out
     assert "error: memplan: a placement is not valid" in err
+
+
+def test_the_benchmarks_page_is_what_its_sources_render() -> None:
+    """docs/benchmarks.md is generated from benchmarks/results.json and the hand-run tables' files: a table edited
+    on the page alone would be lost at the next run."""
+    from sections.document import load_results, render_doc
+
+    page = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
+    assert render_doc(load_results()) == page.read_text(encoding="utf-8"), (
+        "docs/benchmarks.md differs from its sources; edit benchmarks/*.md or results.json, then run: "
+        "python benchmarks/run.py --render"
+    )
