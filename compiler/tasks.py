@@ -75,11 +75,12 @@ def known_empty(op_type: str, attrs: Mapping[str, Any], kernel_lib: str | None) 
     nothing adds any (not FFTS+, no AI CPU fallback, no alias engine). Errs towards False."""
     if no_task(attrs, kernel_lib):
         return True
-    builder = builder_for(kernel_lib) if kernel_lib else None
+    builder = builder_for(kernel_lib or "")
     return (
         builder is not None
         and op_type in builder.no_task_types
-        and not any(attrs.get(a) for a in (*FFTS_SUBGRAPH_ATTRS, "_alias_engine_name"))
+        and not (attrs.get("_ffts_sub_graph") or attrs.get("_ffts_plus_sub_graph"))  # FFTS_SUBGRAPH_ATTRS
+        and not attrs.get("_alias_engine_name")
         and attrs.get("partially_supported") is not True
     )
 
