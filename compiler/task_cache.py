@@ -20,7 +20,8 @@ Two sources of previous tasks:
 - **A model file** (`--incremental-from MODEL`): the tasks of each node are the model's top-level tasks of that
   op, less the event tasks the model's `events` put around them. A node whose name is not unique in the model
   or whose tasks are not contiguous there, or a subgraph's node without top-level tasks (it may have had some
-  inside its FFTS+ owner's), is not reused: it is rebuilt, which is always correct. The whole model is read.
+  inside its FFTS+ owner's), is not reused: it is rebuilt, which is always correct. The whole model is read but
+  its weights (`_raw_data`: no signature holds any).
 - **A cache folder** (`--task-cache DIR`), rewritten by every compile of each graph name: one file per graph
   name (`NAME.tasks`): a versioned header with the generation key (what the model does not record: rulepass's
   version, the task builders, the generation options), each node's *record* (its own tasks as the JSON text
@@ -56,6 +57,7 @@ from .ir import ComputeGraph, Node
 from .model import ENCODE
 from .task_registry import DATA_TYPES, ModelTaskType, TaskDef, builder_for, registered_libraries
 from .tasks import Lookup, TaskResult, TaskSource, known_empty
+from .weights import RAW_ATTR
 
 if TYPE_CHECKING:
     from .memory.assign import MemoryPlan
@@ -97,18 +99,23 @@ def _signatures(
 
 
 _NO_ATTRS: dict[str, Any] = {}
+_WEIGHTS = f'"{RAW_ATTR}":"'  # weights in a node's text
 
 
-def _signature(rn: dict[str, Any], head: str, data: dict[str, list[Any]], text: str | None) -> bytes:
+def _signature(rn: dict[str, Any], head: str, data: dict[str, list[Any]], text: str | None) -> bytes | None:
     """The signature of node `rn` (its text `text`, or encoded here) at `head` (format, root or not, position)
-    among the data nodes `data` of its graph."""
+    among the data nodes `data` of its graph; None when its text holds weights (`_raw_data`: a Const's, which
+    has none anyway): a previous model is read without them (`TaskCache.load`)."""
+    text = ENCODE(rn) if text is None else text
+    if _WEIGHTS in text:
+        return None
     inputs = rn.get("inputs") if data else None
     if inputs:  # the producers that are data nodes: their type and index make the input's address
         fed = [None if ref is None else data.get(ref.rsplit(":", 1)[0]) for ref in map(_input_ref, inputs)]
         if any(fed):
             head += ENCODE(fed)
     digest = hashlib.sha256(f"{head}|".encode("ascii"))
-    digest.update((ENCODE(rn) if text is None else text).encode("ascii"))
+    digest.update(text.encode("ascii"))
     return digest.digest()[:16]
 
 
@@ -177,17 +184,19 @@ class TaskCache:
         root = {rn["name"] for rn in model["graph"].get("nodes", [])}
         entries: dict[bytes, list[dict[str, Any]]] = {}
         for name, sig in signature_map(model["graph"]).items():
-            if sig is not None and name in own:
+            if sig is None:
+                continue
+            if name in own:
                 entries[sig] = own[name]
-            elif sig is not None and name in root and name not in with_tasks:
+            elif name in root and name not in with_tasks:
                 entries[sig] = []
         return cls(entries, set(model["addresses"]), source)
 
     @classmethod
     def load(cls, path: str | Path) -> TaskCache:
         """The cache in a model file; a file that is not a model is one error naming it."""
-        try:  # the C parser; the loader (positions, strict JSON) only to say what is wrong
-            data = json.loads(read_text(path, what="previous model"))
+        try:  # the C parser, without the weights; the loader (positions, strict JSON) only to say what is wrong
+            data = json.loads(_without_weights(read_text(path, what="previous model")))
         except ValueError:
             data = load_file(path, what="previous model").data
         if not is_valid(data, "rulepass.compiler", "model.schema.json"):
@@ -214,6 +223,22 @@ class TaskCache:
                 raise _not_ours(self.source, exc, node.name) from None
 
         return lookup
+
+
+def _without_weights(text: str) -> str:
+    """A model's text with every `_raw_data` string that has no escape (base64 weights, most of a model file)
+    read as empty. No signature needs them: a node whose text holds some has none (see `_signature`)."""
+    out: list[str] = []
+    at = 0
+    while (i := text.find(_WEIGHTS, at)) != -1:
+        start = i + len(_WEIGHTS)
+        end = text.find('"', start)
+        if end == -1:
+            break
+        out.append(text[at : start if text.find("\\", start, end) == -1 else end])
+        at = end
+    out.append(text[at:])
+    return "".join(out)
 
 
 def _not_ours(source: str, exc: Exception, node: str | None = None) -> RulepassError:

@@ -182,6 +182,17 @@ def test_a_const_whose_value_changed_has_no_signature_and_compiles_the_same(tmp_
         assert r is not None and r.model_text() == full and r.tasks.regenerated == 0
         assert r.tasks.reused == len(candidate_nodes(r.graph))
     assert not warned
+    # the previous model is read without its weights: the same entries as from its whole text
+    prev = TaskCache.from_model(json.loads((tmp_path / "prev.json").read_text()))
+    assert TaskCache.load(tmp_path / "prev.json").entries == prev.entries and prev.entries
+
+
+def test_weights_are_read_as_empty_unless_their_text_has_an_escape() -> None:
+    from rulepass.compiler.task_cache import _without_weights
+
+    text = '{"_raw_data":"QUJD","x":{"_raw_data":"a\\"b"},"y":"_raw_data"}'
+    assert _without_weights(text) == '{"_raw_data":"","x":{"_raw_data":"a\\"b"},"y":"_raw_data"}'
+    assert json.loads(_without_weights(text))["x"]["_raw_data"] == 'a"b'
 
 
 # ---- the cache folder, the CLI, bad input ---------------------------------------------------------------------
