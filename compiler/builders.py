@@ -44,9 +44,11 @@ GE_LOCAL_NO_TASK = frozenset({
 class GeLocalBuilder(TaskBuilder):
     """GE local ops: most (NoOp, PhonyConcat, Reshape-like, Data, NetOutput, Const) need no task."""
 
+    no_task_types = GE_LOCAL_NO_TASK
+
     def build(self, node: Node, ctx: BuildContext) -> list[TaskDef]:
         """No task for virtual/host-side ops; a memcpy for anything else that must move data."""
-        if node.op.type in GE_LOCAL_NO_TASK:
+        if node.op.type in self.no_task_types:
             return []
         src, dst = ctx.inputs(node), ctx.outputs(node)
         if src and dst:

@@ -9,14 +9,19 @@ owns with everything in them: an FFTS+ node's tasks wrap theirs), and the symbol
 model file keeps of its graph. So a signature is computed the same way for a live graph and from the graph
 section of a previous model, and a cache is keyed by content, never by a node's index: nodes another
 pass inserted (an Identity) or whose first/last marks, fusion group or fallback library changed (generation
-sets those before any task is built: `tasks.order_tasks`) simply miss, and are built.
+sets those before any task is built: `tasks.order_tasks`) simply miss, and are built. A node whose tasks are
+known to be none from its op desc (`tasks.known_empty`: `_no_task`, no kernel library, or a type its builder
+never builds a task for, as a Const) is never looked up: generation takes it as none; so it has no signature,
+and its text (a Const's weights) is not hashed. A node without a signature that is looked up is built, never
+reused: a text taken wrongly for such a node's would cost reuse, never a byte.
 
 Two sources of previous tasks:
 
 - **A model file** (`--incremental-from MODEL`): the tasks of each node are the model's top-level tasks of that
   op, less the event tasks the model's `events` put around them. A node whose name is not unique in the model
   or whose tasks are not contiguous there, or a subgraph's node without top-level tasks (it may have had some
-  inside its FFTS+ owner's), is not reused: it is rebuilt, which is always correct. The whole model is read.
+  inside its FFTS+ owner's), is not reused: it is rebuilt, which is always correct. The whole model is read but
+  its weights (`_raw_data`: no signature holds any).
 - **A cache folder** (`--task-cache DIR`), rewritten by every compile of each graph name: one file per graph
   name (`NAME.tasks`): a versioned header with the generation key (what the model does not record: rulepass's
   version, the task builders, the generation options), each node's *record* (its own tasks as the JSON text
@@ -51,7 +56,8 @@ from ..base.yaml_source import load_file
 from .ir import ComputeGraph, Node
 from .model import ENCODE
 from .task_registry import DATA_TYPES, ModelTaskType, TaskDef, builder_for, registered_libraries
-from .tasks import Lookup, TaskResult, TaskSource
+from .tasks import Lookup, TaskResult, TaskSource, known_empty
+from .weights import RAW_ATTR
 
 if TYPE_CHECKING:
     from .memory.assign import MemoryPlan
@@ -62,7 +68,7 @@ INDEX_MAGIC = b"rulepass-tasks\n\0"
 # a cache file's header: magic, format, node count, generation key digest, where the index starts
 _HEADER = struct.Struct("<16sII16sQ")
 _ENTRY = struct.Struct("<16sQII")  # signature, record offset, record length, record CRC-32
-Signatures = dict[str, "bytes | None"]  # node name -> signature (None: a name the graph holds twice)
+Signatures = dict[str, "bytes | None"]  # node name -> signature (None: no tasks, or a name the graph holds twice)
 
 
 class TaskCacheWarning(UserWarning):
@@ -74,37 +80,57 @@ def _input_ref(item: Any) -> str | None:
     return ref if isinstance(ref, str) else None
 
 
-def _signatures(graph: dict[str, Any], is_root: bool, out: list[tuple[str, bytes]], texts: list[str] | None) -> None:
+def _signatures(
+    graph: dict[str, Any], is_root: bool, out: list[tuple[str, bytes | None]], texts: list[str] | None
+) -> None:
     nodes = graph.get("nodes", ())
     data = {rn["name"]: [rn["type"], rn.get("attrs", {}).get("index")] for rn in nodes if rn["type"] in DATA_TYPES}
     for seq, rn in enumerate(nodes):
-        text = ENCODE(rn)  # ASCII: the model's encoder escapes the rest
+        text = None
         if texts is not None:
+            text = ENCODE(rn)  # ASCII: the model's encoder escapes the rest
             texts.append(text)
-        head = f"{CACHE_FORMAT},{is_root:d},{seq}"
-        inputs = rn.get("inputs") if data else None
-        if inputs:  # the producers that are data nodes: their type and index make the input's address
-            fed = [None if ref is None else data.get(ref.rsplit(":", 1)[0]) for ref in map(_input_ref, inputs)]
-            if any(fed):
-                head += ENCODE(fed)
-        digest = hashlib.sha256(f"{head}|".encode("ascii"))
-        digest.update(text.encode("ascii"))
-        out.append((rn["name"], digest.digest()[:16]))
+        if known_empty(rn["type"], rn.get("attrs", _NO_ATTRS), rn.get("kernel_lib")):
+            out.append((rn["name"], None))  # no task, its text says: never looked up, so not hashed
+        else:
+            out.append((rn["name"], _signature(rn, f"{CACHE_FORMAT},{is_root:d},{seq}", data, text)))
         for sub in rn.get("subgraphs", ()):
             _signatures(sub, False, out, None)
 
 
-def data_signatures(graph: dict[str, Any], texts: list[str] | None = None) -> list[tuple[str, bytes]]:
-    """(node name, signature) of every node of a graph's text (`graph_to_data`), its subgraphs' too; `texts`
-    (if given) gets the model encoder's text of each of the graph's own nodes, in order."""
-    out: list[tuple[str, bytes]] = []
+_NO_ATTRS: dict[str, Any] = {}
+_WEIGHTS = f'"{RAW_ATTR}":"'  # weights in a node's text
+
+
+def _signature(rn: dict[str, Any], head: str, data: dict[str, list[Any]], text: str | None) -> bytes | None:
+    """The signature of node `rn` (its text `text`, or encoded here) at `head` (format, root or not, position)
+    among the data nodes `data` of its graph; None when its text holds weights (`_raw_data`: a Const's, which
+    has none anyway): a previous model is read without them (`TaskCache.load`)."""
+    text = ENCODE(rn) if text is None else text
+    if _WEIGHTS in text:
+        return None
+    inputs = rn.get("inputs") if data else None
+    if inputs:  # the producers that are data nodes: their type and index make the input's address
+        fed = [None if ref is None else data.get(ref.rsplit(":", 1)[0]) for ref in map(_input_ref, inputs)]
+        if any(fed):
+            head += ENCODE(fed)
+    digest = hashlib.sha256(f"{head}|".encode("ascii"))
+    digest.update(text.encode("ascii"))
+    return digest.digest()[:16]
+
+
+def data_signatures(graph: dict[str, Any], texts: list[str] | None = None) -> list[tuple[str, bytes | None]]:
+    """(node name, signature) of every node of a graph's text (`graph_to_data`), its subgraphs' too: None for a
+    node whose tasks are known to be none (`tasks.known_empty`: generation never looks it up); `texts` (if
+    given) gets the model encoder's text of each of the graph's own nodes, in order."""
+    out: list[tuple[str, bytes | None]] = []
     _signatures(graph, True, out, texts)
     return out
 
 
 def signature_map(graph: dict[str, Any], texts: list[str] | None = None) -> Signatures:
-    """Every node's signature by name (see `data_signatures`); None for a name met twice (its tasks' node is
-    not known)."""
+    """Every node's signature by name (see `data_signatures`); None for a node without one, and for a name met
+    twice (its tasks' node is not known)."""
     sigs: Signatures = {}
     for name, digest in data_signatures(graph, texts):
         sigs[name] = None if name in sigs else digest
@@ -158,17 +184,19 @@ class TaskCache:
         root = {rn["name"] for rn in model["graph"].get("nodes", [])}
         entries: dict[bytes, list[dict[str, Any]]] = {}
         for name, sig in signature_map(model["graph"]).items():
-            if sig is not None and name in own:
+            if sig is None:
+                continue
+            if name in own:
                 entries[sig] = own[name]
-            elif sig is not None and name in root and name not in with_tasks:
+            elif name in root and name not in with_tasks:
                 entries[sig] = []
         return cls(entries, set(model["addresses"]), source)
 
     @classmethod
     def load(cls, path: str | Path) -> TaskCache:
         """The cache in a model file; a file that is not a model is one error naming it."""
-        try:  # the C parser; the loader (positions, strict JSON) only to say what is wrong
-            data = json.loads(read_text(path, what="previous model"))
+        try:  # the C parser, without the weights; the loader (positions, strict JSON) only to say what is wrong
+            data = json.loads(_without_weights(read_text(path, what="previous model")))
         except ValueError:
             data = load_file(path, what="previous model").data
         if not is_valid(data, "rulepass.compiler", "model.schema.json"):
@@ -195,6 +223,22 @@ class TaskCache:
                 raise _not_ours(self.source, exc, node.name) from None
 
         return lookup
+
+
+def _without_weights(text: str) -> str:
+    """A model's text with every `_raw_data` string that has no escape (base64 weights, most of a model file)
+    read as empty. No signature needs them: a node whose text holds some has none (see `_signature`)."""
+    out: list[str] = []
+    at = 0
+    while (i := text.find(_WEIGHTS, at)) != -1:
+        start = i + len(_WEIGHTS)
+        end = text.find('"', start)
+        if end == -1:
+            break
+        out.append(text[at : start if text.find("\\", start, end) == -1 else end])
+        at = end
+    out.append(text[at:])
+    return "".join(out)
 
 
 def _not_ours(source: str, exc: Exception, node: str | None = None) -> RulepassError:

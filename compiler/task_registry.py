@@ -295,6 +295,8 @@ class TaskBuilder:
     """Builds the tasks of one node for one or more kernel libraries; subclass and register it."""
 
     lib_names: tuple[str, ...] = ()
+    # op types this builder never builds a task for, whatever their attributes (`tasks.known_empty`)
+    no_task_types: frozenset[str] = frozenset()
 
     def build(self, node: Node, ctx: BuildContext) -> list[TaskDef]:
         """The node's tasks (ids and streams are filled in by the generator)."""

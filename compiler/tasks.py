@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -58,9 +58,31 @@ SEPARATOR_TYPES = frozenset({"LabelSet", "LabelGotoEx", "LabelSwitchByIndex", "S
 FFTS_SUBGRAPH_ATTRS = ("_ffts_sub_graph", "_ffts_plus_sub_graph")
 
 
+def no_task(attrs: Mapping[str, Any], kernel_lib: str | None) -> bool:
+    """GE's NoNeedGenTask on an op's attributes and kernel library: `_no_task` set (true), or no kernel library.
+    The same on a node (`no_need_gen_task`) and on a node of the graph's text (its `attrs`, `kernel_lib`)."""
+    return attrs.get("_no_task") is True or not kernel_lib
+
+
 def no_need_gen_task(node: Node) -> bool:
-    """GE's NoNeedGenTask: `_no_task` set, or no kernel library."""
-    return attr_bool(node, "_no_task") or not node.op.kernel_lib
+    """GE's NoNeedGenTask for a node (see `no_task`)."""
+    return no_task(node.op.attrs, node.op.kernel_lib)
+
+
+def known_empty(op_type: str, attrs: Mapping[str, Any], kernel_lib: str | None) -> bool:
+    """Whether an op's tasks are none, known from its op desc alone (as a node, or in the graph's text): it
+    needs none (`no_task`), or its library's builder never builds a task for its type (`no_task_types`) and
+    nothing adds any (not FFTS+, no AI CPU fallback, no alias engine). Errs towards False."""
+    if no_task(attrs, kernel_lib):
+        return True
+    builder = builder_for(kernel_lib or "")
+    return (
+        builder is not None
+        and op_type in builder.no_task_types
+        and not (attrs.get("_ffts_sub_graph") or attrs.get("_ffts_plus_sub_graph"))  # FFTS_SUBGRAPH_ATTRS
+        and not attrs.get("_alias_engine_name")
+        and attrs.get("partially_supported") is not True
+    )
 
 
 def thread_count(value: str | None = None) -> int:
@@ -388,7 +410,8 @@ def iter_tasks(
     source: TaskSource | None = None,
 ) -> Iterator[TaskDef]:
     """Every task in model order, numbered, built in a pool of `workers` threads at most a window ahead of the
-    one yielded (so they are never all held); `result` counts them and the reused and rebuilt nodes."""
+    one yielded (so they are never all held); `result` counts them and the reused and rebuilt nodes. With a
+    lookup, a node whose tasks are `known_empty` is reused with none, without a lookup."""
     next_id = 0
     reuse = None if source is None else source.lookup
     keep = None if source is None else source.keep
@@ -400,7 +423,10 @@ def iter_tasks(
         while True:
             while len(window) < ahead and (n := next(todo, None)) is not None:
                 node = order.candidates.get(n.name)
-                known = reuse(node) if node is not None and reuse is not None else None
+                known = None
+                if node is not None and reuse is not None:  # tasks known to be none are not looked up
+                    op = node.op
+                    known = [] if known_empty(op.type, op.attrs, op.kernel_lib) else reuse(node)
                 window.append((n, known if known is not None or node is None else _schedule(node, submit)))
             if not window:
                 break

@@ -150,6 +150,51 @@ def test_a_one_node_edit_regenerates_that_node_alone(tmp_path: Path) -> None:
     assert inc is not None and inc.tasks.regenerated == 1 and inc.tasks.reused == len(candidate_nodes(inc.graph)) - 1
 
 
+def _weights(g: ComputeGraph, name: str, fill: float) -> None:
+    import numpy as np
+    from rulepass.compiler.runtime.kernels import numpy_dtype, origin_shape
+    from rulepass.compiler.weights import raw_attrs
+
+    node = g.node(name)
+    assert node is not None and node.type == "Const"
+    desc = node.op.output_descs[0]
+    data = np.full(origin_shape(desc), fill, dtype=numpy_dtype(desc.dtype))
+    node.op.attrs.update(raw_attrs(data.tobytes()))  # `_raw_data`, as an importer writes weights
+
+
+def test_a_const_whose_value_changed_has_no_signature_and_compiles_the_same(tmp_path: Path) -> None:
+    """A node that never has tasks is not hashed: new weights leave every candidate's signature as it was, and
+    the incremental compile (from the model, and from the folder) writes the full compile's bytes."""
+    g = load_graph(example_path("conv_nc1hwc0_concat.yaml"))
+    _weights(g, "weight_a", 1.0)
+    folder = tmp_path / "cache"
+    base = _compile(g, reuse=TaskReuse(folder=folder))
+    base.write_model(tmp_path / "prev.json")
+    sigs = dict(data_signatures(graph_to_data(base.graph)))
+    assert sigs["weight_a"] is None and sigs["conv_a"] is not None
+    edited = copy_graph(g)
+    _weights(edited, "weight_a", 2.0)
+    full = _compile(edited).model_text()
+    assert full != base.model_text()  # the graph section holds the weights
+    inc = _same_as_full(edited, None, tmp_path / "prev.json", "weight_a's value")
+    held, warned = _folder_compile(edited, folder)
+    for r in (inc, held):
+        assert r is not None and r.model_text() == full and r.tasks.regenerated == 0
+        assert r.tasks.reused == len(candidate_nodes(r.graph))
+    assert not warned
+    # the previous model is read without its weights: the same entries as from its whole text
+    prev = TaskCache.from_model(json.loads((tmp_path / "prev.json").read_text()))
+    assert TaskCache.load(tmp_path / "prev.json").entries == prev.entries and prev.entries
+
+
+def test_weights_are_read_as_empty_unless_their_text_has_an_escape() -> None:
+    from rulepass.compiler.task_cache import _without_weights
+
+    text = '{"_raw_data":"QUJD","x":{"_raw_data":"a\\"b"},"y":"_raw_data"}'
+    assert _without_weights(text) == '{"_raw_data":"","x":{"_raw_data":"a\\"b"},"y":"_raw_data"}'
+    assert json.loads(_without_weights(text))["x"]["_raw_data"] == 'a"b'
+
+
 # ---- the cache folder, the CLI, bad input ---------------------------------------------------------------------
 def test_a_cache_folder_keeps_the_last_compile_and_a_different_option_reuses_nothing(tmp_path: Path) -> None:
     g = load_graph(example_path("allgather_concat.yaml"))
