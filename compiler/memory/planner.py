@@ -1336,6 +1336,26 @@ class _Frame:
         for k in range(m):
             for sec in range(self.lo[k], self.hi[k] - 1):
                 self.cuts[sec] += 1
+        self._static64: tuple[array[int], ...] | None = None
+
+    def static64(self) -> tuple[array[int], ...]:
+        """Sizes, alignments, section ranges, neighbour lists and section members as int64 arrays (the lists
+        as CSR), for the native steps of :class:`_Search` (built once a frame)."""
+        if self._static64 is None:
+            adj_ptr = array("q", itertools.accumulate(map(len, self.adj), initial=0))
+            mem_ptr = array("q", itertools.accumulate(map(len, self.members), initial=0))
+            adj_idx = array("q", itertools.chain.from_iterable(self.adj))
+            mem_idx = array("q", itertools.chain.from_iterable(self.members))
+            lists = (self.size, self.align, self.lo, self.hi)
+            self._static64 = (*(array("q", x) for x in lists), adj_ptr, adj_idx, mem_ptr, mem_idx)
+        return self._static64
+
+    def fits_int64(self, capacity: int) -> bool:
+        """Whether every offset, section total and candidate key of a search within ``capacity`` fits int64."""
+        if not self.size:
+            return True
+        reach = max(capacity, self.base, 0) + max(self.align) + max(self.size) + sum(self.size)
+        return min(self.base, capacity) >= 0 and reach * (len(self.size) + 1) < 1 << 62
 
 
 class _Search:
@@ -1366,6 +1386,11 @@ class _Search:
         self.nodes = 0
         self.work = 0
         self.pause_at = 0
+        # the native steps' state (same values, int64 arrays), or None for the pure-Python steps
+        self.native: Any = None
+        if _NATIVE is not None and frame.fits_int64(capacity):
+            self.off, self.mo, self.total, self.wit = (array("q", x) for x in (self.off, self.mo, self.total, self.wit))
+            self.native = (self.off, self.mo, self.total, self.wit, *frame.static64(), self.watch)
 
     def solve(self) -> Generator[None, None, int]:
         """Run to completion (pausing whenever ``work`` reaches ``pause_at``); return _FOUND or _NOT_FOUND."""
@@ -1408,37 +1433,16 @@ class _Search:
         if not items:
             return _FOUND
         f = self.f
-        off = self.off
-        mo = self.mo
-        size = f.size
         scale = len(pre)
-        mos = list(map(mo.__getitem__, items))
-        keys = sorted(map(add, map(mul, mos, repeat(scale)), ranks))
-        min_height = min(map(add, mos, map(size.__getitem__, items)))
         work = 20 + len(items)
-        total = self.total
         adj = f.adj
         sec_lo, sec_hi = f.lo, f.hi
-        # section inference with a monotone floor: after placing any item at offset o, every section of the
-        # partition still has to stack its remaining size above max(o, its floor); for the placed item's own
-        # sections that is o + (total before placement), elsewhere o + total, so o <= capacity - max total.
-        max_offset = self.capacity - max(total[lo:hi])
-        for key in keys[bisect_left(keys, start) :]:
+        for key in self._candidates(items, ranks, lo, hi, scale, start):
             o, r = divmod(key, scale)
-            if o > max_offset or o >= min_height:
-                break
             b = pre[r]
-            s = size[b]
-            blo, bhi = sec_lo[b], sec_hi[b]
-            off[b] = o
-            work += 10 + len(adj[b]) + bhi - blo
-            changed, ok = self._raise(b, o + s)
-            for sec in range(blo, bhi):
-                total[sec] -= s
-            trail: list[tuple[int, int, int]] = []
-            if ok:
-                ok, seen = self._rewatch([b] + [x for x, _ in changed], trail)
-                work += seen
+            work += 10 + len(adj[b]) + sec_hi[b] - sec_lo[b]
+            ok, seen, undo = self._place(b, o)
+            work += seen
             status = _NOT_FOUND
             if ok:
                 self.work += work
@@ -1447,11 +1451,56 @@ class _Search:
                 status = yield from self._place_next(
                     pre, ranks[:j] + ranks[j + 1 :], items[:j] + items[j + 1 :], lo, hi, key, b
                 )
-            self._undo(b, changed, trail)
+            self._unplace(b, undo)
             if status == _FOUND:
                 return status
         self.work += work
         return _NOT_FOUND
+
+    def _candidates(self, items: list[int], ranks: list[int], lo: int, hi: int, scale: int, start: int) -> list[int]:
+        """The keys to try, ascending: those >= ``start`` up to the first one beyond the section inference or
+        the dominance bound (each a placement at offset key // scale of the item of rank key % scale)."""
+        if self.native is not None:
+            keys: list[int] = _NATIVE.exact_candidates(self.native, items, ranks, scale, start, self.capacity, lo, hi)
+            return keys
+        mos = list(map(self.mo.__getitem__, items))
+        keys = sorted(map(add, map(mul, mos, repeat(scale)), ranks))
+        min_height = min(map(add, mos, map(self.f.size.__getitem__, items)))
+        # section inference with a monotone floor: after placing any item at offset o, every section of the
+        # partition still has to stack its remaining size above max(o, its floor); for the placed item's own
+        # sections that is o + (total before placement), elsewhere o + total, so o <= capacity - max total.
+        max_offset = self.capacity - max(self.total[lo:hi])
+        out = keys[bisect_left(keys, start) :]
+        for k, key in enumerate(out):
+            o = key // scale
+            if o > max_offset or o >= min_height:
+                return out[:k]
+        return out
+
+    def _place(self, b: int, o: int) -> tuple[bool, int, Any]:
+        """Place ``b`` at ``o``: raise its neighbours, take its size off its sections, find new witnesses.
+        Return (still feasible, members looked at, what :meth:`_unplace` needs to take it back)."""
+        if self.native is not None:
+            ok, seen, changed, trail = _NATIVE.exact_place(self.native, b, o, self.capacity)
+            return ok, seen, (changed, trail)
+        s = self.f.size[b]
+        self.off[b] = o
+        changed, ok = self._raise(b, o + s)
+        total = self.total
+        for sec in range(self.f.lo[b], self.f.hi[b]):
+            total[sec] -= s
+        trail: list[tuple[int, int, int]] = []
+        seen = 0
+        if ok:
+            ok, seen = self._rewatch([b] + [x for x, _ in changed], trail)
+        return ok, seen, (changed, trail)
+
+    def _unplace(self, b: int, undo: Any) -> None:
+        """Take back :meth:`_place`."""
+        if self.native is not None:
+            _NATIVE.exact_undo(self.native, b, *undo)
+        else:
+            self._undo(b, *undo)
 
     def _undo(self, b: int, changed: list[tuple[int, int]], trail: list[tuple[int, int, int]]) -> None:
         """Take back the placement of ``b``: witnesses, section totals, neighbours' lowest offsets, offset."""
