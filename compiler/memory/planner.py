@@ -42,8 +42,9 @@ Fixed-offset buffers are honoured (placed first), offsets respect each buffer's 
 always gives the same output.
 
 The hot loops (neighbour lists, first/best fit over them, the time sweep, the lower bound, the pair count, the
-exact search's per-candidate steps) have native twins in the optional C extension ``_native`` (``_native.c``, built by ``pip install`` when a compiler is
-there); they give the same offsets, and the pure-Python loops run when it is absent or a value exceeds int64.
+exact search's per-candidate steps) have native twins in the optional C extension ``_native`` (``_native.c``,
+built by ``pip install`` when a compiler is there); they give the same offsets, and the pure-Python loops run
+when it is absent or a value exceeds int64.
 The work units stay those of the Python loops, so the plans do not depend on it: with it, the budget is spent
 in a fraction of its seconds.
 """
@@ -59,7 +60,7 @@ import sys
 import time
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, MutableSequence, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -1374,12 +1375,14 @@ class _Search:
         self.capacity = capacity
         self.heuristic = heuristic
         m = len(frame.size)
-        self.total = list(frame.total)
+        self.total: MutableSequence[int] = list(frame.total)
         self.cuts = list(frame.cuts)
-        self.off = [-1] * m
+        self.off: MutableSequence[int] = [-1] * m
         self.solution = [-1] * m
-        self.mo = [_align_up(frame.base, a) for a in frame.align]  # lowest legal offset of unplaced items
-        self.wit = [mem[0] for mem in frame.members]  # an unplaced member with mo <= capacity - total
+        # lowest legal offset of unplaced items
+        self.mo: MutableSequence[int] = [_align_up(frame.base, a) for a in frame.align]
+        # an unplaced member with mo <= capacity - total
+        self.wit: MutableSequence[int] = [mem[0] for mem in frame.members]
         self.watch: list[set[int]] = [set() for _ in range(m)]  # the sections each item is witness of
         for sec, w in enumerate(self.wit):
             self.watch[w].add(sec)
@@ -1481,8 +1484,8 @@ class _Search:
         """Place ``b`` at ``o``: raise its neighbours, take its size off its sections, find new witnesses.
         Return (still feasible, members looked at, what :meth:`_unplace` needs to take it back)."""
         if self.native is not None:
-            ok, seen, changed, trail = _NATIVE.exact_place(self.native, b, o, self.capacity)
-            return ok, seen, (changed, trail)
+            ok, seen, changed, steps = _NATIVE.exact_place(self.native, b, o, self.capacity)
+            return ok, seen, (changed, steps)
         s = self.f.size[b]
         self.off[b] = o
         changed, ok = self._raise(b, o + s)
