@@ -12,7 +12,7 @@
  *   peak(first, last, size) -> int                         like planner._peak (the lower bound)
  *   count_pairs(items, first, last) -> int                 like planner._count_pairs
  *   sweep(order, first, last, size, align, off, base, best_fit) -> height   like planner._sweep_py
- *   exact_candidates / exact_place / exact_undo            the exact search's inner steps, like
+ *   exact_state / exact_candidates / exact_place / exact_undo   the exact search's inner steps, like
  *                                                          planner._Search._candidates / _place / _unplace
  *
  * Every array is an int64 buffer (array.array('q')); ``off`` is written in place. The caller guarantees that
@@ -860,6 +860,40 @@ static int exact_open(PyObject *state, exact_t *e) {
     return 0;
 }
 
+
+#define EXACT_CAPSULE "rulepass.exact_state"
+
+static void exact_state_free(PyObject *capsule) {
+    exact_t *e = PyCapsule_GetPointer(capsule, EXACT_CAPSULE);
+    if (!e) return;
+    exact_release(e);
+    Py_XDECREF(e->watch);
+    free(e);
+}
+
+/* exact_state(state) -> capsule: the state tuple's buffers, held (so the arrays cannot resize) until the
+ * capsule goes; the other exact_* functions take the capsule. */
+static PyObject *native_exact_state(PyObject *self, PyObject *args) {
+    PyObject *state;
+    if (!PyArg_ParseTuple(args, "O", &state)) return NULL;
+    exact_t *e = (exact_t *)calloc(1, sizeof(exact_t));
+    if (!e) return PyErr_NoMemory();
+    if (exact_open(state, e) < 0) {
+        free(e);
+        return NULL;
+    }
+    Py_INCREF(e->watch);
+    PyObject *capsule = PyCapsule_New(e, EXACT_CAPSULE, exact_state_free);
+    if (!capsule) {
+        exact_release(e);
+        Py_DECREF(e->watch);
+        free(e);
+    }
+    return capsule;
+}
+
+static exact_t *exact_get(PyObject *capsule) { return (exact_t *)PyCapsule_GetPointer(capsule, EXACT_CAPSULE); }
+
 /* exact_candidates(state, items, ranks, scale, start, capacity, lo, hi) -> keys: _Search._candidates */
 static PyObject *native_exact_candidates(PyObject *self, PyObject *args) {
     PyObject *state, *items, *ranks;
@@ -868,12 +902,12 @@ static PyObject *native_exact_candidates(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OO!O!LLLnn", &state, &PyList_Type, &items, &PyList_Type, &ranks, &scale, &start,
                           &capacity, &lo, &hi))
         return NULL;
-    exact_t e;
-    if (exact_open(state, &e) < 0) return NULL;
+    exact_t *e = exact_get(state);
+    if (!e) return NULL;
     Py_ssize_t n = PyList_GET_SIZE(items);
     PyObject *result = NULL;
     int64_t *keys = NULL;
-    if (PyList_GET_SIZE(ranks) != n || lo < 0 || hi > e.sections || lo >= hi || n == 0) {
+    if (PyList_GET_SIZE(ranks) != n || lo < 0 || hi > e->sections || lo >= hi || n == 0) {
         PyErr_SetString(PyExc_ValueError, "exact_candidates: bad arguments");
         goto done;
     }
@@ -887,17 +921,17 @@ static PyObject *native_exact_candidates(PyObject *self, PyObject *args) {
         Py_ssize_t i = PyLong_AsSsize_t(PyList_GET_ITEM(items, k));
         long long r = PyLong_AsLongLong(PyList_GET_ITEM(ranks, k));
         if (PyErr_Occurred()) goto done;
-        if (i < 0 || i >= e.m) {
+        if (i < 0 || i >= e->m) {
             PyErr_SetString(PyExc_IndexError, "exact_candidates: item out of range");
             goto done;
         }
-        keys[k] = e.mo[i] * scale + r;
-        int64_t h = e.mo[i] + e.size[i];
+        keys[k] = e->mo[i] * scale + r;
+        int64_t h = e->mo[i] + e->size[i];
         if (k == 0 || h < min_height) min_height = h;
     }
-    int64_t top = e.total[lo];
+    int64_t top = e->total[lo];
     for (Py_ssize_t sec = lo + 1; sec < hi; sec++)
-        if (e.total[sec] > top) top = e.total[sec];
+        if (e->total[sec] > top) top = e->total[sec];
     int64_t max_offset = capacity - top;
     qsort(keys, (size_t)n, sizeof(int64_t), cmp_i64);
     Py_ssize_t from = 0, to;
@@ -918,7 +952,6 @@ static PyObject *native_exact_candidates(PyObject *self, PyObject *args) {
     }
 done:
     free(keys);
-    exact_release(&e);
     return result;
 }
 
@@ -990,33 +1023,33 @@ static PyObject *native_exact_place(PyObject *self, PyObject *args) {
     Py_ssize_t b;
     long long o, capacity;
     if (!PyArg_ParseTuple(args, "OnLL", &state, &b, &o, &capacity)) return NULL;
-    exact_t e;
-    if (exact_open(state, &e) < 0) return NULL;
+    exact_t *e = exact_get(state);
+    if (!e) return NULL;
     PyObject *changed = PyList_New(0), *trail = PyList_New(0), *result = NULL;
     int ok = 1;
     int64_t seen = 0;
     if (!changed || !trail) goto done;
-    if (b < 0 || b >= e.m) {
+    if (b < 0 || b >= e->m) {
         PyErr_SetString(PyExc_IndexError, "exact_place: item out of range");
         goto done;
     }
-    e.off[b] = o;
-    int64_t h = o + e.size[b];
-    for (int64_t q = e.adj_ptr[b]; q < e.adj_ptr[b + 1]; q++) {
-        int64_t x = e.adj_idx[q];
-        if (e.off[x] < 0 && e.mo[x] < h) {
-            if (append_i64(changed, x) < 0 || append_i64(changed, e.mo[x]) < 0) goto done;
-            int64_t mx = align_up(h, e.align[x]);
-            e.mo[x] = mx;
-            if (mx + e.size[x] > capacity) {
+    e->off[b] = o;
+    int64_t h = o + e->size[b];
+    for (int64_t q = e->adj_ptr[b]; q < e->adj_ptr[b + 1]; q++) {
+        int64_t x = e->adj_idx[q];
+        if (e->off[x] < 0 && e->mo[x] < h) {
+            if (append_i64(changed, x) < 0 || append_i64(changed, e->mo[x]) < 0) goto done;
+            int64_t mx = align_up(h, e->align[x]);
+            e->mo[x] = mx;
+            if (mx + e->size[x] > capacity) {
                 ok = 0;
                 break;
             }
         }
     }
-    for (int64_t sec = e.lo[b]; sec < e.hi[b]; sec++) e.total[sec] -= e.size[b];
+    for (int64_t sec = e->lo[b]; sec < e->hi[b]; sec++) e->total[sec] -= e->size[b];
     if (ok) {
-        int rc = exact_rewatch(&e, b, capacity, changed, trail, &seen);
+        int rc = exact_rewatch(e, b, capacity, changed, trail, &seen);
         if (rc < 0) goto done;
         ok = rc;
     }
@@ -1024,7 +1057,6 @@ static PyObject *native_exact_place(PyObject *self, PyObject *args) {
 done:
     Py_XDECREF(changed);
     Py_XDECREF(trail);
-    exact_release(&e);
     return result;
 }
 
@@ -1033,8 +1065,8 @@ static PyObject *native_exact_undo(PyObject *self, PyObject *args) {
     PyObject *state, *changed, *trail;
     Py_ssize_t b;
     if (!PyArg_ParseTuple(args, "OnO!O!", &state, &b, &PyList_Type, &changed, &PyList_Type, &trail)) return NULL;
-    exact_t e;
-    if (exact_open(state, &e) < 0) return NULL;
+    exact_t *e = exact_get(state);
+    if (!e) return NULL;
     PyObject *result = NULL;
     for (Py_ssize_t k = PyList_GET_SIZE(trail) - 3; k >= 0; k -= 3) {
         PyObject *secobj = PyList_GET_ITEM(trail, k);
@@ -1042,26 +1074,26 @@ static PyObject *native_exact_undo(PyObject *self, PyObject *args) {
         int64_t w = PyLong_AsLongLong(PyList_GET_ITEM(trail, k + 1));
         int64_t nw = PyLong_AsLongLong(PyList_GET_ITEM(trail, k + 2));
         if (PyErr_Occurred()) goto done;
-        e.wit[sec] = w;
-        if (nw >= 0 && PySet_Discard(PyList_GET_ITEM(e.watch, nw), secobj) < 0) goto done;
-        if (PySet_Add(PyList_GET_ITEM(e.watch, w), secobj) < 0) goto done;
+        e->wit[sec] = w;
+        if (nw >= 0 && PySet_Discard(PyList_GET_ITEM(e->watch, nw), secobj) < 0) goto done;
+        if (PySet_Add(PyList_GET_ITEM(e->watch, w), secobj) < 0) goto done;
     }
-    for (int64_t sec = e.lo[b]; sec < e.hi[b]; sec++) e.total[sec] += e.size[b];
+    for (int64_t sec = e->lo[b]; sec < e->hi[b]; sec++) e->total[sec] += e->size[b];
     for (Py_ssize_t k = PyList_GET_SIZE(changed) - 2; k >= 0; k -= 2) {
         int64_t x = PyLong_AsLongLong(PyList_GET_ITEM(changed, k));
         int64_t v = PyLong_AsLongLong(PyList_GET_ITEM(changed, k + 1));
         if (PyErr_Occurred()) goto done;
-        e.mo[x] = v;
+        e->mo[x] = v;
     }
-    e.off[b] = -1;
+    e->off[b] = -1;
     Py_INCREF(Py_None);
     result = Py_None;
 done:
-    exact_release(&e);
     return result;
 }
 
 static PyMethodDef methods[] = {
+    {"exact_state", native_exact_state, METH_VARARGS, "The exact search's state, held for the calls below."},
     {"exact_candidates", native_exact_candidates, METH_VARARGS, "The exact search's next keys (see planner.py)."},
     {"exact_place", native_exact_place, METH_VARARGS, "One placement of the exact search (see planner.py)."},
     {"exact_undo", native_exact_undo, METH_VARARGS, "Take back one placement of the exact search."},

@@ -1393,7 +1393,7 @@ class _Search:
         self.native: Any = None
         if _NATIVE is not None and frame.fits_int64(capacity):
             self.off, self.mo, self.total, self.wit = (array("q", x) for x in (self.off, self.mo, self.total, self.wit))
-            self.native = (self.off, self.mo, self.total, self.wit, *frame.static64(), self.watch)
+            self.native = _NATIVE.exact_state((self.off, self.mo, self.total, self.wit, *frame.static64(), self.watch))
 
     def solve(self) -> Generator[None, None, int]:
         """Run to completion (pausing whenever ``work`` reaches ``pause_at``); return _FOUND or _NOT_FOUND."""
