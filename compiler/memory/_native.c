@@ -12,6 +12,8 @@
  *   peak(first, last, size) -> int                         like planner._peak (the lower bound)
  *   count_pairs(items, first, last) -> int                 like planner._count_pairs
  *   sweep(order, first, last, size, align, off, base, best_fit) -> height   like planner._sweep_py
+ *   exact_state / exact_candidates / exact_place / exact_undo   the exact search's inner steps, like
+ *                                                          planner._Search._candidates / _place / _unplace
  *
  * Every array is an int64 buffer (array.array('q')); ``off`` is written in place. The caller guarantees that
  * every value and every offset reached fits in int64 (planner._Arrays.native).
@@ -807,7 +809,294 @@ done:
     return result;
 }
 
+/* ---- The exact search's inner steps (planner._Search, native state; see _Search._place / _candidates) ----
+ *
+ * ``state`` is the tuple (off, mo, total, wit, size, align, lo, hi, adj_ptr, adj_idx, mem_ptr, mem_idx, watch):
+ * the first four int64 arrays are the search's mutable state, the next eight the frame's (neighbour lists and
+ * section members as CSR), ``watch`` the list of Python sets of sections each item is witness of (kept as
+ * sets, so their iteration order, which decides the work counted, is Python's own). */
+
+#define EX_MUTABLE 4
+#define EX_ARRAYS 12
+
+typedef struct {
+    Py_buffer v[EX_ARRAYS];
+    int got;
+    int64_t *off, *mo, *total, *wit;
+    const int64_t *size, *align, *lo, *hi, *adj_ptr, *adj_idx, *mem_ptr, *mem_idx;
+    Py_ssize_t m, sections;
+    PyObject *watch;
+} exact_t;
+
+static void exact_release(exact_t *e) {
+    for (int k = 0; k < e->got; k++) PyBuffer_Release(&e->v[k]);
+    e->got = 0;
+}
+
+static int exact_open(PyObject *state, exact_t *e) {
+    e->got = 0;
+    if (!PyTuple_Check(state) || PyTuple_GET_SIZE(state) != EX_ARRAYS + 1) {
+        PyErr_SetString(PyExc_TypeError, "exact: bad state tuple");
+        return -1;
+    }
+    for (; e->got < EX_ARRAYS; e->got++)
+        if (get_i64(PyTuple_GET_ITEM(state, e->got), &e->v[e->got], e->got < EX_MUTABLE, "exact state") < 0) {
+            exact_release(e);
+            return -1;
+        }
+    int64_t **w[EX_MUTABLE] = {&e->off, &e->mo, &e->total, &e->wit};
+    for (int k = 0; k < EX_MUTABLE; k++) *w[k] = e->v[k].buf;
+    const int64_t **r[EX_ARRAYS - EX_MUTABLE] = {&e->size,    &e->align,   &e->lo,      &e->hi,
+                                                  &e->adj_ptr, &e->adj_idx, &e->mem_ptr, &e->mem_idx};
+    for (int k = 0; k < EX_ARRAYS - EX_MUTABLE; k++) *r[k] = e->v[EX_MUTABLE + k].buf;
+    e->m = e->v[0].len / 8;
+    e->sections = e->v[2].len / 8;
+    e->watch = PyTuple_GET_ITEM(state, EX_ARRAYS);
+    if (!PyList_Check(e->watch) || PyList_GET_SIZE(e->watch) != e->m) {
+        exact_release(e);
+        PyErr_SetString(PyExc_TypeError, "exact: bad watch list");
+        return -1;
+    }
+    return 0;
+}
+
+
+#define EXACT_CAPSULE "rulepass.exact_state"
+
+static void exact_state_free(PyObject *capsule) {
+    exact_t *e = PyCapsule_GetPointer(capsule, EXACT_CAPSULE);
+    if (!e) return;
+    exact_release(e);
+    Py_XDECREF(e->watch);
+    free(e);
+}
+
+/* exact_state(state) -> capsule: the state tuple's buffers, held (so the arrays cannot resize) until the
+ * capsule goes; the other exact_* functions take the capsule. */
+static PyObject *native_exact_state(PyObject *self, PyObject *args) {
+    PyObject *state;
+    if (!PyArg_ParseTuple(args, "O", &state)) return NULL;
+    exact_t *e = (exact_t *)calloc(1, sizeof(exact_t));
+    if (!e) return PyErr_NoMemory();
+    if (exact_open(state, e) < 0) {
+        free(e);
+        return NULL;
+    }
+    Py_INCREF(e->watch);
+    PyObject *capsule = PyCapsule_New(e, EXACT_CAPSULE, exact_state_free);
+    if (!capsule) {
+        exact_release(e);
+        Py_DECREF(e->watch);
+        free(e);
+    }
+    return capsule;
+}
+
+static exact_t *exact_get(PyObject *capsule) { return (exact_t *)PyCapsule_GetPointer(capsule, EXACT_CAPSULE); }
+
+/* exact_candidates(state, items, ranks, scale, start, capacity, lo, hi) -> keys: _Search._candidates */
+static PyObject *native_exact_candidates(PyObject *self, PyObject *args) {
+    PyObject *state, *items, *ranks;
+    long long scale, start, capacity;
+    Py_ssize_t lo, hi;
+    if (!PyArg_ParseTuple(args, "OO!O!LLLnn", &state, &PyList_Type, &items, &PyList_Type, &ranks, &scale, &start,
+                          &capacity, &lo, &hi))
+        return NULL;
+    exact_t *e = exact_get(state);
+    if (!e) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(items);
+    PyObject *result = NULL;
+    int64_t *keys = NULL;
+    if (PyList_GET_SIZE(ranks) != n || lo < 0 || hi > e->sections || lo >= hi || n == 0) {
+        PyErr_SetString(PyExc_ValueError, "exact_candidates: bad arguments");
+        goto done;
+    }
+    keys = (int64_t *)malloc(sizeof(int64_t) * (size_t)n);
+    if (!keys) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t min_height = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        Py_ssize_t i = PyLong_AsSsize_t(PyList_GET_ITEM(items, k));
+        long long r = PyLong_AsLongLong(PyList_GET_ITEM(ranks, k));
+        if (PyErr_Occurred()) goto done;
+        if (i < 0 || i >= e->m) {
+            PyErr_SetString(PyExc_IndexError, "exact_candidates: item out of range");
+            goto done;
+        }
+        keys[k] = e->mo[i] * scale + r;
+        int64_t h = e->mo[i] + e->size[i];
+        if (k == 0 || h < min_height) min_height = h;
+    }
+    int64_t top = e->total[lo];
+    for (Py_ssize_t sec = lo + 1; sec < hi; sec++)
+        if (e->total[sec] > top) top = e->total[sec];
+    int64_t max_offset = capacity - top;
+    qsort(keys, (size_t)n, sizeof(int64_t), cmp_i64);
+    Py_ssize_t from = 0, to;
+    while (from < n && keys[from] < start) from++;
+    for (to = from; to < n; to++) {
+        int64_t o = keys[to] / scale;
+        if (o > max_offset || o >= min_height) break;
+    }
+    result = PyList_New(to - from);
+    if (!result) goto done;
+    for (Py_ssize_t k = from; k < to; k++) {
+        PyObject *key = PyLong_FromLongLong(keys[k]);
+        if (!key) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyList_SET_ITEM(result, k - from, key);
+    }
+done:
+    free(keys);
+    return result;
+}
+
+static int append_i64(PyObject *list, int64_t v) {
+    PyObject *x = PyLong_FromLongLong(v);
+    if (!x) return -1;
+    int rc = PyList_Append(list, x);
+    Py_DECREF(x);
+    return rc;
+}
+
+/* _Search._rewatch over b and the neighbours raised (changed[0::2]); trail gets (sec, old, new) triples. */
+static int exact_rewatch(exact_t *e, int64_t b, int64_t capacity, PyObject *changed, PyObject *trail,
+                         int64_t *seen) {
+    Py_ssize_t moved = 1 + PyList_GET_SIZE(changed) / 2;
+    for (Py_ssize_t k = 0; k < moved; k++) {
+        int64_t x = k == 0 ? b : PyLong_AsLongLong(PyList_GET_ITEM(changed, 2 * (k - 1)));
+        PyObject *watched = PyList_GET_ITEM(e->watch, x);
+        if (!PySet_Check(watched)) {
+            PyErr_SetString(PyExc_TypeError, "exact: watch holds a non-set");
+            return -1;
+        }
+        if (PySet_GET_SIZE(watched) == 0) continue;
+        int64_t mx = e->mo[x];
+        PyObject *secs = PySequence_List(watched);
+        if (!secs) return -1;
+        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(secs); j++) {
+            PyObject *secobj = PyList_GET_ITEM(secs, j);
+            int64_t sec = PyLong_AsLongLong(secobj);
+            int64_t limit = capacity - e->total[sec];
+            if (x != b && mx <= limit) continue;
+            int64_t found = -1;
+            int pending = 0;
+            int64_t a = e->mem_ptr[sec], z = e->mem_ptr[sec + 1];
+            *seen += z - a;
+            for (int64_t q = a; q < z; q++) {
+                int64_t y = e->mem_idx[q];
+                if (e->off[y] < 0) {
+                    if (e->mo[y] <= limit) {
+                        found = y;
+                        break;
+                    }
+                    pending = 1;
+                }
+            }
+            if (found < 0 && pending) {
+                Py_DECREF(secs);
+                return 0;
+            }
+            if (append_i64(trail, sec) < 0 || append_i64(trail, x) < 0 || append_i64(trail, found) < 0 ||
+                PySet_Discard(watched, secobj) < 0) {
+                Py_DECREF(secs);
+                return -1;
+            }
+            e->wit[sec] = found;
+            if (found >= 0 && PySet_Add(PyList_GET_ITEM(e->watch, found), secobj) < 0) {
+                Py_DECREF(secs);
+                return -1;
+            }
+        }
+        Py_DECREF(secs);
+    }
+    return 1;
+}
+
+/* exact_place(state, b, o, capacity) -> (ok, seen, changed, trail): _Search._place (raise, totals, rewatch) */
+static PyObject *native_exact_place(PyObject *self, PyObject *args) {
+    PyObject *state;
+    Py_ssize_t b;
+    long long o, capacity;
+    if (!PyArg_ParseTuple(args, "OnLL", &state, &b, &o, &capacity)) return NULL;
+    exact_t *e = exact_get(state);
+    if (!e) return NULL;
+    PyObject *changed = PyList_New(0), *trail = PyList_New(0), *result = NULL;
+    int ok = 1;
+    int64_t seen = 0;
+    if (!changed || !trail) goto done;
+    if (b < 0 || b >= e->m) {
+        PyErr_SetString(PyExc_IndexError, "exact_place: item out of range");
+        goto done;
+    }
+    e->off[b] = o;
+    int64_t h = o + e->size[b];
+    for (int64_t q = e->adj_ptr[b]; q < e->adj_ptr[b + 1]; q++) {
+        int64_t x = e->adj_idx[q];
+        if (e->off[x] < 0 && e->mo[x] < h) {
+            if (append_i64(changed, x) < 0 || append_i64(changed, e->mo[x]) < 0) goto done;
+            int64_t mx = align_up(h, e->align[x]);
+            e->mo[x] = mx;
+            if (mx + e->size[x] > capacity) {
+                ok = 0;
+                break;
+            }
+        }
+    }
+    for (int64_t sec = e->lo[b]; sec < e->hi[b]; sec++) e->total[sec] -= e->size[b];
+    if (ok) {
+        int rc = exact_rewatch(e, b, capacity, changed, trail, &seen);
+        if (rc < 0) goto done;
+        ok = rc;
+    }
+    result = Py_BuildValue("(OLOO)", ok ? Py_True : Py_False, (long long)seen, changed, trail);
+done:
+    Py_XDECREF(changed);
+    Py_XDECREF(trail);
+    return result;
+}
+
+/* exact_undo(state, b, changed, trail): _Search._undo on the lists exact_place returned */
+static PyObject *native_exact_undo(PyObject *self, PyObject *args) {
+    PyObject *state, *changed, *trail;
+    Py_ssize_t b;
+    if (!PyArg_ParseTuple(args, "OnO!O!", &state, &b, &PyList_Type, &changed, &PyList_Type, &trail)) return NULL;
+    exact_t *e = exact_get(state);
+    if (!e) return NULL;
+    PyObject *result = NULL;
+    for (Py_ssize_t k = PyList_GET_SIZE(trail) - 3; k >= 0; k -= 3) {
+        PyObject *secobj = PyList_GET_ITEM(trail, k);
+        int64_t sec = PyLong_AsLongLong(secobj);
+        int64_t w = PyLong_AsLongLong(PyList_GET_ITEM(trail, k + 1));
+        int64_t nw = PyLong_AsLongLong(PyList_GET_ITEM(trail, k + 2));
+        if (PyErr_Occurred()) goto done;
+        e->wit[sec] = w;
+        if (nw >= 0 && PySet_Discard(PyList_GET_ITEM(e->watch, nw), secobj) < 0) goto done;
+        if (PySet_Add(PyList_GET_ITEM(e->watch, w), secobj) < 0) goto done;
+    }
+    for (int64_t sec = e->lo[b]; sec < e->hi[b]; sec++) e->total[sec] += e->size[b];
+    for (Py_ssize_t k = PyList_GET_SIZE(changed) - 2; k >= 0; k -= 2) {
+        int64_t x = PyLong_AsLongLong(PyList_GET_ITEM(changed, k));
+        int64_t v = PyLong_AsLongLong(PyList_GET_ITEM(changed, k + 1));
+        if (PyErr_Occurred()) goto done;
+        e->mo[x] = v;
+    }
+    e->off[b] = -1;
+    Py_INCREF(Py_None);
+    result = Py_None;
+done:
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"exact_state", native_exact_state, METH_VARARGS, "The exact search's state, held for the calls below."},
+    {"exact_candidates", native_exact_candidates, METH_VARARGS, "The exact search's next keys (see planner.py)."},
+    {"exact_place", native_exact_place, METH_VARARGS, "One placement of the exact search (see planner.py)."},
+    {"exact_undo", native_exact_undo, METH_VARARGS, "Take back one placement of the exact search."},
     {"place_dense", native_place_dense, METH_VARARGS, "place() without neighbour lists, for dense inputs."},
     {"sweep", native_sweep, METH_VARARGS, "First or best fit in start order over the live gaps (see planner._sweep)."},
     {"peak", native_peak, METH_VARARGS, "Largest total size live at one step (see planner._peak)."},

@@ -41,9 +41,10 @@ the budget.
 Fixed-offset buffers are honoured (placed first), offsets respect each buffer's alignment, and the same input
 always gives the same output.
 
-The hot loops (neighbour lists, first/best fit over them, the time sweep, the lower bound, the pair count) have
-native twins in the optional C extension ``_native`` (``_native.c``, built by ``pip install`` when a compiler is
-there); they give the same offsets, and the pure-Python loops run when it is absent or a value exceeds int64.
+The hot loops (neighbour lists, first/best fit over them, the time sweep, the lower bound, the pair count, the
+exact search's per-candidate steps) have native twins in the optional C extension ``_native`` (``_native.c``,
+built by ``pip install`` when a compiler is there); they give the same offsets, and the pure-Python loops run
+when it is absent or a value exceeds int64.
 The work units stay those of the Python loops, so the plans do not depend on it: with it, the budget is spent
 in a fraction of its seconds.
 """
@@ -59,7 +60,7 @@ import sys
 import time
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, MutableSequence, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -1336,6 +1337,26 @@ class _Frame:
         for k in range(m):
             for sec in range(self.lo[k], self.hi[k] - 1):
                 self.cuts[sec] += 1
+        self._static64: tuple[array[int], ...] | None = None
+
+    def static64(self) -> tuple[array[int], ...]:
+        """Sizes, alignments, section ranges, neighbour lists and section members as int64 arrays (the lists
+        as CSR), for the native steps of :class:`_Search` (built once a frame)."""
+        if self._static64 is None:
+            adj_ptr = array("q", itertools.accumulate(map(len, self.adj), initial=0))
+            mem_ptr = array("q", itertools.accumulate(map(len, self.members), initial=0))
+            adj_idx = array("q", itertools.chain.from_iterable(self.adj))
+            mem_idx = array("q", itertools.chain.from_iterable(self.members))
+            lists = (self.size, self.align, self.lo, self.hi)
+            self._static64 = (*(array("q", x) for x in lists), adj_ptr, adj_idx, mem_ptr, mem_idx)
+        return self._static64
+
+    def fits_int64(self, capacity: int) -> bool:
+        """Whether every offset, section total and candidate key of a search within ``capacity`` fits int64."""
+        if not self.size:
+            return True
+        reach = max(capacity, self.base, 0) + max(self.align) + max(self.size) + sum(self.size)
+        return min(self.base, capacity) >= 0 and reach * (len(self.size) + 1) < 1 << 62
 
 
 class _Search:
@@ -1354,18 +1375,25 @@ class _Search:
         self.capacity = capacity
         self.heuristic = heuristic
         m = len(frame.size)
-        self.total = list(frame.total)
+        self.total: MutableSequence[int] = list(frame.total)
         self.cuts = list(frame.cuts)
-        self.off = [-1] * m
+        self.off: MutableSequence[int] = [-1] * m
         self.solution = [-1] * m
-        self.mo = [_align_up(frame.base, a) for a in frame.align]  # lowest legal offset of unplaced items
-        self.wit = [mem[0] for mem in frame.members]  # an unplaced member with mo <= capacity - total
+        # lowest legal offset of unplaced items
+        self.mo: MutableSequence[int] = [_align_up(frame.base, a) for a in frame.align]
+        # an unplaced member with mo <= capacity - total
+        self.wit: MutableSequence[int] = [mem[0] for mem in frame.members]
         self.watch: list[set[int]] = [set() for _ in range(m)]  # the sections each item is witness of
         for sec, w in enumerate(self.wit):
             self.watch[w].add(sec)
         self.nodes = 0
         self.work = 0
         self.pause_at = 0
+        # the native steps' state (same values, int64 arrays), or None for the pure-Python steps
+        self.native: Any = None
+        if _NATIVE is not None and frame.fits_int64(capacity):
+            self.off, self.mo, self.total, self.wit = (array("q", x) for x in (self.off, self.mo, self.total, self.wit))
+            self.native = _NATIVE.exact_state((self.off, self.mo, self.total, self.wit, *frame.static64(), self.watch))
 
     def solve(self) -> Generator[None, None, int]:
         """Run to completion (pausing whenever ``work`` reaches ``pause_at``); return _FOUND or _NOT_FOUND."""
@@ -1408,37 +1436,16 @@ class _Search:
         if not items:
             return _FOUND
         f = self.f
-        off = self.off
-        mo = self.mo
-        size = f.size
         scale = len(pre)
-        mos = list(map(mo.__getitem__, items))
-        keys = sorted(map(add, map(mul, mos, repeat(scale)), ranks))
-        min_height = min(map(add, mos, map(size.__getitem__, items)))
         work = 20 + len(items)
-        total = self.total
         adj = f.adj
         sec_lo, sec_hi = f.lo, f.hi
-        # section inference with a monotone floor: after placing any item at offset o, every section of the
-        # partition still has to stack its remaining size above max(o, its floor); for the placed item's own
-        # sections that is o + (total before placement), elsewhere o + total, so o <= capacity - max total.
-        max_offset = self.capacity - max(total[lo:hi])
-        for key in keys[bisect_left(keys, start) :]:
+        for key in self._candidates(items, ranks, lo, hi, scale, start):
             o, r = divmod(key, scale)
-            if o > max_offset or o >= min_height:
-                break
             b = pre[r]
-            s = size[b]
-            blo, bhi = sec_lo[b], sec_hi[b]
-            off[b] = o
-            work += 10 + len(adj[b]) + bhi - blo
-            changed, ok = self._raise(b, o + s)
-            for sec in range(blo, bhi):
-                total[sec] -= s
-            trail: list[tuple[int, int, int]] = []
-            if ok:
-                ok, seen = self._rewatch([b] + [x for x, _ in changed], trail)
-                work += seen
+            work += 10 + len(adj[b]) + sec_hi[b] - sec_lo[b]
+            ok, seen, undo = self._place(b, o)
+            work += seen
             status = _NOT_FOUND
             if ok:
                 self.work += work
@@ -1447,11 +1454,56 @@ class _Search:
                 status = yield from self._place_next(
                     pre, ranks[:j] + ranks[j + 1 :], items[:j] + items[j + 1 :], lo, hi, key, b
                 )
-            self._undo(b, changed, trail)
+            self._unplace(b, undo)
             if status == _FOUND:
                 return status
         self.work += work
         return _NOT_FOUND
+
+    def _candidates(self, items: list[int], ranks: list[int], lo: int, hi: int, scale: int, start: int) -> list[int]:
+        """The keys to try, ascending: those >= ``start`` up to the first one beyond the section inference or
+        the dominance bound (each a placement at offset key // scale of the item of rank key % scale)."""
+        if self.native is not None:
+            keys: list[int] = _NATIVE.exact_candidates(self.native, items, ranks, scale, start, self.capacity, lo, hi)
+            return keys
+        mos = list(map(self.mo.__getitem__, items))
+        keys = sorted(map(add, map(mul, mos, repeat(scale)), ranks))
+        min_height = min(map(add, mos, map(self.f.size.__getitem__, items)))
+        # section inference with a monotone floor: after placing any item at offset o, every section of the
+        # partition still has to stack its remaining size above max(o, its floor); for the placed item's own
+        # sections that is o + (total before placement), elsewhere o + total, so o <= capacity - max total.
+        max_offset = self.capacity - max(self.total[lo:hi])
+        out = keys[bisect_left(keys, start) :]
+        for k, key in enumerate(out):
+            o = key // scale
+            if o > max_offset or o >= min_height:
+                return out[:k]
+        return out
+
+    def _place(self, b: int, o: int) -> tuple[bool, int, Any]:
+        """Place ``b`` at ``o``: raise its neighbours, take its size off its sections, find new witnesses.
+        Return (still feasible, members looked at, what :meth:`_unplace` needs to take it back)."""
+        if self.native is not None:
+            ok, seen, changed, steps = _NATIVE.exact_place(self.native, b, o, self.capacity)
+            return ok, seen, (changed, steps)
+        s = self.f.size[b]
+        self.off[b] = o
+        changed, ok = self._raise(b, o + s)
+        total = self.total
+        for sec in range(self.f.lo[b], self.f.hi[b]):
+            total[sec] -= s
+        trail: list[tuple[int, int, int]] = []
+        seen = 0
+        if ok:
+            ok, seen = self._rewatch([b] + [x for x, _ in changed], trail)
+        return ok, seen, (changed, trail)
+
+    def _unplace(self, b: int, undo: Any) -> None:
+        """Take back :meth:`_place`."""
+        if self.native is not None:
+            _NATIVE.exact_undo(self.native, b, *undo)
+        else:
+            self._undo(b, *undo)
 
     def _undo(self, b: int, changed: list[tuple[int, int]], trail: list[tuple[int, int, int]]) -> None:
         """Take back the placement of ``b``: witnesses, section totals, neighbours' lowest offsets, offset."""

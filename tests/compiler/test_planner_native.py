@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 from array import array
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from rulepass.compiler.memory import planner
@@ -102,3 +103,68 @@ def test_values_beyond_int64_use_the_python_loops() -> None:
     assert not planner._Arrays(bufs).native
     p = plan(bufs)
     assert check_placement(bufs, p.offsets) == [] and p.arena == p.lower_bound
+
+
+def _python_exact_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the exact search use its pure-Python steps (the other native loops stay)."""
+    monkeypatch.setattr(planner._Frame, "fits_int64", lambda self, capacity: False)
+
+
+def _packing_instance(rng: random.Random) -> list[Buffer]:
+    """A small dense instance with tight section totals, where the exact search has work to do."""
+    horizon = rng.randrange(4, 30)
+    out = []
+    for i in range(rng.randrange(6, 40)):
+        first = rng.randrange(horizon)
+        last = min(horizon, first + rng.randrange(1, 12))
+        size = rng.choice([1, 2, 3, 4, 5, 7, 8, 12, 16]) * rng.choice([1, 1, 16])
+        out.append(Buffer(f"b{i}", first, last, size, rng.choice([1, 1, 1, 2, 4])))
+    return out
+
+
+@native
+def test_native_exact_steps_explore_like_the_python_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Same outcome, nodes and work of every search, whether it finishes or a budget cuts it."""
+    rng = random.Random(5)
+    runs = 0
+    for _ in range(150):
+        bufs = _packing_instance(rng)
+        arr = planner._Arrays(bufs)
+        items = [i for i in range(len(bufs)) if arr.size[i] > 0]
+        for piece in planner._decompose(arr, items, [-1] * len(bufs)):
+            lb = max(planner._peak((arr.first[i], arr.last[i], arr.size[i]) for i in piece.items), 1) + piece.base
+            for capacity in (lb - 1, lb, lb + 3, lb + lb // 8):
+                for budget, quantum in ((100_000, 500_000), (400, 60), (3_000, 500)):
+                    frame = planner._Frame(arr, piece)
+                    fast = planner._exact(frame, capacity, budget, quantum)
+                    assert planner._Search(frame, capacity, "TWA").native is not None
+                    with monkeypatch.context() as m:
+                        _python_exact_steps(m)
+                        slow = planner._exact(planner._Frame(arr, piece), capacity, budget, quantum)
+                    assert fast == slow
+                    runs += fast.nodes > 1
+    assert runs > 200  # the searches did branch
+
+
+@native
+def test_native_exact_steps_give_the_same_plans(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whole plans, with budgets that cut the exact search anywhere, on random and test-data instances."""
+    rng = random.Random(11)
+    cases = [_packing_instance(rng) for _ in range(60)]
+    data = sorted((Path(__file__).parent.parent / "data" / "memplan").glob("*.csv"))
+    cases += [planner.read_csv(path) for path in data]
+    budgets = (2_000, 30_000, 250_000)
+    fast = [plan(bufs, exact_work=w) for bufs in cases for w in budgets]
+    _python_exact_steps(monkeypatch)
+    assert [plan(bufs, exact_work=w) for bufs in cases for w in budgets] == fast
+    assert sum(p.exact_work > 0 for p in fast) > 40
+
+
+@native
+@pytest.mark.slow
+def test_native_exact_steps_give_the_same_plans_at_the_default_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test-data instance with the exact search's whole default share (most of them finish it)."""
+    cases = [planner.read_csv(p) for p in sorted((Path(__file__).parent.parent / "data" / "memplan").glob("*.csv"))]
+    fast = [plan(bufs) for bufs in cases]
+    _python_exact_steps(monkeypatch)
+    assert [plan(bufs) for bufs in cases] == fast
