@@ -2,9 +2,10 @@
 
 A rule author tests an edit the way a Semgrep user does: `fixtures/<stem>/*.yaml` beside `<stem>.yaml` holds
 graphs and, per candidate node, `fired` or the name of the check it must miss at (optionally the element it
-must stop at), plus attributes (`expect_attrs`) and node fields such as the engine and kernel library
-(`expect_fields`) that must hold afterwards. Every candidate must be listed, so a rule that
-starts firing where it should not is caught. `rulepass test` and the test suite both run them.
+must stop at), or `not-a-candidate` for a node no rule of the file may take up, plus attributes (`expect_attrs`)
+and node fields such as the engine and kernel library (`expect_fields`) that must hold afterwards. Every
+candidate must be listed, so a rule that starts firing where it should not is caught. `rulepass test` and the
+test suite both run them.
 """
 
 from __future__ import annotations
@@ -81,6 +82,10 @@ def collect(paths: Iterable[str | Path]) -> tuple[list[tuple[Path, Path]], list[
                 )
             pairs.extend((p, f) for f in found)
     return pairs, diags
+
+
+#: The expectation of a node that must not be a candidate of the rule file (or of the pass named after `@`).
+NOT_A_CANDIDATE = "not-a-candidate"
 
 
 def _expected(raw: Any) -> tuple[str, str | None]:
@@ -162,10 +167,13 @@ def run_fixture(rule_file: Path, fixture: Path, rule_sets: dict[Path, RuleSet] |
             d = next(iter(found.values()), None)
         if d is None:
             where = f"pass {pass_name}" if pass_name else f"any rule in {rule_file.name}"
-            results.append(CaseResult(name, key, False, f"'{node}' is not a candidate of {where}"))
+            ok = want == NOT_A_CANDIDATE
+            results.append(CaseResult(name, key, ok, "ok" if ok else f"'{node}' is not a candidate of {where}"))
             continue
         covered.add((node, d.rule))
         got = "fired" if d.fired else (d.check or "?")
+        if want == NOT_A_CANDIDATE:
+            got = f"a candidate of {d.rule} ({'fired' if d.fired else 'missed at ' + got})"
         ok = got == want
         msg = f"expected {want}, got {got}" + ("" if d.fired else f" ({d.summary()})")
         if ok and element is not None and not d.fired:

@@ -131,3 +131,22 @@ def test_expect_fields_compares_node_fields_and_names_unknown_ones(tmp_path: Pat
     assert not bad.ok
     assert "engine='AIcoreEngine' (expected 'DNN_VM_AICPU')" in bad.message
     assert "Node has no field 'kernel'" in bad.message and "kernel_lib" not in bad.message.split(";")[0]
+
+
+def test_not_a_candidate_holds_only_for_a_node_no_rule_takes_up(tmp_path: Path) -> None:
+    """`not-a-candidate`: passes for a node the file's rules never consider, fails (naming the decision) for a
+    candidate, whether it fired or missed."""
+    rules = tmp_path / "rules"
+    (rules / "fixtures" / "concat_notask").mkdir(parents=True)
+    for f in RULES_DIR.glob("*.yaml"):
+        (rules / f.name).write_text(f.read_text())
+    fixture = rules / "fixtures" / "concat_notask" / "case.yaml"
+    fixture.write_text(
+        "graph: {nodes: [{name: a, type: ReLU, outputs: ['float16[1,32]']},"
+        " {name: b, type: ReLU, outputs: ['float16[1,32]']},"
+        " {name: c, type: ConcatD, attrs: {concat_dim: 0}, inputs: [a, b], outputs: ['float16[2,32]']}]}\n"
+        "expect: {a: not-a-candidate, c: not-a-candidate}\n"
+    )
+    results = {r.node: r for r in run_fixtures([fixture])[0]}
+    assert results["a"].ok
+    assert not results["c"].ok and "a candidate of ConcatNotaskPass (fired)" in results["c"].message
