@@ -111,19 +111,28 @@ def test_a_fixture_rule_file_outside_its_rule_folder_is_refused(tmp_path: Path, 
     assert not result.ok and "is outside the fixture's rule folder" in result.message and "secret" not in result.message
 
 
-def test_expect_fields_compares_node_fields_and_names_unknown_ones(tmp_path: Path) -> None:
-    rules = tmp_path / "rules"
-    (rules / "fixtures" / "engine_placement").mkdir(parents=True)
-    for f in RULES_DIR.glob("*.yaml"):  # the placement rule is ordered against the others
+def _fixture_beside_bundled_rules(tmp: Path, stem: str, text: str) -> Path:
+    """A fixture `text` for the rule file `stem`, in a copy of the bundled rules (all of them: the rules are ordered
+    against one another)."""
+    rules = tmp / "rules"
+    (rules / "fixtures" / stem).mkdir(parents=True)
+    for f in RULES_DIR.glob("*.yaml"):
         (rules / f.name).write_text(f.read_text())
-    fixture = rules / "fixtures" / "engine_placement" / "case.yaml"
-    fixture.write_text(
+    fixture = rules / "fixtures" / stem / "case.yaml"
+    fixture.write_text(text)
+    return fixture
+
+
+def test_expect_fields_compares_node_fields_and_names_unknown_ones(tmp_path: Path) -> None:
+    fixture = _fixture_beside_bundled_rules(
+        tmp_path,
+        "engine_placement",
         "graph: {nodes: [{name: x, type: Data, attrs: {index: 0}, outputs: ['float16[2]']},"
         " {name: r, type: ReLU, inputs: [x], outputs: ['float16[2]']}]}\n"
         "expect: {x: fired, r: fired}\n"
         "expect_fields:\n"
         "  x: {engine: DNN_VM_GE_LOCAL, kernel_lib: DNN_VM_GE_LOCAL_OP_STORE}\n"
-        "  r: {engine: DNN_VM_AICPU, kernel_lib: AIcoreEngine, kernel: x}\n"
+        "  r: {engine: DNN_VM_AICPU, kernel_lib: AIcoreEngine, kernel: x}\n",
     )
     results = {r.node: r for r in run_fixtures([fixture])[0]}
     assert results["x fields"].ok
@@ -136,17 +145,17 @@ def test_expect_fields_compares_node_fields_and_names_unknown_ones(tmp_path: Pat
 def test_not_a_candidate_holds_only_for_a_node_no_rule_takes_up(tmp_path: Path) -> None:
     """`not-a-candidate`: passes for a node the file's rules never consider, fails (naming the decision) for a
     candidate, whether it fired or missed."""
-    rules = tmp_path / "rules"
-    (rules / "fixtures" / "concat_notask").mkdir(parents=True)
-    for f in RULES_DIR.glob("*.yaml"):
-        (rules / f.name).write_text(f.read_text())
-    fixture = rules / "fixtures" / "concat_notask" / "case.yaml"
-    fixture.write_text(
+    fixture = _fixture_beside_bundled_rules(
+        tmp_path,
+        "concat_notask",
         "graph: {nodes: [{name: a, type: ReLU, outputs: ['float16[1,32]']},"
         " {name: b, type: ReLU, outputs: ['float16[1,32]']},"
-        " {name: c, type: ConcatD, attrs: {concat_dim: 0}, inputs: [a, b], outputs: ['float16[2,32]']}]}\n"
-        "expect: {a: not-a-candidate, c: not-a-candidate}\n"
+        " {name: c, type: ConcatD, attrs: {concat_dim: 0}, inputs: [a, b], outputs: ['float16[2,32]']},"
+        " {name: e, type: ReLU, outputs: ['float16[1,8]']}, {name: f, type: ReLU, outputs: ['float16[1,8]']},"
+        " {name: g, type: ConcatD, attrs: {concat_dim: 0}, inputs: [e, f], outputs: ['float16[2,8]']}]}\n"
+        "expect: {a: not-a-candidate, c: not-a-candidate, g: not-a-candidate}\n",
     )
     results = {r.node: r for r in run_fixtures([fixture])[0]}
     assert results["a"].ok
     assert not results["c"].ok and "a candidate of ConcatNotaskPass (fired)" in results["c"].message
+    assert not results["g"].ok and "(missed at CheckTensorAlign)" in results["g"].message
