@@ -79,7 +79,7 @@ def known_empty(op_type: str, attrs: Mapping[str, Any], kernel_lib: str | None) 
     return (
         builder is not None
         and op_type in builder.no_task_types
-        and not (attrs.get("_ffts_sub_graph") or attrs.get("_ffts_plus_sub_graph"))  # FFTS_SUBGRAPH_ATTRS
+        and not any(attrs.get(a) for a in FFTS_SUBGRAPH_ATTRS)
         and not attrs.get("_alias_engine_name")
         and attrs.get("partially_supported") is not True
     )
