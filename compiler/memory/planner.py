@@ -60,7 +60,7 @@ import sys
 import time
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Generator, Iterable, Iterator, MutableSequence, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -1292,7 +1292,10 @@ def _repack(
 # Exact search (MiniMalloc-style branch and bound)
 # ----------------------------------------------------------------------------------------------------------
 
-_FOUND, _NOT_FOUND = 0, 1
+_FOUND, _NOT_FOUND, _PAUSED = 0, 1, 2
+
+#: What _Search._unplace needs: (neighbour, old lowest offset) pairs and (section, old, new witness) triples.
+_Undo = tuple[list[tuple[int, int]], list[tuple[int, int, int]]]
 
 #: Static orders tried side by side by the exact search (MiniMalloc's letters: T = largest section total,
 #: W = lifetime width, A = area; all descending, ties by input order).
@@ -1310,6 +1313,7 @@ class _Frame:
         first = [arr.first[g] for g in piece.items]
         last = [arr.last[g] for g in piece.items]
         self.width = [b - a + 1 for a, b in zip(first, last, strict=True)]
+        self.area = [w * s for w, s in zip(self.width, self.size, strict=True)]
         m = len(piece.items)
         adj = _overlaps(range(m), first, last)
         self.adj = [adj.lists[k] for k in range(m)]
@@ -1340,23 +1344,27 @@ class _Frame:
         self._static64: tuple[array[int], ...] | None = None
 
     def static64(self) -> tuple[array[int], ...]:
-        """Sizes, alignments, section ranges, neighbour lists and section members as int64 arrays (the lists
-        as CSR), for the native steps of :class:`_Search` (built once a frame)."""
+        """Sizes, alignments, section ranges, widths, areas, neighbour lists and section members (the lists as
+        CSR), section totals and cuts as int64 arrays, for the native search (built once a frame)."""
         if self._static64 is None:
             adj_ptr = array("q", itertools.accumulate(map(len, self.adj), initial=0))
             mem_ptr = array("q", itertools.accumulate(map(len, self.members), initial=0))
             adj_idx = array("q", itertools.chain.from_iterable(self.adj))
             mem_idx = array("q", itertools.chain.from_iterable(self.members))
-            lists = (self.size, self.align, self.lo, self.hi)
-            self._static64 = (*(array("q", x) for x in lists), adj_ptr, adj_idx, mem_ptr, mem_idx)
+            head = (self.size, self.align, self.lo, self.hi, self.width, self.area)
+            tail = (self.total, self.cuts)
+            arrays = (*head, adj_ptr, adj_idx, mem_ptr, mem_idx, *tail)
+            self._static64 = tuple(array("q", x) for x in arrays)
         return self._static64
 
     def fits_int64(self, capacity: int) -> bool:
-        """Whether every offset, section total and candidate key of a search within ``capacity`` fits int64."""
+        """Whether every offset, section total, candidate key and order key of a search within ``capacity``
+        fits int64."""
         if not self.size:
             return True
         reach = max(capacity, self.base, 0) + max(self.align) + max(self.size) + sum(self.size)
-        return min(self.base, capacity) >= 0 and reach * (len(self.size) + 1) < 1 << 62
+        fits = min(self.base, capacity) >= 0 and reach * (len(self.size) + 1) < 1 << 62
+        return fits and max(self.area) < 1 << 62 and max(self.width) < 1 << 62
 
 
 class _Search:
@@ -1368,6 +1376,9 @@ class _Search:
     every section must be able to start low enough), a per-item check (mo + size within capacity) and
     dominance (never place at or above a height some remaining buffer could already fill). When a placement
     empties every cut between two sections, the two sides are solved independently.
+
+    This class is the definition; with the extension (and values within int64) the same search runs in C
+    (``_native.c``, exact_search / exact_resume), with the same placements, nodes and work at every pause.
     """
 
     def __init__(self, frame: _Frame, capacity: int, heuristic: str) -> None:
@@ -1375,25 +1386,23 @@ class _Search:
         self.capacity = capacity
         self.heuristic = heuristic
         m = len(frame.size)
-        self.total: MutableSequence[int] = list(frame.total)
+        self.total = list(frame.total)
         self.cuts = list(frame.cuts)
-        self.off: MutableSequence[int] = [-1] * m
+        self.off = [-1] * m
         self.solution = [-1] * m
         # lowest legal offset of unplaced items
-        self.mo: MutableSequence[int] = [_align_up(frame.base, a) for a in frame.align]
+        self.mo = [_align_up(frame.base, a) for a in frame.align]
         # an unplaced member with mo <= capacity - total
-        self.wit: MutableSequence[int] = [mem[0] for mem in frame.members]
-        self.watch: list[set[int]] = [set() for _ in range(m)]  # the sections each item is witness of
+        self.wit = [mem[0] for mem in frame.members]
+        # the sections each item is witness of, in insertion order (the order _rewatch visits them, which
+        # decides the work counted when it finds a section infeasible; the native search keeps it as lists)
+        self.watch: list[dict[int, None]] = [{} for _ in range(m)]
         for sec, w in enumerate(self.wit):
-            self.watch[w].add(sec)
+            self.watch[w][sec] = None
         self.nodes = 0
         self.work = 0
         self.pause_at = 0
-        # the native steps' state (same values, int64 arrays), or None for the pure-Python steps
-        self.native: Any = None
-        if _NATIVE is not None and frame.fits_int64(capacity):
-            self.off, self.mo, self.total, self.wit = (array("q", x) for x in (self.off, self.mo, self.total, self.wit))
-            self.native = _NATIVE.exact_state((self.off, self.mo, self.total, self.wit, *frame.static64(), self.watch))
+        self.native = _NATIVE is not None and frame.fits_int64(capacity)  # run the search in C
 
     def solve(self) -> Generator[None, None, int]:
         """Run to completion (pausing whenever ``work`` reaches ``pause_at``); return _FOUND or _NOT_FOUND."""
@@ -1402,7 +1411,22 @@ class _Search:
             return _NOT_FOUND
         if any(o + s > self.capacity for o, s in zip(mo, self.f.size, strict=True)):
             return _NOT_FOUND
+        if self.native:
+            return (yield from self._solve_native())
         return (yield from self._subsolve(list(range(len(mo))), 0, len(self.total)))
+
+    def _solve_native(self) -> Generator[None, None, int]:
+        """:meth:`solve` by the extension: the same search, paused at the same points with the same counts."""
+        start = (array("q", self.mo), array("q", self.wit))
+        run = _NATIVE.exact_search((*self.f.static64(), *start), self.capacity, self.heuristic)
+        while True:
+            status, self.nodes, self.work, solution = _NATIVE.exact_resume(run, self.pause_at)
+            if status != _PAUSED:
+                break
+            yield
+        if solution is not None:
+            self.solution = solution
+        return int(status)
 
     def _preorder(self, items: Sequence[int]) -> list[int]:
         """Items in the static order named by the heuristic letters (T, W, A, Z size); index = rank."""
@@ -1413,7 +1437,7 @@ class _Search:
         self.work += (hi - lo) * max(hi - lo, 1).bit_length() + 12 * len(items)
         keys: dict[int, tuple[int, ...]] = {}
         for k, peak in zip(items, peaks, strict=True):
-            by = {"T": -peak, "W": -f.width[k], "A": -f.width[k] * f.size[k], "Z": -f.size[k]}
+            by = {"T": -peak, "W": -f.width[k], "A": -f.area[k], "Z": -f.size[k]}
             keys[k] = (*(by[c] for c in self.heuristic), k)
         return sorted(items, key=keys.__getitem__)
 
@@ -1463,9 +1487,6 @@ class _Search:
     def _candidates(self, items: list[int], ranks: list[int], lo: int, hi: int, scale: int, start: int) -> list[int]:
         """The keys to try, ascending: those >= ``start`` up to the first one beyond the section inference or
         the dominance bound (each a placement at offset key // scale of the item of rank key % scale)."""
-        if self.native is not None:
-            keys: list[int] = _NATIVE.exact_candidates(self.native, items, ranks, scale, start, self.capacity, lo, hi)
-            return keys
         mos = list(map(self.mo.__getitem__, items))
         keys = sorted(map(add, map(mul, mos, repeat(scale)), ranks))
         min_height = min(map(add, mos, map(self.f.size.__getitem__, items)))
@@ -1480,12 +1501,9 @@ class _Search:
                 return out[:k]
         return out
 
-    def _place(self, b: int, o: int) -> tuple[bool, int, Any]:
+    def _place(self, b: int, o: int) -> tuple[bool, int, _Undo]:
         """Place ``b`` at ``o``: raise its neighbours, take its size off its sections, find new witnesses.
         Return (still feasible, members looked at, what :meth:`_unplace` needs to take it back)."""
-        if self.native is not None:
-            ok, seen, changed, steps = _NATIVE.exact_place(self.native, b, o, self.capacity)
-            return ok, seen, (changed, steps)
         s = self.f.size[b]
         self.off[b] = o
         changed, ok = self._raise(b, o + s)
@@ -1498,21 +1516,15 @@ class _Search:
             ok, seen = self._rewatch([b] + [x for x, _ in changed], trail)
         return ok, seen, (changed, trail)
 
-    def _unplace(self, b: int, undo: Any) -> None:
-        """Take back :meth:`_place`."""
-        if self.native is not None:
-            _NATIVE.exact_undo(self.native, b, *undo)
-        else:
-            self._undo(b, *undo)
-
-    def _undo(self, b: int, changed: list[tuple[int, int]], trail: list[tuple[int, int, int]]) -> None:
+    def _unplace(self, b: int, undo: _Undo) -> None:
         """Take back the placement of ``b``: witnesses, section totals, neighbours' lowest offsets, offset."""
+        changed, trail = undo
         wit, watch, total, mo, f = self.wit, self.watch, self.total, self.mo, self.f
         for sec, w, nw in reversed(trail):
             wit[sec] = w
             if nw >= 0:
-                watch[nw].discard(sec)
-            watch[w].add(sec)
+                del watch[nw][sec]
+            watch[w][sec] = None
         s = f.size[b]
         for sec in range(f.lo[b], f.hi[b]):
             total[sec] += s
@@ -1568,10 +1580,10 @@ class _Search:
                 if found < 0 and pending:
                     return False, work
                 trail.append((sec, x, found))
-                watched.discard(sec)
+                del watched[sec]
                 wit[sec] = found
                 if found >= 0:
-                    watch[found].add(sec)
+                    watch[found][sec] = None
         return True, work
 
     def _place_next(
