@@ -1193,6 +1193,18 @@ static int csr_ok(const int64_t *ptr, Py_ssize_t n, Py_ssize_t len) {
     return ptr[0] == 0 && ptr[n] == len;
 }
 
+/* Whether the copied arrays (of lengths len) have the shapes and index ranges the search relies on. */
+static int xs_valid(const xs_t *s, const Py_ssize_t *len) {
+    Py_ssize_t m = s->m, secs = s->sections;
+    for (int k = 1; k < 6; k++)
+        if (len[k] != m) return 0;
+    if (len[12] != m || len[6] != m + 1 || len[8] != secs + 1 || len[11] != (secs ? secs - 1 : 0) || len[13] != secs)
+        return 0;
+    if (!csr_ok(s->adj_ptr, m, len[7]) || !csr_ok(s->mem_ptr, secs, len[9])) return 0;
+    return all_in(s->adj_idx, len[7], 0, m) && all_in(s->mem_idx, len[9], 0, m) && all_in(s->lo, m, 0, secs) &&
+           all_in(s->hi, m, 1, secs + 1) && all_in(s->wit, secs, 0, m) && all_in(s->align, m, 1, INT64_MAX);
+}
+
 /* Copy the input arrays (borrowed in v) into one block, with room for the search's own arrays; check them. */
 static int xs_copy(xs_t *s, Py_buffer *v) {
     Py_ssize_t len[XS_INPUTS], all = 0, m = v[0].len / 8, secs = v[10].len / 8;
@@ -1211,11 +1223,7 @@ static int xs_copy(xs_t *s, Py_buffer *v) {
     for (int k = 0; k < 7; at += own[k++]) *mine[k] = at;
     s->m = m;
     s->sections = secs;
-    int sizes = len[1] == m && len[2] == m && len[3] == m && len[4] == m && len[5] == m && len[12] == m;
-    int shape = sizes && len[6] == m + 1 && len[8] == secs + 1 && len[11] == (secs ? secs - 1 : 0) && len[13] == secs;
-    if (!shape || !csr_ok(s->adj_ptr, m, len[7]) || !csr_ok(s->mem_ptr, secs, len[9]) || !all_in(s->adj_idx, len[7], 0, m) ||
-        !all_in(s->mem_idx, len[9], 0, m) || !all_in(s->lo, m, 0, secs) || !all_in(s->hi, m, 1, secs + 1) ||
-        !all_in(s->wit, secs, 0, m) || !all_in(s->align, m, 1, INT64_MAX)) {
+    if (!xs_valid(s, len)) {
         PyErr_SetString(PyExc_ValueError, "exact_search: inconsistent arrays");
         return -1;
     }
@@ -1283,7 +1291,8 @@ static PyObject *native_exact_resume(PyObject *self, PyObject *args) {
     }
     if (s->state == EX_PAUSED) s->state = xs_run(s, pause_at);
     if (s->state < 0) return NULL;
-    if (s->state != EX_FOUND) return Py_BuildValue("(iLLO)", s->state, (long long)s->nodes, (long long)s->work, Py_None);
+    long long nodes = s->nodes, work = s->work;
+    if (s->state != EX_FOUND) return Py_BuildValue("(iLLO)", s->state, nodes, work, Py_None);
     PyObject *solution = PyList_New(s->m);
     for (Py_ssize_t k = 0; solution && k < s->m; k++) {
         PyObject *o = PyLong_FromLongLong(s->solution[k]);
@@ -1291,7 +1300,7 @@ static PyObject *native_exact_resume(PyObject *self, PyObject *args) {
         else PyList_SET_ITEM(solution, k, o);
     }
     if (!solution) return NULL;
-    return Py_BuildValue("(iLLN)", s->state, (long long)s->nodes, (long long)s->work, solution);
+    return Py_BuildValue("(iLLN)", s->state, nodes, work, solution);
 }
 
 static PyMethodDef methods[] = {

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 from array import array
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -106,7 +106,7 @@ def test_values_beyond_int64_use_the_python_loops() -> None:
 
 
 def _python_exact_steps(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make the exact search use its pure-Python steps (the other native loops stay)."""
+    """Make the exact search run in Python (the other native loops stay)."""
     monkeypatch.setattr(planner._Frame, "fits_int64", lambda self, capacity: False)
 
 
@@ -144,6 +144,82 @@ def test_native_exact_steps_explore_like_the_python_ones(monkeypatch: pytest.Mon
                     assert fast == slow
                     runs += fast.nodes > 1
     assert runs > 200  # the searches did branch
+
+
+def _trace(frame: planner._Frame, capacity: int, heuristic: str, quantum: int) -> list[tuple[int, ...]]:
+    """(nodes, work) at every pause of one search run ``quantum`` units at a time, then its outcome."""
+    search = planner._Search(frame, capacity, heuristic)
+    run = search.solve()
+    trace: list[tuple[int, ...]] = []
+    try:
+        while len(trace) < 3_000:
+            search.pause_at = search.work + quantum
+            next(run)
+            trace.append((search.nodes, search.work))
+    except StopIteration as stop:
+        found = stop.value == planner._FOUND
+        trace.append((stop.value, search.nodes, search.work, *(search.solution if found else ())))
+    finally:
+        run.close()
+    return trace
+
+
+@native
+def test_native_exact_search_pauses_like_the_python_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each search on its own, paused every unit or every few: same counts at every pause, same outcome; the
+    instances include splits into independent partitions at emptied cuts."""
+    rng = random.Random(23)
+    subsolves: list[int] = []
+    define = planner._Search._subsolve
+
+    def counted(self: planner._Search, items: list[int], lo: int, hi: int) -> Generator[None, None, int]:
+        subsolves.append(len(items))
+        return define(self, items, lo, hi)
+
+    splits = found = 0
+    for n in range(80):
+        bufs = _packing_instance(rng)
+        arr = planner._Arrays(bufs)
+        items = [i for i in range(len(bufs)) if arr.size[i] > 0]
+        for piece in planner._decompose(arr, items, [-1] * len(bufs)):
+            lb = max(planner._peak((arr.first[i], arr.last[i], arr.size[i]) for i in piece.items), 1) + piece.base
+            heuristic = ("TWA", "TAW", "WAT", "ZTW", "A", "")[n % 6]
+            for capacity, quantum in ((lb, 1), (lb + 2, 7), (lb - 1, 150), (lb + lb // 16, 1)):
+                frame = planner._Frame(arr, piece)
+                assert planner._Search(frame, capacity, heuristic).native
+                fast = _trace(frame, capacity, heuristic, quantum)
+                with monkeypatch.context() as m:
+                    _python_exact_steps(m)
+                    m.setattr(planner._Search, "_subsolve", counted)
+                    subsolves.clear()
+                    assert _trace(planner._Frame(arr, piece), capacity, heuristic, quantum) == fast
+                splits += len(subsolves) > 1
+                found += fast[-1][0] == planner._FOUND
+    assert splits > 30 and found > 100
+
+
+@native
+def test_native_exact_search_checks_its_arrays_and_frees_when_closed() -> None:
+    bufs = [Buffer("a", 0, 3, 8), Buffer("b", 2, 5, 8), Buffer("c", 4, 6, 8), Buffer("d", 0, 6, 4)]
+    arr = planner._Arrays(bufs)
+    frame = planner._Frame(arr, planner._decompose(arr, [0, 1, 2, 3], [-1] * 4)[0])
+    search = planner._Search(frame, 20, "TWA")
+    start = (*frame.static64(), array("q", search.mo), array("q", search.wit))
+    with pytest.raises(ValueError, match="heuristic"):
+        planner._NATIVE.exact_search(start, 20, "TQ")
+    with pytest.raises(ValueError, match="inconsistent"):
+        planner._NATIVE.exact_search((*start[:-1], array("q", [99] * len(search.wit))), 20, "TWA")
+    with pytest.raises(TypeError):
+        planner._NATIVE.exact_search(start[:-1], 20, "TWA")
+    run = planner._NATIVE.exact_search(start, 20, "TWA")
+    assert planner._NATIVE.exact_resume(run, 0)[0] == planner._PAUSED
+    del run  # a paused search: the capsule frees it
+    run = planner._NATIVE.exact_search(start, 20, "TWA")
+    done = planner._NATIVE.exact_resume(run, 1 << 40)
+    assert done[0] == planner._FOUND and planner._NATIVE.exact_resume(run, 1 << 40) == done
+    assert frame.items == [0, 1, 2] and frame.base == 4  # d, live throughout, lies below the piece
+    offsets = {bufs[i].id: o for i, o in zip(frame.items, done[3], strict=True)}
+    assert check_placement(bufs, {**offsets, "d": 0}) == [] and max(done[3]) + 8 <= 20
 
 
 @native
