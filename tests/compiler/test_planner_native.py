@@ -122,27 +122,33 @@ def _packing_instance(rng: random.Random) -> list[Buffer]:
     return out
 
 
-@native
-def test_native_exact_steps_explore_like_the_python_ones(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Same outcome, nodes and work of every search, whether it finishes or a budget cuts it."""
-    rng = random.Random(5)
-    runs = 0
-    for _ in range(150):
+def _packing_pieces(seed: int, count: int) -> Iterator[tuple[int, planner._Arrays, planner._Piece, int]]:
+    """The exact search's pieces of ``count`` packing instances: (instance number, arrays, piece, its lower bound)."""
+    rng = random.Random(seed)
+    for n in range(count):
         bufs = _packing_instance(rng)
         arr = planner._Arrays(bufs)
         items = [i for i in range(len(bufs)) if arr.size[i] > 0]
         for piece in planner._decompose(arr, items, [-1] * len(bufs)):
             lb = max(planner._peak((arr.first[i], arr.last[i], arr.size[i]) for i in piece.items), 1) + piece.base
-            for capacity in (lb - 1, lb, lb + 3, lb + lb // 8):
-                for budget, quantum in ((100_000, 500_000), (400, 60), (3_000, 500)):
-                    frame = planner._Frame(arr, piece)
-                    fast = planner._exact(frame, capacity, budget, quantum)
-                    assert planner._Search(frame, capacity, "TWA").native
-                    with monkeypatch.context() as m:
-                        _python_exact_steps(m)
-                        slow = planner._exact(planner._Frame(arr, piece), capacity, budget, quantum)
-                    assert fast == slow
-                    runs += fast.nodes > 1
+            yield n, arr, piece, lb
+
+
+@native
+def test_native_exact_search_explores_like_the_python_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Same outcome, nodes and work of every search, whether it finishes or a budget cuts it."""
+    runs = 0
+    for _, arr, piece, lb in _packing_pieces(5, 150):
+        for capacity in (lb - 1, lb, lb + 3, lb + lb // 8):
+            for budget, quantum in ((100_000, 500_000), (400, 60), (3_000, 500)):
+                frame = planner._Frame(arr, piece)
+                fast = planner._exact(frame, capacity, budget, quantum)
+                assert planner._Search(frame, capacity, "TWA").native
+                with monkeypatch.context() as m:
+                    _python_exact_steps(m)
+                    slow = planner._exact(planner._Frame(arr, piece), capacity, budget, quantum)
+                assert fast == slow
+                runs += fast.nodes > 1
     assert runs > 200  # the searches did branch
 
 
@@ -168,7 +174,6 @@ def _trace(frame: planner._Frame, capacity: int, heuristic: str, quantum: int) -
 def test_native_exact_search_pauses_like_the_python_one(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each search on its own, paused every unit or every few: same counts at every pause, same outcome; the
     instances include splits into independent partitions at emptied cuts."""
-    rng = random.Random(23)
     subsolves: list[int] = []
     define = planner._Search._subsolve
 
@@ -177,24 +182,19 @@ def test_native_exact_search_pauses_like_the_python_one(monkeypatch: pytest.Monk
         return define(self, items, lo, hi)
 
     splits = found = 0
-    for n in range(80):
-        bufs = _packing_instance(rng)
-        arr = planner._Arrays(bufs)
-        items = [i for i in range(len(bufs)) if arr.size[i] > 0]
-        for piece in planner._decompose(arr, items, [-1] * len(bufs)):
-            lb = max(planner._peak((arr.first[i], arr.last[i], arr.size[i]) for i in piece.items), 1) + piece.base
-            heuristic = ("TWA", "TAW", "WAT", "ZTW", "A", "")[n % 6]
-            for capacity, quantum in ((lb, 1), (lb + 2, 7), (lb - 1, 150), (lb + lb // 16, 1)):
-                frame = planner._Frame(arr, piece)
-                assert planner._Search(frame, capacity, heuristic).native
-                fast = _trace(frame, capacity, heuristic, quantum)
-                with monkeypatch.context() as m:
-                    _python_exact_steps(m)
-                    m.setattr(planner._Search, "_subsolve", counted)
-                    subsolves.clear()
-                    assert _trace(planner._Frame(arr, piece), capacity, heuristic, quantum) == fast
-                splits += len(subsolves) > 1
-                found += fast[-1][0] == planner._FOUND
+    for n, arr, piece, lb in _packing_pieces(23, 80):
+        heuristic = ("TWA", "TAW", "WAT", "ZTW", "A", "")[n % 6]
+        for capacity, quantum in ((lb, 1), (lb + 2, 7), (lb - 1, 150), (lb + lb // 16, 1)):
+            frame = planner._Frame(arr, piece)
+            assert planner._Search(frame, capacity, heuristic).native
+            fast = _trace(frame, capacity, heuristic, quantum)
+            with monkeypatch.context() as m:
+                _python_exact_steps(m)
+                m.setattr(planner._Search, "_subsolve", counted)
+                subsolves.clear()
+                assert _trace(planner._Frame(arr, piece), capacity, heuristic, quantum) == fast
+            splits += len(subsolves) > 1
+            found += fast[-1][0] == planner._FOUND
     assert splits > 30 and found > 100
 
 
