@@ -105,6 +105,17 @@ def test_values_beyond_int64_use_the_python_loops() -> None:
     assert check_placement(bufs, p.offsets) == [] and p.arena == p.lower_bound
 
 
+def test_order_keys_beyond_int64_keep_the_exact_search_in_python() -> None:
+    """Widths x sizes (the A order key) can pass int64 while every offset fits: then the search runs in Python."""
+    bufs = [Buffer(f"b{i}", i, (1 << 40) + i, (1 << 22) * (1 + i % 3)) for i in range(6)]
+    bufs += [Buffer("late", (1 << 40) + 3, (1 << 40) + 9, 1 << 22)]
+    arr = planner._Arrays(bufs)
+    frame = planner._Frame(arr, planner._decompose(arr, list(range(len(bufs))), [-1] * len(bufs))[0])
+    assert max(frame.area) >= 1 << 62 and not frame.fits_int64(lower_bound(bufs))
+    p = plan(bufs)
+    assert check_placement(bufs, p.offsets) == [] and p.arena == p.lower_bound
+
+
 def _python_exact_steps(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make the exact search run in Python (the other native loops stay)."""
     monkeypatch.setattr(planner._Frame, "fits_int64", lambda self, capacity: False)
