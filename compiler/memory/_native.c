@@ -848,8 +848,8 @@ static int vec_grow(vec_t *v, Py_ssize_t extra) {
 /* One generator of the Python search: a node of _search (phases ENTER..BACK) or a split of _place_next. The
  * node's items are arena[ranks .. ranks + cnt), ranks into arena[pre .. pre + scale). */
 typedef struct {
-    int phase, waiting;
-    Py_ssize_t mark, pre, scale, ranks, cnt;
+    int phase, waiting;                  /* waiting: a split whose part is being solved */
+    Py_ssize_t mark, pre, scale, ranks, cnt; /* mark: the arena's top when pushed (popped back to it) */
     int64_t lo, hi, start;
     Py_ssize_t cand, ncand, next;        /* node: its candidate keys on the arena */
     int64_t work, b, key;                /* node: work not yet counted, the placement being explored */
@@ -1246,6 +1246,7 @@ static int xs_init(xs_t *s, PyObject *arrays) {
     if (rc < 0) return -1;
     for (Py_ssize_t k = 0; k < s->m; k++) s->off[k] = s->solution[k] = s->head[k] = s->tail[k] = -1;
     for (Py_ssize_t sec = 0; sec < s->sections; sec++) watch_add(s, s->wit[sec], sec);
+    /* every frame but the top one is a node with a placement or a split above one: at most 2m + 1 */
     s->frames = (xframe_t *)malloc(sizeof(xframe_t) * (size_t)(2 * s->m + 2));
     if (!s->frames || vec_grow(&s->arena, s->m) < 0) {
         if (!s->frames) PyErr_NoMemory();
