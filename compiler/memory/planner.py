@@ -1174,47 +1174,157 @@ _REPAIR_RUNS = [
 ]  # fmt: skip
 
 
-def _window(
-    arr: _Arrays, by_start: list[int], starts: list[int], tops: list[int], height: int, reach: int
-) -> tuple[list[int], list[int], list[tuple[int, int]]]:
-    """For the steps [lo, hi] around the first buffers at ``height`` (the earliest and those chained to it by
-    overlapping lifetimes) widened by ``reach`` buffers each side: its movers (living inside), its partial
-    obstacles (crossing a border) and the merged byte ranges of the buffers spanning it (obstacles at every step
-    of the window)."""
-    first, last, size = arr.first, arr.last, arr.size
-    top_items: list[int] = []
-    for i, t in zip(by_start, tops, strict=True):
-        if t >= height:
-            if top_items and first[i] > max(last[j] for j in top_items):
+class _MaxTree:
+    """Maxima of a list over aligned power-of-two blocks, for the repair's searches in O(log n) a step:
+    ``levels[0]`` is the list (padded to even lengths with ``pad``, a value no search asks for) and
+    ``levels[l][p]`` the largest of ``levels[0][p << l : (p + 1) << l]``."""
+
+    def __init__(self, values: list[int], pad: int) -> None:
+        levels = [values]
+        while len(levels[-1]) > 1:
+            below = levels[-1]
+            if len(below) & 1:
+                below.append(pad)
+            levels.append(list(map(max, below[0::2], below[1::2])))
+        self.levels = levels
+
+    def top(self) -> int:
+        """The largest value."""
+        return self.levels[-1][0]
+
+    def set(self, p: int, value: int) -> None:
+        """Set the value at position ``p``."""
+        levels = self.levels
+        levels[0][p] = value
+        for level in range(1, len(levels)):
+            below = levels[level - 1]
+            p >>= 1
+            high = max(below[2 * p], below[2 * p + 1])
+            if levels[level][p] == high:
+                return
+            levels[level][p] = high
+
+    def next_at_least(self, p: int, value: int) -> int:
+        """The first position >= ``p`` holding at least ``value``, or -1."""
+        levels = self.levels
+        level = 0
+        while True:
+            row = levels[level]
+            if p >= len(row):
+                return -1
+            if row[p] >= value:
                 break
-            top_items.append(i)
-    a = bisect_left(starts, min(first[i] for i in top_items))
-    z = bisect_right(starts, max(first[i] for i in top_items)) - 1
-    lo = starts[max(0, a - reach)]
-    hi = max(max(last[i] for i in top_items), starts[min(len(starts) - 1, z + reach)])
-    movers: list[int] = []
-    partial: list[int] = []
-    spans: list[tuple[int, int]] = []
-    end = bisect_right(starts, hi)
-    for k in range(end):
-        i = by_start[k]
-        if last[i] < lo:
-            continue
-        if first[i] >= lo and last[i] <= hi:
-            movers.append(i)
-        elif first[i] <= lo and last[i] >= hi:
-            spans.append((tops[k] - size[i], tops[k]))
-        else:
-            partial.append(i)
-    spans.sort()
-    merged: list[tuple[int, int]] = []
-    for s, e in spans:
-        if merged and s <= merged[-1][1]:
-            if e > merged[-1][1]:
-                merged[-1] = (merged[-1][0], e)
-        else:
-            merged.append((s, e))
-    return movers, partial, merged
+            while p & 1:  # a right child: the rest of its parent is done, look right of the parent
+                p >>= 1
+                level += 1
+            p += 1
+        while level:
+            level -= 1
+            p <<= 1
+            if levels[level][p] < value:
+                p += 1
+        return p
+
+    def at_least(self, end: int, value: int) -> list[int]:
+        """The positions below ``end`` holding at least ``value``, ascending (cost: the answer times the
+        levels, at most; a frontier of blocks is narrowed level by level)."""
+        levels = self.levels
+        if end <= 0 or levels[-1][0] < value:
+            return []
+        frontier = [0]
+        for level in range(len(levels) - 1, 0, -1):
+            below = levels[level - 1]
+            last = (end - 1) >> (level - 1)
+            frontier = [c for p in frontier for c in (2 * p, 2 * p + 1) if c <= last and below[c] >= value]
+        return frontier
+
+
+@dataclass
+class _Window:
+    """A repair window's buffers: ``movers`` (living inside its steps; at ``positions`` in start order),
+    ``partial`` (crossing a border) and ``spans``, the merged byte ranges of the buffers spanning it."""
+
+    movers: list[int]
+    positions: list[int]
+    partial: list[int]
+    spans: list[tuple[int, int]]
+
+
+class _StartOrder:
+    """A piece's buffers in start order with two :class:`_MaxTree` over it, their tops (offset + size, updated
+    when a repair moves some) and their last steps: a repair round finds the buffers at the top and the
+    window's members in O(window + log n) instead of scanning the piece."""
+
+    def __init__(self, arr: _Arrays, items: list[int], off: list[int]) -> None:
+        first = arr.first
+        self.arr, self.off = arr, off
+        self.by_start = sorted(sorted(items), key=first.__getitem__)  # ties by index
+        self.starts = list(map(first.__getitem__, self.by_start))
+        self.tops = _MaxTree(
+            list(map(add, map(off.__getitem__, self.by_start), map(arr.size.__getitem__, self.by_start))), -1
+        )
+        self.lasts = _MaxTree(list(map(arr.last.__getitem__, self.by_start)), self.starts[0] - 1)
+
+    def height(self) -> int:
+        """The highest top."""
+        return self.tops.top()
+
+    def moved(self, positions: list[int]) -> None:
+        """Take the new offsets of the buffers at ``positions`` (in start order)."""
+        off, size, by_start = self.off, self.arr.size, self.by_start
+        for p in positions:
+            i = by_start[p]
+            self.tops.set(p, off[i] + size[i])
+
+    def window(self, height: int, reach: int) -> _Window:
+        """For the steps [lo, hi] around the first buffers at ``height`` (the earliest and those chained to it
+        by overlapping lifetimes) widened by ``reach`` buffers each side: its movers (living inside), its
+        partial obstacles (crossing a border) and the merged byte ranges of the buffers spanning it (obstacles
+        at every step of the window)."""
+        first, last, size, off = self.arr.first, self.arr.last, self.arr.size, self.off
+        by_start, starts = self.by_start, self.starts
+        p = self.tops.next_at_least(0, height)
+        a = z = p
+        chain = last[by_start[p]]
+        while True:
+            p = self.tops.next_at_least(p + 1, height)
+            if p < 0 or first[by_start[p]] > chain:
+                break
+            z = p
+            chain = max(chain, last[by_start[p]])
+        a = bisect_left(starts, starts[a])
+        z = bisect_right(starts, starts[z]) - 1
+        lo = starts[max(0, a - reach)]
+        hi = max(chain, starts[min(len(starts) - 1, z + reach)])
+        inside = bisect_left(starts, lo)  # buffers from here on start inside the window
+        movers: list[int] = []
+        positions: list[int] = []
+        partial: list[int] = []
+        spans: list[tuple[int, int]] = []
+        for q in self.lasts.at_least(inside, lo):  # started before lo, live at lo
+            i = by_start[q]
+            if last[i] >= hi:
+                spans.append((off[i], off[i] + size[i]))
+            else:
+                partial.append(i)
+        for q in range(inside, bisect_right(starts, hi)):
+            i = by_start[q]
+            if last[i] <= hi:
+                movers.append(i)
+                positions.append(q)
+            elif first[i] == lo:
+                spans.append((off[i], off[i] + size[i]))
+            else:
+                partial.append(i)
+        spans.sort()
+        merged: list[tuple[int, int]] = []
+        for s, e in spans:
+            if merged and s <= merged[-1][1]:
+                if e > merged[-1][1]:
+                    merged[-1] = (merged[-1][0], e)
+            else:
+                merged.append((s, e))
+        return _Window(movers, positions, partial, merged)
 
 
 def _repair(
@@ -1225,30 +1335,29 @@ def _repair(
     The buffers living inside a window of steps around those at the top are lifted out and placed again by
     several greedy orders among the buffers crossing its borders and those spanning it (the latter merged
     into one list of byte ranges). A re-pack below the top is kept and the new top is attacked with a small
-    window again; after a failed round the window doubles. Every round is charged to ``budget``.
+    window again; after a failed round the window doubles. Every round is charged to ``budget`` (as a scan of
+    the piece, though a :class:`_StartOrder` finds a window without one).
     """
     height, offsets, label = result
     if height <= target or any(arr.fixed[i] >= 0 for i in piece.items):
         return result
-    first, size = arr.first, arr.size
-    off = [-1] * len(size)
+    off = [-1] * len(arr.size)
     for i, o in zip(piece.items, offsets, strict=True):
         off[i] = o
-    by_start = sorted(piece.items, key=lambda i: (first[i], i))
-    starts = [first[i] for i in by_start]
+    order = _StartOrder(arr, piece.items, off)
     reach = REPAIR_WINDOW
     improved = False
-    scan = 2 * len(by_start)
+    scan = 2 * len(piece.items)
     while height > target and budget.allows(scan) and reach <= REPAIR_WINDOW << REPAIR_GROWTHS:
         budget.spend(scan)
-        tops = [off[i] + size[i] for i in by_start]
-        movers, partial, spans = _window(arr, by_start, starts, tops, height, reach)
-        if _repack(arr, piece.base, movers, partial, spans, off, height, budget):
+        window = order.window(height, reach)
+        if _repack(arr, piece.base, window, off, height, budget):
             # the window's buffers now end below the top: one place fewer at it (the top drops with the last)
             improved = True
-            height = max(off[i] + size[i] for i in piece.items)
+            order.moved(window.positions)
+            height = order.height()
             reach = REPAIR_WINDOW
-        elif len(movers) == len(piece.items):
+        elif len(window.movers) == len(piece.items):
             break
         else:
             reach *= 2
@@ -1257,34 +1366,47 @@ def _repair(
     return height, [off[i] for i in piece.items], label + "+repair"
 
 
-def _repack(
-    arr: _Arrays,
-    base: int,
-    movers: list[int],
-    partial: list[int],
-    spans: list[tuple[int, int]],
-    off: list[int],
-    height: int,
-    budget: _Budget,
-) -> bool:
-    """Place ``movers`` again below ``height`` by the repair orders; keep the first that fits (else restore)."""
-    group = movers + partial
-    adj = _neighbours(arr, group, dense_ok=False)
-    pairs = adj.pairs()
-    cost = pairs + len(movers) * (len(spans) + 8)
-    saved = [off[i] for i in movers]
-    keys = _order_keys(arr, movers, lambda i: adj.degree(i) + len(spans))
+def _sub_arrays(arr: _Arrays, group: list[int]) -> _Arrays:
+    """The buffers ``group`` of ``arr`` as arrays of their own, renumbered 0..len(group)-1 (a repair window's:
+    the native loops then run on it whatever the size of the input)."""
+    sub = _Arrays(())
+    sub.ids = [arr.ids[i] for i in group]
+    sub.first = [arr.first[i] for i in group]
+    sub.last = [arr.last[i] for i in group]
+    sub.size = [arr.size[i] for i in group]
+    sub.align = [arr.align[i] for i in group]
+    sub.fixed = [-1] * len(group)
+    sub.has_fixed = False
+    sub.native = arr.native
+    if sub.native:
+        sub.first64, sub.last64 = array("q", sub.first), array("q", sub.last)
+        sub.size64, sub.align64 = array("q", sub.size), array("q", sub.align)
+    return sub
+
+
+def _repack(arr: _Arrays, base: int, window: _Window, off: list[int], height: int, budget: _Budget) -> bool:
+    """Place the window's movers again below ``height`` by the repair orders; keep the first that fits.
+
+    The movers and partial obstacles are renumbered 0..k-1 (movers first) into arrays of their own, so the cost
+    is the window's (its pairs, and its movers times its spans), not the piece's."""
+    movers, spans = window.movers, window.spans
+    group = movers + window.partial
+    sub = _sub_arrays(arr, group)
+    adj = _neighbours(sub, range(len(group)), dense_ok=False)
+    cost = adj.pairs() + len(movers) * (len(spans) + 8)
+    local = {i: k for k, i in enumerate(movers)}
+    keys = _order_keys(arr, movers, lambda i: adj.degree(local[i]) + len(spans))
+    start = [-1] * len(movers) + [off[i] for i in window.partial]
     for name, best_fit in _REPAIR_RUNS:
         if not budget.allows(cost):
             break
         budget.spend(cost)
-        for i in movers:
-            off[i] = -1
-        order = sorted(movers, key=keys[name])
-        if _place(order, arr, adj, off, base, best_fit, height, static=spans) < height:
+        trial = list(start)
+        order = [local[i] for i in sorted(movers, key=keys[name])]
+        if _place(order, sub, adj, trial, base, best_fit, height, static=spans) < height:
+            for i, o in zip(movers, trial, strict=False):
+                off[i] = o
             return True
-    for i, o in zip(movers, saved, strict=True):
-        off[i] = o
     return False
 
 
