@@ -1175,68 +1175,71 @@ _REPAIR_RUNS = [
 
 
 class _MaxTree:
-    """Maxima of a list over aligned power-of-two blocks, for the repair's searches in O(log n) a step:
-    ``levels[0]`` is the list (padded to even lengths with ``pad``, a value no search asks for) and
-    ``levels[l][p]`` the largest of ``levels[0][p << l : (p + 1) << l]``."""
+    """A max segment tree over a list, for the repair's searches in O(log n) a step: ``tree[leaves + p]`` holds
+    value p (the list padded to ``leaves``, a power of two, with a value no search asks for), node k the larger
+    of its children 2k and 2k + 1, node 1 the largest of all (an int64 array when the native loops built it)."""
 
-    def __init__(self, values: list[int], pad: int) -> None:
-        levels = [values]
-        while len(levels[-1]) > 1:
-            below = levels[-1]
-            if len(below) & 1:
-                below.append(pad)
-            levels.append(list(map(max, below[0::2], below[1::2])))
-        self.levels = levels
+    def __init__(self, tree: MutableSequence[int], leaves: int) -> None:
+        self.tree, self.leaves = tree, leaves
+
+    @staticmethod
+    def build(values: list[int], pad: int) -> _MaxTree:
+        """The tree over ``values``, padded with ``pad``."""
+        leaves = 1 << (len(values) - 1).bit_length()
+        rows = [values + [pad] * (leaves - len(values))]
+        while len(rows[-1]) > 1:
+            below = rows[-1]
+            rows.append(list(map(max, below[0::2], below[1::2])))
+        return _MaxTree(list(itertools.chain([pad], *reversed(rows))), leaves)
 
     def top(self) -> int:
         """The largest value."""
-        return self.levels[-1][0]
+        return self.tree[1]
 
     def set(self, p: int, value: int) -> None:
         """Set the value at position ``p``."""
-        levels = self.levels
-        levels[0][p] = value
-        for level in range(1, len(levels)):
-            below = levels[level - 1]
-            p >>= 1
-            high = max(below[2 * p], below[2 * p + 1])
-            if levels[level][p] == high:
+        tree = self.tree
+        k = self.leaves + p
+        tree[k] = value
+        k >>= 1
+        while k:
+            high = max(tree[2 * k], tree[2 * k + 1])
+            if tree[k] == high:
                 return
-            levels[level][p] = high
+            tree[k] = high
+            k >>= 1
 
     def next_at_least(self, p: int, value: int) -> int:
         """The first position >= ``p`` holding at least ``value``, or -1."""
-        levels = self.levels
-        level = 0
-        while True:
-            row = levels[level]
-            if p >= len(row):
+        tree, leaves = self.tree, self.leaves
+        if p >= leaves:
+            return -1
+        k = leaves + p
+        while tree[k] < value:
+            while k & 1:  # a right child: the rest of its parent is done, look right of the parent
+                k >>= 1
+            if not k:
                 return -1
-            if row[p] >= value:
-                break
-            while p & 1:  # a right child: the rest of its parent is done, look right of the parent
-                p >>= 1
-                level += 1
-            p += 1
-        while level:
-            level -= 1
-            p <<= 1
-            if levels[level][p] < value:
-                p += 1
-        return p
+            k += 1
+        while k < leaves:
+            k <<= 1
+            if tree[k] < value:
+                k += 1
+        return k - leaves
 
     def at_least(self, end: int, value: int) -> list[int]:
         """The positions below ``end`` holding at least ``value``, ascending (cost: the answer times the
-        levels, at most; a frontier of blocks is narrowed level by level)."""
-        levels = self.levels
-        if end <= 0 or levels[-1][0] < value:
+        levels, at most; a frontier of nodes is narrowed level by level)."""
+        tree, leaves = self.tree, self.leaves
+        if end <= 0 or tree[1] < value:
             return []
-        frontier = [0]
-        for level in range(len(levels) - 1, 0, -1):
-            below = levels[level - 1]
-            last = (end - 1) >> (level - 1)
-            frontier = [c for p in frontier for c in (2 * p, 2 * p + 1) if c <= last and below[c] >= value]
-        return frontier
+        frontier = [1]
+        span = leaves  # the leaves under a node of the frontier
+        while span > 1:
+            span >>= 1
+            last = (leaves + end - 1) // span  # the last node whose first leaf is below end
+            frontier = [c for k in frontier for c in (2 * k, 2 * k + 1) if c <= last and tree[c] >= value]
+        return [k - leaves for k in frontier]
 
 
 @dataclass
@@ -1253,17 +1256,29 @@ class _Window:
 class _StartOrder:
     """A piece's buffers in start order with two :class:`_MaxTree` over it, their tops (offset + size, updated
     when a repair moves some) and their last steps: a repair round finds the buffers at the top and the
-    window's members in O(window + log n) instead of scanning the piece."""
+    window's members in O(window + log n) instead of scanning the piece (the members by the native loops when
+    the extension is there)."""
 
     def __init__(self, arr: _Arrays, items: list[int], off: list[int]) -> None:
         first = arr.first
         self.arr, self.off = arr, off
-        self.by_start = sorted(sorted(items), key=first.__getitem__)  # ties by index
-        self.starts = list(map(first.__getitem__, self.by_start))
-        self.tops = _MaxTree(
-            list(map(add, map(off.__getitem__, self.by_start), map(arr.size.__getitem__, self.by_start))), -1
-        )
-        self.lasts = _MaxTree(list(map(arr.last.__getitem__, self.by_start)), self.starts[0] - 1)
+        self.by_start = by_start = sorted(sorted(items), key=first.__getitem__)  # ties by index
+        self.native = arr.native and _NATIVE is not None
+        self.starts: Sequence[int]
+        self.last: Sequence[int]
+        if self.native:  # the same as below, as int64 arrays (also those the native window scan reads)
+            leaves = 1 << (len(by_start) - 1).bit_length()
+            self.first64, self.last64, self.size64, self.off64, tops, lasts = _NATIVE.start_order(
+                by_start, off, arr.first64, arr.last64, arr.size64, leaves
+            )
+            self.starts, self.last = self.first64, self.last64
+            self.tops, self.lasts = _MaxTree(tops, leaves), _MaxTree(lasts, leaves)
+            return
+        self.starts = list(map(first.__getitem__, by_start))
+        self.last = list(map(arr.last.__getitem__, by_start))
+        tops = list(map(add, map(off.__getitem__, by_start), map(arr.size.__getitem__, by_start)))
+        self.tops = _MaxTree.build(tops, -1)
+        self.lasts = _MaxTree.build(list(self.last), self.starts[0] - 1)
 
     def height(self) -> int:
         """The highest top."""
@@ -1275,47 +1290,61 @@ class _StartOrder:
         for p in positions:
             i = by_start[p]
             self.tops.set(p, off[i] + size[i])
+            if self.native:
+                self.off64[p] = off[i]
 
     def window(self, height: int, reach: int) -> _Window:
         """For the steps [lo, hi] around the first buffers at ``height`` (the earliest and those chained to it
         by overlapping lifetimes) widened by ``reach`` buffers each side: its movers (living inside), its
         partial obstacles (crossing a border) and the merged byte ranges of the buffers spanning it (obstacles
         at every step of the window)."""
-        first, last, size, off = self.arr.first, self.arr.last, self.arr.size, self.off
-        by_start, starts = self.by_start, self.starts
-        p = self.tops.next_at_least(0, height)
+        starts, last, tops = self.starts, self.last, self.tops
+        p = tops.next_at_least(0, height)
         a = z = p
-        chain = last[by_start[p]]
+        chain = last[p]
         while True:
-            p = self.tops.next_at_least(p + 1, height)
-            if p < 0 or first[by_start[p]] > chain:
+            p = tops.next_at_least(p + 1, height)
+            if p < 0 or starts[p] > chain:
                 break
             z = p
-            chain = max(chain, last[by_start[p]])
+            chain = max(chain, last[p])
         a = bisect_left(starts, starts[a])
         z = bisect_right(starts, starts[z]) - 1
         lo = starts[max(0, a - reach)]
         hi = max(chain, starts[min(len(starts) - 1, z + reach)])
-        inside = bisect_left(starts, lo)  # buffers from here on start inside the window
+        inside, end = bisect_left(starts, lo), bisect_right(starts, hi)  # the buffers starting in [lo, hi]
+        by_start = self.by_start
+        if self.native:
+            movers, partial, flat = _NATIVE.window(
+                self.lasts.tree, self.first64, self.last64, self.off64, self.size64, inside, end, lo, hi
+            )
+            positions = movers.tolist()
+            spans = list(zip(flat[0::2], flat[1::2], strict=True))
+        else:
+            positions, partial, spans = self._members(inside, end, lo, hi)
+        return _Window([by_start[q] for q in positions], positions, [by_start[q] for q in partial], spans)
+
+    def _members(self, inside: int, end: int, lo: int, hi: int) -> tuple[list[int], list[int], list[tuple[int, int]]]:
+        """The window's movers and partial obstacles (positions) and merged spans: those live at ``lo`` that
+        start before it (positions below ``inside``), then those starting in [lo, hi] (up to ``end``)."""
+        starts, last, off, size, by_start = self.starts, self.last, self.off, self.arr.size, self.by_start
         movers: list[int] = []
-        positions: list[int] = []
         partial: list[int] = []
         spans: list[tuple[int, int]] = []
-        for q in self.lasts.at_least(inside, lo):  # started before lo, live at lo
-            i = by_start[q]
-            if last[i] >= hi:
+        for q in self.lasts.at_least(inside, lo):
+            if last[q] >= hi:
+                i = by_start[q]
                 spans.append((off[i], off[i] + size[i]))
             else:
-                partial.append(i)
-        for q in range(inside, bisect_right(starts, hi)):
-            i = by_start[q]
-            if last[i] <= hi:
-                movers.append(i)
-                positions.append(q)
-            elif first[i] == lo:
+                partial.append(q)
+        for q in range(inside, end):
+            if last[q] <= hi:
+                movers.append(q)
+            elif starts[q] == lo:
+                i = by_start[q]
                 spans.append((off[i], off[i] + size[i]))
             else:
-                partial.append(i)
+                partial.append(q)
         spans.sort()
         merged: list[tuple[int, int]] = []
         for s, e in spans:
@@ -1324,11 +1353,16 @@ class _StartOrder:
                     merged[-1] = (merged[-1][0], e)
             else:
                 merged.append((s, e))
-        return _Window(movers, positions, partial, merged)
+        return movers, partial, merged
 
 
 def _repair(
-    arr: _Arrays, piece: _Piece, result: tuple[int, list[int], str], target: int, budget: _Budget
+    arr: _Arrays,
+    piece: _Piece,
+    result: tuple[int, list[int], str],
+    target: int,
+    budget: _Budget,
+    orders: dict[int, tuple[list[int], _StartOrder]] | None = None,
 ) -> tuple[int, list[int], str]:
     """Lower a piece's top by re-packing the buffers of a time window around it, the others staying put.
 
@@ -1336,20 +1370,25 @@ def _repair(
     several greedy orders among the buffers crossing its borders and those spanning it (the latter merged
     into one list of byte ranges). A re-pack below the top is kept and the new top is attacked with a small
     window again; after a failed round the window doubles. Every round is charged to ``budget`` (as a scan of
-    the piece, though a :class:`_StartOrder` finds a window without one).
+    the piece, though a :class:`_StartOrder` finds a window without one). ``orders`` keeps the piece's start
+    order for the next call (see :class:`_RepairMemo`).
     """
     height, offsets, label = result
-    if height <= target or any(arr.fixed[i] >= 0 for i in piece.items):
+    if height <= target or (arr.has_fixed and any(arr.fixed[i] >= 0 for i in piece.items)):
         return result
-    off = [-1] * len(arr.size)
-    for i, o in zip(piece.items, offsets, strict=True):
-        off[i] = o
-    order = _StartOrder(arr, piece.items, off)
+    kept = orders.get(id(piece)) if orders is not None else None
+    order = kept[1] if kept is not None and kept[0] is offsets else None  # built once the budget allows a round
+    off = order.off if order is not None else []
     reach = REPAIR_WINDOW
     improved = False
     scan = 2 * len(piece.items)
     while height > target and budget.allows(scan) and reach <= REPAIR_WINDOW << REPAIR_GROWTHS:
         budget.spend(scan)
+        if order is None:
+            off = [-1] * len(arr.size)
+            for i, o in zip(piece.items, offsets, strict=True):
+                off[i] = o
+            order = _StartOrder(arr, piece.items, off)
         window = order.window(height, reach)
         if _repack(arr, piece.base, window, off, height, budget):
             # the window's buffers now end below the top: one place fewer at it (the top drops with the last)
@@ -1361,9 +1400,10 @@ def _repair(
             break
         else:
             reach *= 2
-    if not improved:
-        return result
-    return height, [off[i] for i in piece.items], label + "+repair"
+    out = (height, [off[i] for i in piece.items], label + "+repair") if improved else result
+    if orders is not None and order is not None:
+        orders[id(piece)] = (out[1], order)  # a failed re-pack restores its movers: off holds out's offsets
+    return out
 
 
 def _sub_arrays(arr: _Arrays, group: list[int]) -> _Arrays:
@@ -1865,7 +1905,7 @@ def _plan(
     results = [_portfolio(arr, piece, lb, allowance) for piece in pieces]
     exact_cap = total if exact_budget_s is None else int(exact_budget_s * WORK_PER_SECOND)
     exact_cap = exact_cap if exact_work is None else exact_work
-    settled: set[tuple[int, int]] = set()
+    settled = _RepairMemo()
     _repair_highest(arr, pieces, results, lb, allowance, settled, REPAIR_SHARE)
     exact = _ExactPhase(arr, pieces, results, allowance, exact_max_buffers)
     exact.run(lb, max(0, min(exact_cap, allowance.left)))
@@ -2023,13 +2063,24 @@ def _quick(arr: _Arrays, positive: list[int], off: list[int], lb: int, budget: _
     return None
 
 
+class _RepairMemo(set[tuple[int, int]]):
+    """What the peak repair of one plan remembers between its calls: the (piece, height) pairs it gave up on
+    without the budget ever saying no (see :func:`_repair_highest`), and in ``orders`` each repaired piece's
+    :class:`_StartOrder` with the offsets it holds (the next repair of the piece starts from it while the piece's
+    offsets are still those: it is built once a plan, not once a call)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.orders: dict[int, tuple[list[int], _StartOrder]] = {}
+
+
 def _repair_highest(
     arr: _Arrays,
     pieces: list[_Piece],
     results: list[tuple[int, list[int], str]],
     lb: int,
     budget: _Budget,
-    settled: set[tuple[int, int]],
+    settled: _RepairMemo,
     share: float = 1.0,
 ) -> None:
     """Repair the highest piece while that lowers it (then the next highest, ...), within ``share`` of the
@@ -2041,7 +2092,7 @@ def _repair_highest(
         if results[k][0] <= lb or (k, results[k][0]) in settled:
             break
         mine.refused = False
-        better = _repair(arr, pieces[k], results[k], lb, mine)
+        better = _repair(arr, pieces[k], results[k], lb, mine, settled.orders)
         if better[0] >= results[k][0]:
             if not mine.refused:
                 settled.add((k, results[k][0]))
