@@ -25,7 +25,8 @@ Google's MiniMalloc and TelaMalloc, and omnimalloc's greedy orders):
 3. Peak repair. The buffers living inside a window of steps around the first ones at the top are lifted out
    and placed again by several orders among the buffers crossing the window's borders and those spanning it;
    a re-pack below the top is kept (one place fewer at the top: a layered model has one a layer) and the next
-   place attacked, else the window doubles.
+   place attacked, else the window doubles. Max trees over the start order find the top and a window's members,
+   and the window is re-packed on arrays of its own: a round costs its window, not the piece.
 4. Exact search. While the highest component is above the lower bound, a MiniMalloc-style branch and bound
    tries to pack it within the lower bound: buffers placed in canonical order (non-decreasing offset, each
    at its lowest legal offset), pruned by section inference, the unallocated floor, dominance and dynamic
@@ -42,9 +43,9 @@ Fixed-offset buffers are honoured (placed first), offsets respect each buffer's 
 always gives the same output.
 
 The hot loops (neighbour lists, first/best fit over them, the time sweep, the lower bound, the pair count, the
-exact search's per-candidate steps) have native twins in the optional C extension ``_native`` (``_native.c``,
-built by ``pip install`` when a compiler is there); they give the same offsets, and the pure-Python loops run
-when it is absent or a value exceeds int64.
+repair's window members, the exact search's per-candidate steps) have native twins in the optional C extension
+``_native`` (``_native.c``, built by ``pip install`` when a compiler is there); they give the same offsets, and
+the pure-Python loops run when it is absent or a value exceeds int64.
 The work units stay those of the Python loops, so the plans do not depend on it: with it, the budget is spent
 in a fraction of its seconds.
 """
