@@ -1301,6 +1301,7 @@ class _StartOrder:
         at every step of the window)."""
         starts, last, tops = self.starts, self.last, self.tops
         p = tops.next_at_least(0, height)
+        assert p >= 0, "no buffer reaches the height"
         a = z = p
         chain = last[p]
         while True:
@@ -1426,7 +1427,8 @@ def _sub_arrays(arr: _Arrays, group: list[int]) -> _Arrays:
 
 
 def _repack(arr: _Arrays, base: int, window: _Window, off: list[int], height: int, budget: _Budget) -> bool:
-    """Place the window's movers again below ``height`` by the repair orders; keep the first that fits.
+    """Place the window's movers again below ``height`` by the repair orders; keep the first that fits (else
+    they stay put).
 
     The movers and partial obstacles are renumbered 0..k-1 (movers first) into arrays of their own, so the cost
     is the window's (its pairs, and its movers times its spans), not the piece's."""
