@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 from array import array
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -266,3 +267,14 @@ def test_native_place_merges_unsorted_static_ranges() -> None:
             ha = planner._place(items, arr, fast, a, 0, best_fit, None, static)
             hb = planner._place_py(items, arr, slow, b, (0, -1), best_fit, static)
             assert (ha, a) == (hb, b)
+
+
+def test_sub_arrays_are_the_arrays_of_the_sub_input() -> None:
+    """A repair window's arrays hold every field the planner's arrays hold, as if made from its buffers alone
+    (a field added to _Arrays must be added to _sub_arrays too)."""
+    rng = random.Random(4)
+    for bufs in _instances(30):
+        arr = planner._Arrays([replace(b, offset=None) for b in bufs])
+        group = rng.sample(range(len(bufs)), rng.randrange(len(bufs) + 1))
+        alone = planner._Arrays([replace(bufs[i], offset=None) for i in group])
+        assert vars(planner._sub_arrays(arr, group)) == vars(alone)
