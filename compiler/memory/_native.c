@@ -14,6 +14,10 @@
  *   sweep(order, first, last, size, align, off, base, best_fit) -> height   like planner._sweep_py
  *   exact_search(arrays, capacity, heuristic) -> capsule   planner._Search's whole depth-first search, paused
  *   exact_resume(capsule, pause_at) -> (status, nodes, work, solution)   ... run on to its next pause or end
+ *   start_order(by_start, off, first, last, size, leaves) -> (first, last, size, off, tops tree, lasts tree)
+ *                                                          like planner._StartOrder's lists
+ *   window(tree, first, last, off, size, inside, end, lo, hi) -> (movers, partial, spans)
+ *                                                          like planner._StartOrder.window's members
  *
  * Every array is an int64 buffer (array.array('q')); ``off`` is written in place. The caller guarantees that
  * every value and every offset reached fits in int64 (planner._Arrays.native).
@@ -90,28 +94,24 @@ static inline int64_t align_up(int64_t v, int64_t a) {
     return r ? v + (a - r) : v;
 }
 
-/* planner._lowest_fit on sorted obstacles */
-static int64_t lowest_fit(const range_t *obs, Py_ssize_t n, int64_t s, int64_t a, int64_t base, int best_fit) {
-    int64_t cand = align_up(base, a);
-    if (!best_fit) {
-        for (Py_ssize_t k = 0; k < n; k++) {
-            if (obs[k].lo >= cand + s) break;
-            if (obs[k].hi > cand) cand = align_up(obs[k].hi, a);
-        }
-        return cand;
-    }
-    int64_t best = -1, best_gap = 0;
-    for (Py_ssize_t k = 0; k < n; k++) {
-        if (obs[k].lo >= cand + s) {
-            int64_t gap = obs[k].lo - cand;
-            if (best < 0 || gap < best_gap) {
+/* planner._lowest_fit over the merge of two sorted obstacle lists (a buffer's neighbours and the static ranges),
+ * walked lazily: first fit usually stops long before the end of the static ones. */
+static int64_t lowest_fit(const range_t *x, Py_ssize_t nx, const range_t *y, Py_ssize_t ny, int64_t s, int64_t a,
+                          int64_t base, int best_fit) {
+    int64_t cand = align_up(base, a), best = -1, best_gap = 0;
+    Py_ssize_t i = 0, j = 0;
+    while (i < nx || j < ny) {
+        const range_t *o = (j >= ny || (i < nx && x[i].lo <= y[j].lo)) ? &x[i++] : &y[j++];
+        if (o->lo >= cand + s) {
+            if (!best_fit) break;
+            if (best < 0 || o->lo - cand < best_gap) {
                 best = cand;
-                best_gap = gap;
+                best_gap = o->lo - cand;
             }
         }
-        if (obs[k].hi > cand) cand = align_up(obs[k].hi, a);
+        if (o->hi > cand) cand = align_up(o->hi, a);
     }
-    return best >= 0 ? best : cand;
+    return best_fit && best >= 0 ? best : cand;
 }
 
 /* Borrow an int64 buffer (format 'q' or 'l' of 8 bytes). */
@@ -157,20 +157,27 @@ static PyObject *native_place(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "place: arrays of different lengths");
         goto done;
     }
-    Py_ssize_t cap = 16 + n_static, n_ind = v[4].len / 8;
+    Py_ssize_t cap = 16, n_ind = v[4].len / 8;
     for (Py_ssize_t k = 0; k < n_order; k++) {
         int64_t b = order[k];
         if (b < 0 || b >= n || indptr[b] < 0 || indptr[b + 1] > n_ind || indptr[b + 1] < indptr[b]) {
             PyErr_SetString(PyExc_IndexError, "place: item out of range");
             goto done;
         }
-        if (indptr[b + 1] - indptr[b] + n_static > cap) cap = indptr[b + 1] - indptr[b] + n_static;
+        if (indptr[b + 1] - indptr[b] > cap) cap = indptr[b + 1] - indptr[b];
     }
-    obs = (range_t *)malloc(sizeof(range_t) * (size_t)cap);
+    /* the static ranges (sorted once) after room for the neighbours */
+    obs = (range_t *)malloc(sizeof(range_t) * (size_t)(cap + n_static));
     if (!obs) {
         PyErr_NoMemory();
         goto done;
     }
+    range_t *fixed = obs + cap;
+    for (Py_ssize_t e = 0; e < n_static; e++) {
+        fixed[e].lo = stat[2 * e];
+        fixed[e].hi = stat[2 * e + 1];
+    }
+    sort_ranges(fixed, n_static);
     int64_t height = base;
     Py_BEGIN_ALLOW_THREADS;
     for (Py_ssize_t k = 0; k < n_order; k++) {
@@ -184,13 +191,8 @@ static PyObject *native_place(PyObject *self, PyObject *args) {
                 m++;
             }
         }
-        for (Py_ssize_t e = 0; e < n_static; e++) {
-            obs[m].lo = stat[2 * e];
-            obs[m].hi = stat[2 * e + 1];
-            m++;
-        }
         sort_ranges(obs, m);
-        int64_t cand = lowest_fit(obs, m, size[b], align[b], base, best_fit);
+        int64_t cand = lowest_fit(obs, m, fixed, n_static, size[b], align[b], base, best_fit);
         off[b] = cand;
         if (cand + size[b] > height) {
             height = cand + size[b];
@@ -414,6 +416,159 @@ done:
     free(live);
     free(pairs);
     free(fill);
+    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+/* A max segment tree over values[0..n-1] into tree[0..2 * leaves - 1] (see planner._MaxTree). */
+static void build_max_tree(int64_t *tree, const int64_t *values, Py_ssize_t n, Py_ssize_t leaves, int64_t pad) {
+    tree[0] = pad;
+    for (Py_ssize_t p = 0; p < leaves; p++) tree[leaves + p] = p < n ? values[p] : pad;
+    for (Py_ssize_t k = leaves - 1; k >= 1; k--)
+        tree[k] = tree[2 * k] > tree[2 * k + 1] ? tree[2 * k] : tree[2 * k + 1];
+}
+
+/* planner._StartOrder's arrays: for ``by_start`` (a list of buffer indices) and ``off`` (a list of offsets by
+ * buffer index), the first steps, last steps, sizes and offsets by position, and the max trees of the tops
+ * (offset + size, padded with -1) and of the last steps (padded with the first start - 1), over ``leaves``. */
+static PyObject *native_start_order(PyObject *self, PyObject *args) {
+    PyObject *by, *offs, *objs[3];
+    Py_ssize_t leaves;
+    if (!PyArg_ParseTuple(args, "O!O!OOOn", &PyList_Type, &by, &PyList_Type, &offs, &objs[0], &objs[1], &objs[2],
+                          &leaves))
+        return NULL;
+    Py_buffer v[3];
+    const char *names[3] = {"first", "last", "size"};
+    int got = get_all(objs, v, 3, names, -1);
+    PyObject *out[6] = {NULL, NULL, NULL, NULL, NULL, NULL}, *result = NULL;
+    int64_t *col[6];
+    if (got < 3) goto done;
+    const int64_t *first = v[0].buf, *last = v[1].buf, *size = v[2].buf;
+    Py_ssize_t n = PyList_GET_SIZE(by), total = v[0].len / 8;
+    if (v[1].len / 8 != total || v[2].len / 8 != total || PyList_GET_SIZE(offs) != total || n < 1 || leaves < n ||
+        (leaves & (leaves - 1))) {
+        PyErr_SetString(PyExc_ValueError, "start_order: inconsistent arrays");
+        goto done;
+    }
+    for (int c = 0; c < 6; c++)
+        if (!(out[c] = new_i64_array(c < 4 ? n : 2 * leaves, &col[c]))) goto done;
+    for (Py_ssize_t p = 0; p < n; p++) {
+        long long i = PyLong_AsLongLong(PyList_GET_ITEM(by, p));
+        if (i == -1 && PyErr_Occurred()) goto done;
+        if (i < 0 || i >= total) {
+            PyErr_SetString(PyExc_IndexError, "start_order: item out of range");
+            goto done;
+        }
+        long long o = PyLong_AsLongLong(PyList_GET_ITEM(offs, i));
+        if (o == -1 && PyErr_Occurred()) goto done;
+        col[0][p] = first[i], col[1][p] = last[i], col[2][p] = size[i], col[3][p] = o;
+    }
+    /* the tops, computed in the tops tree's leaves, then the tree above them */
+    for (Py_ssize_t p = 0; p < n; p++) col[4][leaves + p] = col[3][p] + col[2][p];
+    build_max_tree(col[4], col[4] + leaves, n, leaves, -1);
+    build_max_tree(col[5], col[1], n, leaves, col[0][0] - 1);
+    result = PyTuple_Pack(6, out[0], out[1], out[2], out[3], out[4], out[5]);
+done:
+    for (int c = 0; c < 6; c++) Py_XDECREF(out[c]);
+    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+/* planner._StartOrder.window's members, for buffers at positions 0..n-1 in start order: ``tree`` is a max tree
+ * of their last steps (implicit: node 1 the root, node k's children 2k and 2k+1, leaf p at P + p for P a power of
+ * two >= n). The buffers live at step lo that start before it (positions < inside) are found by descending the
+ * tree where its maximum reaches lo; those starting in [lo, hi] are positions inside..end-1. Returns (movers,
+ * partial, spans): the positions living inside [lo, hi], those crossing a border, and the merged byte ranges of
+ * those spanning it (flat lo, hi pairs). */
+static PyObject *native_window(PyObject *self, PyObject *args) {
+    PyObject *objs[5];
+    Py_ssize_t inside, end;
+    long long lo, hi;
+    if (!PyArg_ParseTuple(args, "OOOOOnnLL", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &inside, &end, &lo,
+                          &hi))
+        return NULL;
+    Py_buffer v[5];
+    const char *names[5] = {"tree", "first", "last", "off", "size"};
+    int got = get_all(objs, v, 5, names, -1);
+    PyObject *result = NULL, *a_mv = NULL, *a_pa = NULL, *a_sp = NULL;
+    int64_t *mv = NULL, *pa = NULL;
+    range_t *sp = NULL;
+    if (got < 5) goto done;
+    const int64_t *tree = v[0].buf, *first = v[1].buf, *last = v[2].buf, *off = v[3].buf, *size = v[4].buf;
+    Py_ssize_t n = v[1].len / 8, leaves = v[0].len / 16;
+    if (v[2].len / 8 != n || v[3].len / 8 != n || v[4].len / 8 != n || v[0].len / 8 != 2 * leaves || leaves < n ||
+        (leaves & (leaves - 1)) || inside < 0 || inside > end || end > n) {
+        PyErr_SetString(PyExc_ValueError, "window: inconsistent arrays or bounds");
+        goto done;
+    }
+    mv = (int64_t *)malloc(sizeof(int64_t) * (size_t)(n + 1));
+    pa = (int64_t *)malloc(sizeof(int64_t) * (size_t)(n + 1));
+    sp = (range_t *)malloc(sizeof(range_t) * (size_t)(n + 1));
+    if (!mv || !pa || !sp) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t n_mv = 0, n_pa = 0, n_sp = 0;
+    Py_ssize_t stack[3 * 130], depth = 0; /* (node, first leaf, width); two pushes a level */
+    if (inside > 0) {
+        stack[0] = 1, stack[1] = 0, stack[2] = leaves;
+        depth = 1;
+    }
+    while (depth) {
+        depth--;
+        Py_ssize_t k = stack[3 * depth], start = stack[3 * depth + 1], width = stack[3 * depth + 2];
+        if (tree[k] < lo) continue;
+        if (width == 1) {
+            if (last[start] >= hi) {
+                sp[n_sp].lo = off[start];
+                sp[n_sp++].hi = off[start] + size[start];
+            } else {
+                pa[n_pa++] = start;
+            }
+            continue;
+        }
+        Py_ssize_t half = width / 2;
+        if (start + half < inside) { /* the right child first: the left one is popped (and listed) first */
+            stack[3 * depth] = 2 * k + 1, stack[3 * depth + 1] = start + half, stack[3 * depth + 2] = half;
+            depth++;
+        }
+        stack[3 * depth] = 2 * k, stack[3 * depth + 1] = start, stack[3 * depth + 2] = half;
+        depth++;
+    }
+    for (Py_ssize_t p = inside; p < end; p++) {
+        if (last[p] <= hi) {
+            mv[n_mv++] = p;
+        } else if (first[p] == lo) {
+            sp[n_sp].lo = off[p];
+            sp[n_sp++].hi = off[p] + size[p];
+        } else {
+            pa[n_pa++] = p;
+        }
+    }
+    sort_ranges(sp, n_sp);
+    Py_ssize_t n_merged = 0;
+    for (Py_ssize_t e = 0; e < n_sp; e++) {
+        if (n_merged && sp[e].lo <= sp[n_merged - 1].hi) {
+            if (sp[e].hi > sp[n_merged - 1].hi) sp[n_merged - 1].hi = sp[e].hi;
+        } else {
+            sp[n_merged++] = sp[e];
+        }
+    }
+    int64_t *out;
+    if (!(a_mv = new_i64_array(n_mv, &out))) goto done;
+    memcpy(out, mv, sizeof(int64_t) * (size_t)n_mv);
+    if (!(a_pa = new_i64_array(n_pa, &out))) goto done;
+    memcpy(out, pa, sizeof(int64_t) * (size_t)n_pa);
+    if (!(a_sp = new_i64_array(2 * n_merged, &out))) goto done;
+    for (Py_ssize_t e = 0; e < n_merged; e++) out[2 * e] = sp[e].lo, out[2 * e + 1] = sp[e].hi;
+    result = PyTuple_Pack(3, a_mv, a_pa, a_sp);
+done:
+    Py_XDECREF(a_mv);
+    Py_XDECREF(a_pa);
+    Py_XDECREF(a_sp);
+    free(mv);
+    free(pa);
+    free(sp);
     for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
     return result;
 }
@@ -1313,6 +1468,8 @@ static PyMethodDef methods[] = {
     {"count_pairs", native_count_pairs, METH_VARARGS, "Number of time-overlapping pairs (see planner._count_pairs)."},
     {"place", native_place, METH_VARARGS, "First or best fit of an order over neighbour lists (see planner.py)."},
     {"overlaps", native_overlaps, METH_VARARGS, "Neighbour lists (CSR) of time-overlapping items (see planner.py)."},
+    {"start_order", native_start_order, METH_VARARGS, "A piece in start order (see planner._StartOrder)."},
+    {"window", native_window, METH_VARARGS, "A repair window's members (see planner._StartOrder.window)."},
     {NULL, NULL, 0, NULL},
 };
 

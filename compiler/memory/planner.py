@@ -25,7 +25,8 @@ Google's MiniMalloc and TelaMalloc, and omnimalloc's greedy orders):
 3. Peak repair. The buffers living inside a window of steps around the first ones at the top are lifted out
    and placed again by several orders among the buffers crossing the window's borders and those spanning it;
    a re-pack below the top is kept (one place fewer at the top: a layered model has one a layer) and the next
-   place attacked, else the window doubles.
+   place attacked, else the window doubles. Max trees over the start order find the top and a window's members,
+   and the window is re-packed on arrays of its own: a round costs its window, not the piece.
 4. Exact search. While the highest component is above the lower bound, a MiniMalloc-style branch and bound
    tries to pack it within the lower bound: buffers placed in canonical order (non-decreasing offset, each
    at its lowest legal offset), pruned by section inference, the unallocated floor, dominance and dynamic
@@ -42,9 +43,9 @@ Fixed-offset buffers are honoured (placed first), offsets respect each buffer's 
 always gives the same output.
 
 The hot loops (neighbour lists, first/best fit over them, the time sweep, the lower bound, the pair count, the
-whole exact search) have native twins in the optional C extension ``_native`` (``_native.c``,
-built by ``pip install`` when a compiler is there); they give the same offsets, and the pure-Python loops run
-when it is absent or a value exceeds int64.
+repair's window members, the whole exact search) have native twins in the optional C extension ``_native``
+(``_native.c``, built by ``pip install`` when a compiler is there); they give the same offsets, and the
+pure-Python loops run when it is absent or a value exceeds int64.
 The work units stay those of the Python loops, so the plans do not depend on it: with it, the budget is spent
 in a fraction of its seconds.
 """
@@ -60,7 +61,7 @@ import sys
 import time
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, MutableSequence, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -1174,117 +1175,281 @@ _REPAIR_RUNS = [
 ]  # fmt: skip
 
 
-def _window(
-    arr: _Arrays, by_start: list[int], starts: list[int], tops: list[int], height: int, reach: int
-) -> tuple[list[int], list[int], list[tuple[int, int]]]:
-    """For the steps [lo, hi] around the first buffers at ``height`` (the earliest and those chained to it by
-    overlapping lifetimes) widened by ``reach`` buffers each side: its movers (living inside), its partial
-    obstacles (crossing a border) and the merged byte ranges of the buffers spanning it (obstacles at every step
-    of the window)."""
-    first, last, size = arr.first, arr.last, arr.size
-    top_items: list[int] = []
-    for i, t in zip(by_start, tops, strict=True):
-        if t >= height:
-            if top_items and first[i] > max(last[j] for j in top_items):
+class _MaxTree:
+    """A max segment tree over a list, for the repair's searches in O(log n) a step: ``tree[leaves + p]`` holds
+    value p (the list padded to ``leaves``, a power of two, with a value no search asks for), node k the larger
+    of its children 2k and 2k + 1, node 1 the largest of all (an int64 array when the native loops built it)."""
+
+    def __init__(self, tree: MutableSequence[int], leaves: int) -> None:
+        self.tree, self.leaves = tree, leaves
+
+    @staticmethod
+    def build(values: list[int], pad: int) -> _MaxTree:
+        """The tree over ``values``, padded with ``pad``."""
+        leaves = 1 << (len(values) - 1).bit_length()
+        rows = [values + [pad] * (leaves - len(values))]
+        while len(rows[-1]) > 1:
+            below = rows[-1]
+            rows.append(list(map(max, below[0::2], below[1::2])))
+        return _MaxTree(list(itertools.chain([pad], *reversed(rows))), leaves)
+
+    def top(self) -> int:
+        """The largest value."""
+        return self.tree[1]
+
+    def set(self, p: int, value: int) -> None:
+        """Set the value at position ``p``."""
+        tree = self.tree
+        k = self.leaves + p
+        tree[k] = value
+        k >>= 1
+        while k:
+            high = max(tree[2 * k], tree[2 * k + 1])
+            if tree[k] == high:
+                return
+            tree[k] = high
+            k >>= 1
+
+    def next_at_least(self, p: int, value: int) -> int:
+        """The first position >= ``p`` holding at least ``value``, or -1."""
+        tree, leaves = self.tree, self.leaves
+        if p >= leaves:
+            return -1
+        k = leaves + p
+        while tree[k] < value:
+            while k & 1:  # a right child: the rest of its parent is done, look right of the parent
+                k >>= 1
+            if not k:
+                return -1
+            k += 1
+        while k < leaves:
+            k <<= 1
+            if tree[k] < value:
+                k += 1
+        return k - leaves
+
+    def at_least(self, end: int, value: int) -> list[int]:
+        """The positions below ``end`` holding at least ``value``, ascending (cost: the answer times the
+        levels, at most; a frontier of nodes is narrowed level by level)."""
+        tree, leaves = self.tree, self.leaves
+        if end <= 0 or tree[1] < value:
+            return []
+        frontier = [1]
+        span = leaves  # the leaves under a node of the frontier
+        while span > 1:
+            span >>= 1
+            last = (leaves + end - 1) // span  # the last node whose first leaf is below end
+            frontier = [c for k in frontier for c in (2 * k, 2 * k + 1) if c <= last and tree[c] >= value]
+        return [k - leaves for k in frontier]
+
+
+@dataclass
+class _Window:
+    """A repair window's buffers: ``movers`` (living inside its steps; at ``positions`` in start order),
+    ``partial`` (crossing a border) and ``spans``, the merged byte ranges of the buffers spanning it."""
+
+    movers: list[int]
+    positions: list[int]
+    partial: list[int]
+    spans: list[tuple[int, int]]
+
+
+class _StartOrder:
+    """A piece's buffers in start order with two :class:`_MaxTree` over it, their tops (offset + size, updated
+    when a repair moves some) and their last steps: a repair round finds the buffers at the top and the
+    window's members in O(window + log n) instead of scanning the piece (the members by the native loops when
+    the extension is there)."""
+
+    def __init__(self, arr: _Arrays, items: list[int], off: list[int]) -> None:
+        first = arr.first
+        self.arr, self.off = arr, off
+        self.by_start = by_start = sorted(sorted(items), key=first.__getitem__)  # ties by index
+        self.native = arr.native and _NATIVE is not None
+        self.starts: Sequence[int]
+        self.last: Sequence[int]
+        if self.native:  # the same as below, as int64 arrays (also those the native window scan reads)
+            leaves = 1 << (len(by_start) - 1).bit_length()
+            self.first64, self.last64, self.size64, self.off64, tops, lasts = _NATIVE.start_order(
+                by_start, off, arr.first64, arr.last64, arr.size64, leaves
+            )
+            self.starts, self.last = self.first64, self.last64
+            self.tops, self.lasts = _MaxTree(tops, leaves), _MaxTree(lasts, leaves)
+            return
+        self.starts = list(map(first.__getitem__, by_start))
+        self.last = list(map(arr.last.__getitem__, by_start))
+        tops = list(map(add, map(off.__getitem__, by_start), map(arr.size.__getitem__, by_start)))
+        self.tops = _MaxTree.build(tops, -1)
+        self.lasts = _MaxTree.build(list(self.last), self.starts[0] - 1)
+
+    def height(self) -> int:
+        """The highest top."""
+        return self.tops.top()
+
+    def moved(self, positions: list[int]) -> None:
+        """Take the new offsets of the buffers at ``positions`` (in start order)."""
+        off, size, by_start = self.off, self.arr.size, self.by_start
+        for p in positions:
+            i = by_start[p]
+            self.tops.set(p, off[i] + size[i])
+            if self.native:
+                self.off64[p] = off[i]
+
+    def window(self, height: int, reach: int) -> _Window:
+        """For the steps [lo, hi] around the first buffers at ``height`` (the earliest and those chained to it
+        by overlapping lifetimes) widened by ``reach`` buffers each side: its movers (living inside), its
+        partial obstacles (crossing a border) and the merged byte ranges of the buffers spanning it (obstacles
+        at every step of the window)."""
+        starts, last, tops = self.starts, self.last, self.tops
+        p = tops.next_at_least(0, height)
+        assert p >= 0, "no buffer reaches the height"
+        a = z = p
+        chain = last[p]
+        while True:
+            p = tops.next_at_least(p + 1, height)
+            if p < 0 or starts[p] > chain:
                 break
-            top_items.append(i)
-    a = bisect_left(starts, min(first[i] for i in top_items))
-    z = bisect_right(starts, max(first[i] for i in top_items)) - 1
-    lo = starts[max(0, a - reach)]
-    hi = max(max(last[i] for i in top_items), starts[min(len(starts) - 1, z + reach)])
-    movers: list[int] = []
-    partial: list[int] = []
-    spans: list[tuple[int, int]] = []
-    end = bisect_right(starts, hi)
-    for k in range(end):
-        i = by_start[k]
-        if last[i] < lo:
-            continue
-        if first[i] >= lo and last[i] <= hi:
-            movers.append(i)
-        elif first[i] <= lo and last[i] >= hi:
-            spans.append((tops[k] - size[i], tops[k]))
+            z = p
+            chain = max(chain, last[p])
+        a = bisect_left(starts, starts[a])
+        z = bisect_right(starts, starts[z]) - 1
+        lo = starts[max(0, a - reach)]
+        hi = max(chain, starts[min(len(starts) - 1, z + reach)])
+        inside, end = bisect_left(starts, lo), bisect_right(starts, hi)  # the buffers starting in [lo, hi]
+        by_start = self.by_start
+        if self.native:
+            movers, partial, flat = _NATIVE.window(
+                self.lasts.tree, self.first64, self.last64, self.off64, self.size64, inside, end, lo, hi
+            )
+            positions = movers.tolist()
+            spans = list(zip(flat[0::2], flat[1::2], strict=True))
         else:
-            partial.append(i)
-    spans.sort()
-    merged: list[tuple[int, int]] = []
-    for s, e in spans:
-        if merged and s <= merged[-1][1]:
-            if e > merged[-1][1]:
-                merged[-1] = (merged[-1][0], e)
-        else:
-            merged.append((s, e))
-    return movers, partial, merged
+            positions, partial, spans = self._members(inside, end, lo, hi)
+        return _Window([by_start[q] for q in positions], positions, [by_start[q] for q in partial], spans)
+
+    def _members(self, inside: int, end: int, lo: int, hi: int) -> tuple[list[int], list[int], list[tuple[int, int]]]:
+        """The window's movers and partial obstacles (positions) and merged spans: those live at ``lo`` that
+        start before it (positions below ``inside``), then those starting in [lo, hi] (up to ``end``)."""
+        starts, last, off, size, by_start = self.starts, self.last, self.off, self.arr.size, self.by_start
+        movers: list[int] = []
+        partial: list[int] = []
+        spans: list[tuple[int, int]] = []
+        for q in self.lasts.at_least(inside, lo):
+            if last[q] >= hi:
+                i = by_start[q]
+                spans.append((off[i], off[i] + size[i]))
+            else:
+                partial.append(q)
+        for q in range(inside, end):
+            if last[q] <= hi:
+                movers.append(q)
+            elif starts[q] == lo:
+                i = by_start[q]
+                spans.append((off[i], off[i] + size[i]))
+            else:
+                partial.append(q)
+        spans.sort()
+        merged: list[tuple[int, int]] = []
+        for s, e in spans:
+            if merged and s <= merged[-1][1]:
+                if e > merged[-1][1]:
+                    merged[-1] = (merged[-1][0], e)
+            else:
+                merged.append((s, e))
+        return movers, partial, merged
 
 
 def _repair(
-    arr: _Arrays, piece: _Piece, result: tuple[int, list[int], str], target: int, budget: _Budget
+    arr: _Arrays,
+    piece: _Piece,
+    result: tuple[int, list[int], str],
+    target: int,
+    budget: _Budget,
+    orders: dict[int, tuple[list[int], _StartOrder]] | None = None,
 ) -> tuple[int, list[int], str]:
     """Lower a piece's top by re-packing the buffers of a time window around it, the others staying put.
 
     The buffers living inside a window of steps around those at the top are lifted out and placed again by
     several greedy orders among the buffers crossing its borders and those spanning it (the latter merged
     into one list of byte ranges). A re-pack below the top is kept and the new top is attacked with a small
-    window again; after a failed round the window doubles. Every round is charged to ``budget``.
+    window again; after a failed round the window doubles. Every round is charged to ``budget`` (as a scan of
+    the piece, though a :class:`_StartOrder` finds a window without one). ``orders`` keeps the piece's start
+    order for the next call (see :class:`_RepairMemo`).
     """
     height, offsets, label = result
-    if height <= target or any(arr.fixed[i] >= 0 for i in piece.items):
+    if height <= target or (arr.has_fixed and any(arr.fixed[i] >= 0 for i in piece.items)):
         return result
-    first, size = arr.first, arr.size
-    off = [-1] * len(size)
-    for i, o in zip(piece.items, offsets, strict=True):
-        off[i] = o
-    by_start = sorted(piece.items, key=lambda i: (first[i], i))
-    starts = [first[i] for i in by_start]
+    kept = orders.get(id(piece)) if orders is not None else None
+    order = kept[1] if kept is not None and kept[0] is offsets else None  # built once the budget allows a round
+    off = order.off if order is not None else []
     reach = REPAIR_WINDOW
     improved = False
-    scan = 2 * len(by_start)
+    scan = 2 * len(piece.items)
     while height > target and budget.allows(scan) and reach <= REPAIR_WINDOW << REPAIR_GROWTHS:
         budget.spend(scan)
-        tops = [off[i] + size[i] for i in by_start]
-        movers, partial, spans = _window(arr, by_start, starts, tops, height, reach)
-        if _repack(arr, piece.base, movers, partial, spans, off, height, budget):
+        if order is None:
+            off = [-1] * len(arr.size)
+            for i, o in zip(piece.items, offsets, strict=True):
+                off[i] = o
+            order = _StartOrder(arr, piece.items, off)
+        window = order.window(height, reach)
+        if _repack(arr, piece.base, window, off, height, budget):
             # the window's buffers now end below the top: one place fewer at it (the top drops with the last)
             improved = True
-            height = max(off[i] + size[i] for i in piece.items)
+            order.moved(window.positions)
+            height = order.height()
             reach = REPAIR_WINDOW
-        elif len(movers) == len(piece.items):
+        elif len(window.movers) == len(piece.items):
             break
         else:
             reach *= 2
-    if not improved:
-        return result
-    return height, [off[i] for i in piece.items], label + "+repair"
+    out = (height, [off[i] for i in piece.items], label + "+repair") if improved else result
+    if orders is not None and order is not None:
+        orders[id(piece)] = (out[1], order)  # a failed re-pack restores its movers: off holds out's offsets
+    return out
 
 
-def _repack(
-    arr: _Arrays,
-    base: int,
-    movers: list[int],
-    partial: list[int],
-    spans: list[tuple[int, int]],
-    off: list[int],
-    height: int,
-    budget: _Budget,
-) -> bool:
-    """Place ``movers`` again below ``height`` by the repair orders; keep the first that fits (else restore)."""
-    group = movers + partial
-    adj = _neighbours(arr, group, dense_ok=False)
-    pairs = adj.pairs()
-    cost = pairs + len(movers) * (len(spans) + 8)
-    saved = [off[i] for i in movers]
-    keys = _order_keys(arr, movers, lambda i: adj.degree(i) + len(spans))
+def _sub_arrays(arr: _Arrays, group: list[int]) -> _Arrays:
+    """The buffers ``group`` of ``arr`` as arrays of their own, renumbered 0..len(group)-1 (a repair window's:
+    the native loops then run on it whatever the size of the input)."""
+    sub = _Arrays(())
+    sub.ids = [arr.ids[i] for i in group]
+    sub.first = [arr.first[i] for i in group]
+    sub.last = [arr.last[i] for i in group]
+    sub.size = [arr.size[i] for i in group]
+    sub.align = [arr.align[i] for i in group]
+    sub.fixed = [-1] * len(group)
+    sub.has_fixed = False
+    sub.native = arr.native
+    if sub.native:
+        sub.first64, sub.last64 = array("q", sub.first), array("q", sub.last)
+        sub.size64, sub.align64 = array("q", sub.size), array("q", sub.align)
+    return sub
+
+
+def _repack(arr: _Arrays, base: int, window: _Window, off: list[int], height: int, budget: _Budget) -> bool:
+    """Place the window's movers again below ``height`` by the repair orders; keep the first that fits (else
+    they stay put).
+
+    The movers and partial obstacles are renumbered 0..k-1 (movers first) into arrays of their own, so the cost
+    is the window's (its pairs, and its movers times its spans), not the piece's."""
+    movers, spans = window.movers, window.spans
+    group = movers + window.partial
+    sub = _sub_arrays(arr, group)
+    adj = _neighbours(sub, range(len(group)), dense_ok=False)
+    cost = adj.pairs() + len(movers) * (len(spans) + 8)
+    local = {i: k for k, i in enumerate(movers)}
+    keys = _order_keys(arr, movers, lambda i: adj.degree(local[i]) + len(spans))
+    start = [-1] * len(movers) + [off[i] for i in window.partial]
     for name, best_fit in _REPAIR_RUNS:
         if not budget.allows(cost):
             break
         budget.spend(cost)
-        for i in movers:
-            off[i] = -1
-        order = sorted(movers, key=keys[name])
-        if _place(order, arr, adj, off, base, best_fit, height, static=spans) < height:
+        trial = list(start)
+        order = [local[i] for i in sorted(movers, key=keys[name])]
+        if _place(order, sub, adj, trial, base, best_fit, height, static=spans) < height:
+            for i, o in zip(movers, trial, strict=False):
+                off[i] = o
             return True
-    for i, o in zip(movers, saved, strict=True):
-        off[i] = o
     return False
 
 
@@ -1755,7 +1920,7 @@ def _plan(
     results = [_portfolio(arr, piece, lb, allowance) for piece in pieces]
     exact_cap = total if exact_budget_s is None else int(exact_budget_s * WORK_PER_SECOND)
     exact_cap = exact_cap if exact_work is None else exact_work
-    settled: set[tuple[int, int]] = set()
+    settled = _RepairMemo()
     _repair_highest(arr, pieces, results, lb, allowance, settled, REPAIR_SHARE)
     exact = _ExactPhase(arr, pieces, results, allowance, exact_max_buffers)
     exact.run(lb, max(0, min(exact_cap, allowance.left)))
@@ -1913,13 +2078,24 @@ def _quick(arr: _Arrays, positive: list[int], off: list[int], lb: int, budget: _
     return None
 
 
+class _RepairMemo(set[tuple[int, int]]):
+    """What the peak repair of one plan remembers between its calls: the (piece, height) pairs it gave up on
+    without the budget ever saying no (see :func:`_repair_highest`), and in ``orders`` each repaired piece's
+    :class:`_StartOrder` with the offsets it holds (the next repair of the piece starts from it while the piece's
+    offsets are still those: it is built once a plan, not once a call)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.orders: dict[int, tuple[list[int], _StartOrder]] = {}
+
+
 def _repair_highest(
     arr: _Arrays,
     pieces: list[_Piece],
     results: list[tuple[int, list[int], str]],
     lb: int,
     budget: _Budget,
-    settled: set[tuple[int, int]],
+    settled: _RepairMemo,
     share: float = 1.0,
 ) -> None:
     """Repair the highest piece while that lowers it (then the next highest, ...), within ``share`` of the
@@ -1931,7 +2107,7 @@ def _repair_highest(
         if results[k][0] <= lb or (k, results[k][0]) in settled:
             break
         mine.refused = False
-        better = _repair(arr, pieces[k], results[k], lb, mine)
+        better = _repair(arr, pieces[k], results[k], lb, mine, settled.orders)
         if better[0] >= results[k][0]:
             if not mine.refused:
                 settled.add((k, results[k][0]))

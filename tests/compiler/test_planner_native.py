@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 from array import array
 from collections.abc import Generator, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -255,3 +256,112 @@ def test_native_exact_steps_give_the_same_plans_at_the_default_budget(monkeypatc
     fast = [plan(bufs) for bufs in cases]
     _python_exact_steps(monkeypatch)
     assert [plan(bufs) for bufs in cases] == fast
+
+
+def _scan_window(
+    arr: planner._Arrays, items: list[int], off: list[int], height: int, reach: int
+) -> tuple[list[int], list[int], list[tuple[int, int]]]:
+    """A repair window as the repair defined it by scanning the whole piece: (movers, partial, merged spans)."""
+    first, last, size = arr.first, arr.last, arr.size
+    by_start = sorted(items, key=lambda i: (first[i], i))
+    starts = [first[i] for i in by_start]
+    top_items: list[int] = []
+    for i in by_start:
+        if off[i] + size[i] >= height:
+            if top_items and first[i] > max(last[j] for j in top_items):
+                break
+            top_items.append(i)
+    a = starts.index(first[top_items[0]])
+    z = len(starts) - 1 - starts[::-1].index(first[top_items[-1]])
+    lo = starts[max(0, a - reach)]
+    hi = max(max(last[i] for i in top_items), starts[min(len(starts) - 1, z + reach)])
+    movers, partial, spans = [], [], []
+    for i in by_start:
+        if last[i] < lo or first[i] > hi:
+            continue
+        if first[i] >= lo and last[i] <= hi:
+            movers.append(i)
+        elif first[i] <= lo and last[i] >= hi:
+            spans.append((off[i], off[i] + size[i]))
+        else:
+            partial.append(i)
+    merged: list[tuple[int, int]] = []
+    for s, e in sorted(spans):
+        if merged and s <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(e, merged[-1][1]))
+        else:
+            merged.append((s, e))
+    return movers, partial, merged
+
+
+@pytest.mark.parametrize("native_loops", [False, True])
+def test_repair_windows_match_a_scan_of_the_piece(monkeypatch: pytest.MonkeyPatch, native_loops: bool) -> None:
+    """The start order's trees find the windows a scan finds, also after some buffers moved."""
+    if native_loops and planner._NATIVE is None:
+        pytest.skip("the native extension is not built here")
+    if not native_loops:
+        monkeypatch.setattr(planner, "_NATIVE", None)
+    rng = random.Random(23)
+    for _ in range(150):
+        bufs = [b for b in _random_instance(rng, rng.randrange(1, 150), fixed=False) if b.size]
+        if not bufs:
+            continue
+        arr = planner._Arrays(bufs)
+        items = list(range(len(bufs)))
+        off = [rng.randrange(0, 5000) for _ in items]
+        order = planner._StartOrder(arr, items, off)
+        for _ in range(6):
+            height = max(off[i] + arr.size[i] for i in items)
+            assert order.height() == height
+            reach = rng.choice([0, 1, 2, 5, 32, 200])
+            window = order.window(height, reach)
+            assert (window.movers, window.partial, window.spans) == _scan_window(arr, items, off, height, reach)
+            assert [order.by_start[p] for p in window.positions] == window.movers
+            moved = rng.sample(window.positions, min(len(window.positions), 3))
+            for p in moved:
+                off[order.by_start[p]] = rng.randrange(0, 6000)
+            order.moved(moved)
+
+
+def test_max_tree_searches_match_a_scan() -> None:
+    rng = random.Random(3)
+    for _ in range(200):
+        values = [rng.randrange(50) for _ in range(rng.randrange(1, 70))]
+        tree = planner._MaxTree.build(list(values), -1)
+        for _ in range(20):
+            p, value = rng.randrange(len(values) + 2), rng.randrange(55)
+            after = [q for q in range(p, len(values)) if values[q] >= value]
+            assert tree.next_at_least(p, value) == (after[0] if after else -1)
+            end = rng.randrange(len(values) + 2)
+            assert tree.at_least(end, value) == [q for q in range(min(end, len(values))) if values[q] >= value]
+            q = rng.randrange(len(values))
+            values[q] = rng.randrange(50)
+            tree.set(q, values[q])
+            assert tree.top() == max(values)
+
+
+@native
+def test_native_place_merges_unsorted_static_ranges() -> None:
+    rng = random.Random(8)
+    for bufs in _instances(60):
+        arr = planner._Arrays(bufs)
+        items = [i for i in range(len(bufs)) if arr.size[i] > 0 and arr.fixed[i] < 0]
+        static = sorted({(s, s + rng.randrange(1, 40)) for s in rng.sample(range(0, 400, 7), 8)}, key=lambda r: -r[0])
+        fast = planner._CSR(*planner._NATIVE.overlaps(array("q", items), arr.first64, arr.last64, len(bufs)))
+        slow = planner._overlaps(items, arr.first, arr.last)
+        for best_fit in (False, True):
+            a, b = [-1] * len(bufs), [-1] * len(bufs)
+            ha = planner._place(items, arr, fast, a, 0, best_fit, None, static)
+            hb = planner._place_py(items, arr, slow, b, (0, -1), best_fit, static)
+            assert (ha, a) == (hb, b)
+
+
+def test_sub_arrays_are_the_arrays_of_the_sub_input() -> None:
+    """A repair window's arrays hold every field the planner's arrays hold, as if made from its buffers alone
+    (a field added to _Arrays must be added to _sub_arrays too)."""
+    rng = random.Random(4)
+    for bufs in _instances(30):
+        arr = planner._Arrays([replace(b, offset=None) for b in bufs])
+        group = rng.sample(range(len(bufs)), rng.randrange(len(bufs) + 1))
+        alone = planner._Arrays([replace(bufs[i], offset=None) for i in group])
+        assert vars(planner._sub_arrays(arr, group)) == vars(alone)
