@@ -18,6 +18,8 @@
  *                                                          like planner._StartOrder's lists
  *   window(tree, first, last, off, size, inside, end, lo, hi) -> (movers, partial, spans)
  *                                                          like planner._StartOrder.window's members
+ *   split_place(short, long, first, last, size, align, off, base, best_fit) -> height
+ *                                                          the short-lived phase of planner._split_sweep
  *
  * Every array is an int64 buffer (array.array('q')); ``off`` is written in place. The caller guarantees that
  * every value and every offset reached fits in int64 (planner._Arrays.native).
@@ -1459,7 +1461,130 @@ static PyObject *native_exact_resume(PyObject *self, PyObject *args) {
     return Py_BuildValue("(iLLN)", s->state, nodes, work, solution);
 }
 
+/* ---- planner._split_sweep's second phase ---- */
+
+typedef struct {
+    int64_t key, val;
+} kv_t; /* a (key, value) pair of a min-heap ordered by key */
+
+static void kv_push(kv_t *h, Py_ssize_t *n, int64_t key, int64_t val) {
+    Py_ssize_t k = (*n)++;
+    while (k && h[(k - 1) / 2].key > key) {
+        h[k] = h[(k - 1) / 2];
+        k = (k - 1) / 2;
+    }
+    h[k].key = key;
+    h[k].val = val;
+}
+
+static void kv_pop(kv_t *h, Py_ssize_t *n) {
+    kv_t last = h[--(*n)];
+    Py_ssize_t k = 0, m = *n;
+    for (;;) {
+        Py_ssize_t c = 2 * k + 1;
+        if (c >= m) break;
+        if (c + 1 < m && h[c + 1].key < h[c].key) c++;
+        if (h[c].key >= last.key) break;
+        h[k] = h[c];
+        k = c;
+    }
+    if (m) h[k] = last;
+}
+
+/* index of the first range of the ascending, disjoint ranges whose start is >= lo */
+static Py_ssize_t range_at(const range_t *r, Py_ssize_t n, int64_t lo) {
+    Py_ssize_t a = 0, z = n;
+    while (a < z) {
+        Py_ssize_t mid = (a + z) / 2;
+        if (r[mid].lo < lo)
+            a = mid + 1;
+        else
+            z = mid;
+    }
+    return a;
+}
+
+typedef struct {
+    kv_t *tops, *expiry;
+    range_t *live;
+    Py_ssize_t ntops, nexpiry, nlive;
+} split_t;
+
+/* Place short-lived item b at or above the highest end of the long-lived items reached (planner._split_sweep) */
+static int64_t split_one(split_t *w, int64_t b, const int64_t *first, const int64_t *last, const int64_t *size,
+                         const int64_t *align, int64_t base, int best_fit) {
+    while (w->ntops && w->tops[0].val < first[b]) kv_pop(w->tops, &w->ntops);
+    while (w->nexpiry && w->expiry[0].key < first[b]) {
+        Py_ssize_t j = range_at(w->live, w->nlive, w->expiry[0].val);
+        memmove(w->live + j, w->live + j + 1, sizeof(range_t) * (size_t)(w->nlive - j - 1));
+        w->nlive--;
+        kv_pop(w->expiry, &w->nexpiry);
+    }
+    int64_t floor = w->ntops && -w->tops[0].key > base ? -w->tops[0].key : base;
+    int64_t x = lowest_fit(w->live, w->nlive, NULL, 0, size[b], align[b], floor, best_fit);
+    Py_ssize_t j = range_at(w->live, w->nlive, x);
+    memmove(w->live + j + 1, w->live + j, sizeof(range_t) * (size_t)(w->nlive - j));
+    w->live[j].lo = x;
+    w->live[j].hi = x + size[b];
+    w->nlive++;
+    kv_push(w->expiry, &w->nexpiry, last[b], x);
+    return x;
+}
+
+static PyObject *native_split_place(PyObject *self, PyObject *args) {
+    PyObject *o[7];
+    long long base;
+    int best_fit;
+    if (!PyArg_ParseTuple(args, "OOOOOOOLp", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &base, &best_fit))
+        return NULL;
+    Py_buffer v[7];
+    const char *names[7] = {"short", "long", "first", "last", "size", "align", "off"};
+    int got = get_all(o, v, 7, names, 6);
+    PyObject *result = NULL;
+    split_t w = {NULL, NULL, NULL, 0, 0, 0};
+    if (got < 7) goto done;
+    const int64_t *shrt = v[0].buf, *lng = v[1].buf, *first = v[2].buf, *last = v[3].buf, *size = v[4].buf;
+    const int64_t *align = v[5].buf;
+    int64_t *off = v[6].buf;
+    Py_ssize_t ns = v[0].len / 8, nl = v[1].len / 8, n = v[2].len / 8;
+    if (v[3].len / 8 != n || v[4].len / 8 != n || v[5].len / 8 != n || v[6].len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "split_place: arrays of different lengths");
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < ns + nl; k++) {
+        int64_t b = k < ns ? shrt[k] : lng[k - ns];
+        if (b < 0 || b >= n || size[b] <= 0 || (k >= ns && off[b] < 0)) {
+            PyErr_SetString(PyExc_ValueError, "split_place: item out of range, of no size or long and unplaced");
+            goto done;
+        }
+    }
+    w.tops = (kv_t *)malloc(sizeof(kv_t) * (size_t)(nl + 1));
+    w.expiry = (kv_t *)malloc(sizeof(kv_t) * (size_t)(ns + 1));
+    w.live = (range_t *)malloc(sizeof(range_t) * (size_t)(ns + 1));
+    if (!w.tops || !w.expiry || !w.live) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t height = base;
+    Py_ssize_t k = 0;
+    for (Py_ssize_t i = 0; i < ns; i++) {
+        int64_t b = shrt[i];
+        for (; k < nl && first[lng[k]] <= last[b]; k++)
+            kv_push(w.tops, &w.ntops, -(off[lng[k]] + size[lng[k]]), last[lng[k]]);
+        off[b] = split_one(&w, b, first, last, size, align, base, best_fit);
+        if (off[b] + size[b] > height) height = off[b] + size[b];
+    }
+    result = PyLong_FromLongLong(height);
+done:
+    free(w.tops);
+    free(w.expiry);
+    free(w.live);
+    for (int j = 0; j < got; j++) PyBuffer_Release(&v[j]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"split_place", native_split_place, METH_VARARGS, "The short-lived phase of planner._split_sweep."},
     {"exact_search", native_exact_search, METH_VARARGS, "A paused exact search (see planner._Search)."},
     {"exact_resume", native_exact_resume, METH_VARARGS, "Run a paused exact search on to its next pause or end."},
     {"place_dense", native_place_dense, METH_VARARGS, "place() without neighbour lists, for dense inputs."},

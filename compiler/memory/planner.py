@@ -20,8 +20,11 @@ Google's MiniMalloc and TelaMalloc, and omnimalloc's greedy orders):
    is the overlapping pairs, and time sweeps (start order, ties by size or lifetime; first and best fit over
    the gaps between the buffers live at each step), whose cost is n log n whatever the overlaps. Dense
    components (more than :data:`PAIR_LIMIT` pairs and :data:`DENSE_PAIRS_PER_BUFFER` a buffer) get the
-   sweeps first, then the size, conflict x size, area, ... orders over a time index while the budget pays
-   their pairs. The best height is kept: the result is never worse than any member.
+   sweeps first, with lifetime splits second (the long-lived buffers swept as a stack of their own, then the
+   short-lived ones above the long-lived ones they meet: a training step's saved activations below its
+   transient tensors; cut at a few multiples of the median lifetime), then the size, conflict x size, area,
+   ... orders over a time index while the budget pays their pairs. The best height is kept: the result is
+   never worse than any member.
 3. Peak repair. The buffers living inside a window of steps around the first ones at the top are lifted out
    and placed again by several orders among the buffers crossing the window's borders and those spanning it;
    a re-pack below the top is kept (one place fewer at the top: a layered model has one a layer) and the next
@@ -60,7 +63,7 @@ import math
 import sys
 import time
 from array import array
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Generator, Iterable, Iterator, MutableSequence, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -1068,6 +1071,73 @@ _SWEEPS: list[tuple[str, bool]] = [
 ]  # fmt: skip
 
 
+#: The :func:`_split_sweep` members' thresholds, as multiples of a piece's median lifetime: the member splits the
+#: piece into the buffers living at most that many steps and the others.
+SPLIT_FACTORS = (4, 8, 2, 16, 32)
+
+
+def _split_thresholds(arr: _Arrays, items: Sequence[int]) -> list[int]:
+    """Lifetimes (in steps) to split ``items`` at, in :data:`SPLIT_FACTORS` order: the factors times the median
+    lifetime, each below the longest lifetime (else the split leaves no long-lived buffer)."""
+    lengths = sorted(arr.last[i] - arr.first[i] + 1 for i in items)
+    median = lengths[len(lengths) // 2] if lengths else 0
+    return [f * median for f in SPLIT_FACTORS if f * median < lengths[-1]] if lengths else []
+
+
+def _split_sweep(arr: _Arrays, items: Sequence[int], threshold: int, off: list[int], base: int, best_fit: bool) -> int:
+    """Long-lived buffers first, then the short-lived ones above them; return the height reached.
+
+    Buffers living more than ``threshold`` steps are placed by a time sweep (start order, longest first on
+    ties), as a stack of their own. Then the short-lived ones, in start order (largest first on ties), each at
+    the lowest (or tightest) free offset among the short-lived buffers live at its start, at or above a floor:
+    the highest end of the long-lived buffers that overlap it in time (those live at its start and those
+    starting by its last step; a long-lived buffer starting by the last step of an earlier short-lived one
+    counts too, which keeps the floor's upkeep a single sweep). Valid for any order of equal starts: every
+    placed short-lived buffer overlapping the next one is live at its start. Cost: a sweep, plus the short-lived
+    pairs (each placement scans the short-lived buffers live then).
+    """
+    first, last, size = arr.first, arr.last, arr.size
+    long_ = sorted((i for i in items if last[i] - first[i] + 1 > threshold), key=lambda i: (first[i], -last[i], i))
+    short = sorted((i for i in items if last[i] - first[i] + 1 <= threshold), key=lambda i: (first[i], -size[i], i))
+    height = _sweep(long_, arr, off, base, best_fit) if long_ else base
+    if _worth_native(arr, len(items)):
+        placed = array("q", off)
+        top: int = _NATIVE.split_place(
+            array("q", short), array("q", long_), arr.first64, arr.last64, arr.size64, arr.align64, placed, base,
+            best_fit,
+        )  # fmt: skip
+        off[:] = placed.tolist()
+        return max(height, top)
+    return max(height, _split_short(arr, short, long_, off, base, best_fit))
+
+
+def _split_short(arr: _Arrays, short: list[int], long_: list[int], off: list[int], base: int, best_fit: bool) -> int:
+    """The short-lived phase of :func:`_split_sweep` in pure Python (the native ``split_place`` is its twin)."""
+    first, last, size, align = arr.first, arr.last, arr.size, arr.align
+    height = base
+    tops: list[tuple[int, int]] = []  # max-heap of (-end, last step) of the long-lived buffers reached
+    live: list[tuple[int, int]] = []  # byte ranges of the live short-lived buffers, ascending
+    expiry: list[tuple[int, int]] = []  # heap of (last step, offset) of the live short-lived buffers
+    k = 0
+    for b in short:
+        f, t = first[b], last[b]
+        while k < len(long_) and first[long_[k]] <= t:
+            heapq.heappush(tops, (-(off[long_[k]] + size[long_[k]]), last[long_[k]]))
+            k += 1
+        while tops and tops[0][1] < f:
+            heapq.heappop(tops)
+        while expiry and expiry[0][0] < f:
+            x = heapq.heappop(expiry)[1]
+            del live[bisect_left(live, (x,))]
+        floor = max(base, -tops[0][0]) if tops else base
+        x = _lowest_fit(live, size[b], align[b], floor, best_fit)
+        off[b] = x
+        insort(live, (x, x + size[b]))
+        heapq.heappush(expiry, (t, x))
+        height = max(height, x + size[b])
+    return height
+
+
 def _sweep_keys(arr: _Arrays) -> dict[str, _Key]:
     """Start orders for the sweeps: ties by size, by longest lifetime, by shortest lifetime."""
     size, first, last = arr.size, arr.first, arr.last
@@ -1111,20 +1181,40 @@ def _portfolio(arr: _Arrays, piece: _Piece, target: int, budget: _Budget) -> tup
             m.consider(f"greedy-{name}-{'best' if best_fit else 'first'}-fit", height)
             if m.best is not None and m.best[0] <= target:
                 return m.best
-    if not m.fixed:
-        skeys = _sweep_keys(arr)
-        for k, (name, best_fit) in enumerate(_SWEEPS):
-            if (k or lists) and not budget.allows(sweep_cost):
-                break
-            budget.spend(sweep_cost)
-            height = _sweep(sorted(m.movable, key=skeys[name]), arr, m.reset(), piece.base, best_fit)
-            m.consider(f"sweep-{name}-{'best' if best_fit else 'first'}-fit", height)
-            if m.best is not None and m.best[0] <= target:
-                return m.best
+    if not m.fixed and _sweeps(arr, m, sweep_cost, target, budget, lists):
+        assert m.best is not None
+        return m.best
     if not lists:
         _indexed_orders(arr, m, 3 * pairs + sweep_cost, target, budget)  # gather, sort, fit
     assert m.best is not None
     return m.best
+
+
+def _sweeps(arr: _Arrays, m: _Members, cost: int, target: int, budget: _Budget, paid: bool) -> bool:
+    """Run the time sweeps on a piece without fixed offsets while the budget pays ``cost`` a sweep; the first
+    always runs unless ``paid`` (members over neighbour lists ran before). Without such members (a piece too dense
+    for lists) the lifetime splits come second, each also paying its short-lived pairs. Return whether one reached
+    ``target``."""
+    skeys = _sweep_keys(arr)
+    members: list[tuple[str, bool, int]] = [(name, best_fit, -1) for name, best_fit in _SWEEPS]
+    if not paid:
+        members[1:1] = [("split", False, t) for t in _split_thresholds(arr, m.movable)]
+    for k, (name, best_fit, threshold) in enumerate(members):
+        extra = 0
+        if threshold >= 0:
+            extra = 2 * _pairs(arr, [i for i in m.movable if arr.last[i] - arr.first[i] < threshold])
+        if (k or paid) and not budget.allows(cost + extra):
+            return False
+        budget.spend(cost + extra)
+        if threshold >= 0:
+            height = _split_sweep(arr, m.movable, threshold, m.reset(), m.piece.base, best_fit)
+            name = f"{threshold}"
+        else:
+            height = _sweep(sorted(m.movable, key=skeys[name]), arr, m.reset(), m.piece.base, best_fit)
+        m.consider(f"{'split' if threshold >= 0 else 'sweep'}-{name}-{'best' if best_fit else 'first'}-fit", height)
+        if m.best is not None and m.best[0] <= target:
+            return True
+    return False
 
 
 #: Orders run over a time index on a huge piece (no neighbour lists), most useful first.

@@ -8,6 +8,7 @@ with the arena it reaches (equality with the lower bound where that is reached: 
 from __future__ import annotations
 
 import itertools
+import random
 from pathlib import Path
 from typing import Any
 
@@ -536,3 +537,43 @@ def test_the_command_line_plans_by_work_units_unless_asked_for_a_deadline(monkey
     monkeypatch.setattr(planner.time, "perf_counter", lambda: float(next(ticks)))
     assert arena() == counted
     assert arena("--wall-clock") > counted
+
+
+def _training_step(layers: int, seed: int) -> list[Buffer]:
+    """A small training step: forward buffers living a step or two, activations saved until the backward pass
+    frees them in reverse order, each beside a short-lived gradient buffer."""
+    rng = random.Random(seed)
+    out: list[Buffer] = []
+    saved: list[tuple[int, int]] = []
+    t = 0
+    for _ in range(4 * layers):
+        size = rng.choice((64, 128, 256, 512))
+        if rng.random() < 0.5:
+            saved.append((t, size))
+        else:
+            out.append(Buffer(f"f{len(out)}", t, t + rng.randrange(1, 3), size))
+        t += 1
+    for k, (first, size) in enumerate(reversed(saved)):
+        out.append(Buffer(f"a{k}", first, t, size))
+        out.append(Buffer(f"d{len(out)}", t, t + rng.randrange(1, 3), rng.choice((64, 128, 256))))
+        t += 1
+    return out
+
+
+def test_a_lifetime_split_packs_a_training_step_the_sweeps_cannot(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Long-lived activations as a stack of their own, short-lived buffers above them: the lower bound, where
+    every time sweep ends above it (a piece too dense for neighbour lists, no quick try)."""
+    for name in ("PAIR_LIMIT", "DENSE_PAIRS_PER_BUFFER", "QUICK_PAIRS_PER_BUFFER", "QUICK_PAIRS"):
+        monkeypatch.setattr(planner, name, -1)
+    bufs = _training_step(40, 3)
+    arr = planner._Arrays(bufs)
+    items = list(range(len(bufs)))
+    sweeps = [
+        planner._sweep(sorted(items, key=key), arr, [-1] * len(bufs), 0, best_fit)
+        for key in planner._sweep_keys(arr).values()
+        for best_fit in (False, True)
+    ]
+    p = plan(bufs, exact_work=0)
+    assert min(sweeps) > p.lower_bound == p.arena
+    assert p.component_strategies == ("split-12-first-fit",)
+    assert check_placement(bufs, p.offsets) == []

@@ -76,6 +76,22 @@ def test_native_loops_match_the_python_ones_on_random_instances(monkeypatch: pyt
                     ha = planner._sweep(order, arr, a, 5, best_fit)
                     hb = planner._sweep_py(order, arr, b, 5, best_fit)
                     assert (ha, a) == (hb, b)
+            _check_split_twins(bufs, arr, items)
+
+
+def _check_split_twins(bufs: list[Buffer], arr: planner._Arrays, items: list[int]) -> None:
+    """The lifetime split's native short-lived phase gives the Python one's offsets, valid ones, at every cut."""
+    for threshold in (0, 1, 2, 6, 30):
+        for best_fit in (False, True):
+            a, b = [-1] * len(bufs), [-1] * len(bufs)
+            ha = planner._split_sweep(arr, items, threshold, a, 5, best_fit)
+            arr.native = False
+            hb = planner._split_sweep(arr, items, threshold, b, 5, best_fit)
+            arr.native = True
+            assert (ha, a) == (hb, b)
+            offsets = {arr.ids[i]: b[i] for i in items}
+            assert check_placement([bufs[i] for i in items], offsets) == []
+            assert ha == max((b[i] + arr.size[i] for i in items), default=5)
 
 
 @native
