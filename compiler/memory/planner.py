@@ -310,7 +310,7 @@ def _fits_int64(arr: _Arrays) -> bool:
     """Whether every step, size, alignment and every offset a plan can reach fits the native loops' int64."""
     if not arr.size:
         return True
-    reach = sum(arr.size) + len(arr.size) * max(arr.align) + max(arr.fixed) + max(arr.size)
+    reach = sum(arr.size) + len(arr.size) * max(arr.align) + (max(arr.fixed) if arr.has_fixed else -1) + max(arr.size)
     steps = max(max(arr.last), -min(arr.first))
     return max(reach, steps) < 1 << 62
 
@@ -378,10 +378,18 @@ class _Dense(_Adj):
     """Neighbour degrees only, for a dense input the native loops place without lists (each buffer scans every
     placed one: cheaper than gathering and sorting its neighbours when most pairs overlap)."""
 
-    def __init__(self, items: array[int], degrees: dict[int, int]) -> None:
+    def __init__(self, items: array[int], degrees: dict[int, int] | Callable[[], dict[int, int]]) -> None:
         super().__init__({})
         self.items = items
-        self.degrees = degrees
+        self._degrees = degrees
+
+    @property
+    def degrees(self) -> dict[int, int]:
+        """Number of items overlapping each item, counted on first use (the size order, often the only one run,
+        needs none)."""
+        if callable(self._degrees):
+            self._degrees = self._degrees()
+        return self._degrees
 
     def of(self, i: int) -> Sequence[int]:
         """Not kept: the native loop finds the neighbours itself."""
@@ -401,15 +409,15 @@ class _Dense(_Adj):
 DENSE_SCAN_RATIO = 40
 
 
-def _neighbours(arr: _Arrays, items: Sequence[int], dense_ok: bool = True) -> _Adj:
+def _neighbours(arr: _Arrays, items: Sequence[int], dense_ok: bool = True, pairs: int | None = None) -> _Adj:
     """Neighbour lists of time-overlapping pairs among ``items`` (cost n log n + pairs), by the native loops
     when the extension is there (the same lists as :func:`_overlaps`, in another order; or, for a dense input,
-    none: see :class:`_Dense`)."""
+    none: see :class:`_Dense`). ``pairs`` is their :func:`_pairs`, when the caller has it."""
     if not _worth_native(arr, len(items)):
         return _overlaps(items, arr.first, arr.last)
     items64 = array("q", items)
-    if dense_ok and 2 * _pairs(arr, items) * DENSE_SCAN_RATIO >= len(items) ** 2:
-        return _Dense(items64, _degrees(items, arr.first, arr.last))
+    if dense_ok and 2 * (_pairs(arr, items) if pairs is None else pairs) * DENSE_SCAN_RATIO >= len(items) ** 2:
+        return _Dense(items64, lambda: _degrees(items, arr.first, arr.last))
     indptr, indices = _NATIVE.overlaps(items64, arr.first64, arr.last64, len(arr.size))
     return _CSR(indptr, indices)
 
@@ -1036,16 +1044,13 @@ def _order_keys(arr: _Arrays, items: Sequence[int], degree: Callable[[int], int]
             total.update(zip(items, _live_max(items, first, last, size), strict=True))
         return total[i]
 
-    def length(i: int) -> int:
-        return last[i] - first[i] + 1
-
-    return {
+    return {  # lifetime: last - first + 1 steps
         "size": lambda i: (-size[i], first[i], i),
-        "area": lambda i: (-size[i] * length(i), -size[i], first[i], i),
-        "lifetime": lambda i: (-length(i), -size[i], first[i], i),
+        "area": lambda i: (-size[i] * (last[i] - first[i] + 1), -size[i], first[i], i),
+        "lifetime": lambda i: (first[i] - last[i] - 1, -size[i], first[i], i),
         "start": lambda i: (first[i], -size[i], i),
         "total": lambda i: (-live_max(i), -size[i], first[i], i),
-        "total-lifetime": lambda i: (-live_max(i), -length(i), -size[i], i),
+        "total-lifetime": lambda i: (-live_max(i), first[i] - last[i] - 1, -size[i], i),
         "end": lambda i: (-last[i], -size[i], i),
         "conflict": lambda i: (-degree(i), -size[i], first[i], i),
         "conflict-size": lambda i: (-degree(i) * size[i], -size[i], first[i], i),
@@ -1688,6 +1693,11 @@ def planner_clock() -> Iterator[PlannerClock]:
         _CLOCKS.remove(clock)
 
 
+#: :func:`plan` pauses the cyclic garbage collector for inputs of at least this many buffers (a small input makes
+#: too few objects for a collection to cost more than the pause itself).
+GC_PAUSE_BUFFERS = 1000
+
+
 def plan(
     buffers: Sequence[Buffer],
     *,
@@ -1707,6 +1717,8 @@ def plan(
     """
     t0 = time.perf_counter()
     try:
+        if len(buffers) < GC_PAUSE_BUFFERS:
+            return _plan(buffers, budget_s, exact_budget_s, exact_work, exact_max_buffers)
         with gc_paused():  # millions of small lists and tuples, none of them cyclic garbage
             return _plan(buffers, budget_s, exact_budget_s, exact_work, exact_max_buffers)
     finally:
@@ -1732,10 +1744,12 @@ def _plan(
     allowance.spend(INPUT_UNITS_PER_BUFFER * n)
     lb = _lower_bound(arr)
     off = [-1] * n
-    for i in range(n):
-        if arr.size[i] == 0:
-            off[i] = arr.fixed[i] if arr.fixed[i] >= 0 else 0
-    positive = [i for i in range(n) if arr.size[i] > 0]
+    positive = list(range(n))
+    if 0 in arr.size:
+        for i in range(n):
+            if arr.size[i] == 0:
+                off[i] = arr.fixed[i] if arr.fixed[i] >= 0 else 0
+        positive = [i for i in positive if arr.size[i] > 0]
     quick = _quick(arr, positive, off, lb, allowance)
     if quick is not None:
         return quick
@@ -1880,7 +1894,7 @@ def _quick(arr: _Arrays, positive: list[int], off: list[int], lb: int, budget: _
     cost = 2 * pairs + n
     if (pairs > QUICK_PAIRS_PER_BUFFER * n and pairs > QUICK_PAIRS) or not budget.allows(2 * cost):
         return None
-    adj = _neighbours(arr, positive)
+    adj = _neighbours(arr, positive, pairs=pairs)
     keys = _order_keys(arr, positive, adj.degree)
     for name in _QUICK_RUNS:
         if not budget.allows(cost):
