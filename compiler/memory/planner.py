@@ -157,6 +157,20 @@ class Placement:
         return self.arena / self.lower_bound if self.lower_bound else 1.0
 
 
+def _placement(**fields: Any) -> Placement:
+    """``Placement(**fields)`` without the frozen dataclass's ``__init__`` (one ``object.__setattr__`` a field: a
+    tenth of a small input's plan); fields not given take their defaults."""
+    made = object.__new__(Placement)
+    vars(made).update(_PLACEMENT_DEFAULTS, **fields)
+    return made
+
+
+#: The defaults of :class:`Placement`'s optional fields (all immutable: shared by every :func:`_placement`).
+_PLACEMENT_DEFAULTS: dict[str, Any] = {
+    k: v for k, v in vars(Placement({}, 0, 0, "")).items() if k not in ("offsets", "arena", "lower_bound", "strategy")
+}
+
+
 # ----------------------------------------------------------------------------------------------------------
 # Input: CSV reader, validation, lower bound
 # ----------------------------------------------------------------------------------------------------------
@@ -379,7 +393,7 @@ class _Dense(_Adj):
     placed one: cheaper than gathering and sorting its neighbours when most pairs overlap)."""
 
     def __init__(self, items: array[int], degrees: dict[int, int] | Callable[[], dict[int, int]]) -> None:
-        super().__init__({})
+        self.lists = {}
         self.items = items
         self._degrees = degrees
 
@@ -588,18 +602,19 @@ def _place(
     extension is there (:func:`_place_py` is its pure-Python twin: the same offsets).
     """
     stop = -1 if limit is None else limit
-    if not isinstance(adj, (_CSR, _Dense)):
-        return _place_py(order, arr, adj, off, (base, stop), best_fit, static)
-    placed = array("q", off)
     height: int
-    if isinstance(adj, _Dense):
+    if type(adj) is _Dense:
         assert not static  # the repair asks for lists (dense_ok=False)
+        placed = array("q", off)
         height = _NATIVE.place_dense(
             array("q", order), adj.items, arr.first64, arr.last64, arr.size64, arr.align64, placed, base,
             best_fit, stop,
         )  # fmt: skip
         off[:] = placed.tolist()
         return height
+    if not isinstance(adj, _CSR):
+        return _place_py(order, arr, adj, off, (base, stop), best_fit, static)
+    placed = array("q", off)
     flat = array("q", [x for span in static for x in span] if static else [])
     height = _NATIVE.place(
         array("q", order), arr.size64, arr.align64, adj.indptr, adj.indices, placed, base,
@@ -988,7 +1003,7 @@ class _Budget:
     def allows(self, units: int) -> bool:
         """Whether ``units`` more fit in what is left (and the deadline, if any, has not passed); a refusal is
         remembered in ``refused``."""
-        if units <= self.left and not self.expired():
+        if units <= self.left and (self.deadline is None or time.perf_counter() < self.deadline):
             return True
         self.refused = True
         return False
@@ -1896,13 +1911,13 @@ def _quick(arr: _Arrays, positive: list[int], off: list[int], lb: int, budget: _
         return None
     adj = _neighbours(arr, positive, pairs=pairs)
     keys = _order_keys(arr, positive, adj.degree)
-    for name in _QUICK_RUNS:
-        if not budget.allows(cost):
+    for k, name in enumerate(_QUICK_RUNS):
+        if k and not budget.allows(cost):  # the first order was allowed above
             return None
         budget.spend(cost)
         trial = list(off)
         if _place(sorted(positive, key=keys[name]), arr, adj, trial, 0, False, lb + 1) <= lb:
-            return Placement(
+            return _placement(
                 offsets=dict(zip(arr.ids, trial, strict=True)),
                 arena=lb,
                 lower_bound=lb,

@@ -40,6 +40,17 @@ def test_empty_input() -> None:
     assert greedy_best_fit([]).arena == 0
 
 
+def test_fast_placement_equals_the_dataclass_one() -> None:
+    """The quick try's ``_placement`` (no frozen ``__init__``) makes the same, still frozen, Placement."""
+    import dataclasses
+
+    fast = planner._placement(offsets={"a": 0}, arena=4, lower_bound=4, strategy="portfolio", components=1, work=9)
+    slow = planner.Placement(offsets={"a": 0}, arena=4, lower_bound=4, strategy="portfolio", components=1, work=9)
+    assert fast == slow and repr(fast) == repr(slow) and dataclasses.asdict(fast) == dataclasses.asdict(slow)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.arena = 3  # type: ignore[misc]
+
+
 def test_disjoint_lifetimes_reuse_offset_zero() -> None:
     bufs = [Buffer("a", 0, 1, 100), Buffer("b", 2, 3, 80), Buffer("c", 4, 9, 120)]
     p = plan(bufs)
