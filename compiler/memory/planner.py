@@ -52,6 +52,7 @@ in a fraction of its seconds.
 from __future__ import annotations
 
 import csv
+import gc
 import heapq
 import importlib
 import itertools
@@ -70,7 +71,6 @@ from typing import Any
 
 from ...base.files import read_text
 from ...base.limits import LimitError, int_literal
-from ..graph_file import gc_paused
 
 __all__ = [
     "DEFAULT_BUDGET_S",
@@ -1716,8 +1716,9 @@ def planner_clock() -> Iterator[PlannerClock]:
         _CLOCKS.remove(clock)
 
 
-#: :func:`plan` pauses the cyclic garbage collector for inputs of at least this many buffers (a small input makes
-#: too few objects for a collection to cost more than the pause itself).
+#: :func:`plan` pauses the cyclic garbage collector (restoring it on the way out) for inputs of at least this many
+#: buffers; a smaller one runs its quick try with it on (too few objects for a collection to cost more than the
+#: pause) and pauses it after that, for the search.
 GC_PAUSE_BUFFERS = 1000
 
 
@@ -1739,12 +1740,14 @@ def plan(
     exact search.
     """
     t0 = time.perf_counter()
+    collecting = gc.isenabled()
     try:
-        if len(buffers) < GC_PAUSE_BUFFERS:
-            return _plan(buffers, budget_s, exact_budget_s, exact_work, exact_max_buffers)
-        with gc_paused():  # millions of small lists and tuples, none of them cyclic garbage
-            return _plan(buffers, budget_s, exact_budget_s, exact_work, exact_max_buffers)
+        if len(buffers) >= GC_PAUSE_BUFFERS:
+            gc.disable()  # millions of small lists and tuples, none of them cyclic garbage
+        return _plan(buffers, budget_s, exact_budget_s, exact_work, exact_max_buffers)
     finally:
+        if collecting:
+            gc.enable()
         for clock in _CLOCKS:
             clock.seconds += time.perf_counter() - t0
             clock.calls += 1
@@ -1776,6 +1779,7 @@ def _plan(
     quick = _quick(arr, positive, off, lb, allowance)
     if quick is not None:
         return quick
+    gc.disable()  # plan() restores it
     pieces = _decompose(arr, positive, off)
     results = [_portfolio(arr, piece, lb, allowance) for piece in pieces]
     exact_cap = total if exact_budget_s is None else int(exact_budget_s * WORK_PER_SECOND)
