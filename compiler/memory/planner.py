@@ -56,6 +56,7 @@ in a fraction of its seconds.
 from __future__ import annotations
 
 import csv
+import gc
 import heapq
 import importlib
 import itertools
@@ -74,7 +75,6 @@ from typing import Any
 
 from ...base.files import read_text
 from ...base.limits import LimitError, int_literal
-from ..graph_file import gc_paused
 
 __all__ = [
     "DEFAULT_BUDGET_S",
@@ -159,6 +159,20 @@ class Placement:
     def ratio(self) -> float:
         """Arena divided by the lower bound (1.0 for an empty problem)."""
         return self.arena / self.lower_bound if self.lower_bound else 1.0
+
+
+def _placement(**fields: Any) -> Placement:
+    """``Placement(**fields)`` without the frozen dataclass's ``__init__`` (one ``object.__setattr__`` a field: a
+    tenth of a small input's plan); fields not given take their defaults."""
+    made = object.__new__(Placement)
+    vars(made).update(_PLACEMENT_DEFAULTS, **fields)
+    return made
+
+
+#: The defaults of :class:`Placement`'s optional fields (all immutable: shared by every :func:`_placement`).
+_PLACEMENT_DEFAULTS: dict[str, Any] = {
+    k: v for k, v in vars(Placement({}, 0, 0, "")).items() if k not in ("offsets", "arena", "lower_bound", "strategy")
+}
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -314,7 +328,7 @@ def _fits_int64(arr: _Arrays) -> bool:
     """Whether every step, size, alignment and every offset a plan can reach fits the native loops' int64."""
     if not arr.size:
         return True
-    reach = sum(arr.size) + len(arr.size) * max(arr.align) + max(arr.fixed) + max(arr.size)
+    reach = sum(arr.size) + len(arr.size) * max(arr.align) + (max(arr.fixed) if arr.has_fixed else -1) + max(arr.size)
     steps = max(max(arr.last), -min(arr.first))
     return max(reach, steps) < 1 << 62
 
@@ -382,10 +396,18 @@ class _Dense(_Adj):
     """Neighbour degrees only, for a dense input the native loops place without lists (each buffer scans every
     placed one: cheaper than gathering and sorting its neighbours when most pairs overlap)."""
 
-    def __init__(self, items: array[int], degrees: dict[int, int]) -> None:
-        super().__init__({})
+    def __init__(self, items: array[int], degrees: dict[int, int] | Callable[[], dict[int, int]]) -> None:
+        self.lists = {}
         self.items = items
-        self.degrees = degrees
+        self._degrees = degrees
+
+    @property
+    def degrees(self) -> dict[int, int]:
+        """Number of items overlapping each item, counted on first use (the size order, often the only one run,
+        needs none)."""
+        if callable(self._degrees):
+            self._degrees = self._degrees()
+        return self._degrees
 
     def of(self, i: int) -> Sequence[int]:
         """Not kept: the native loop finds the neighbours itself."""
@@ -405,15 +427,15 @@ class _Dense(_Adj):
 DENSE_SCAN_RATIO = 40
 
 
-def _neighbours(arr: _Arrays, items: Sequence[int], dense_ok: bool = True) -> _Adj:
+def _neighbours(arr: _Arrays, items: Sequence[int], dense_ok: bool = True, pairs: int | None = None) -> _Adj:
     """Neighbour lists of time-overlapping pairs among ``items`` (cost n log n + pairs), by the native loops
     when the extension is there (the same lists as :func:`_overlaps`, in another order; or, for a dense input,
-    none: see :class:`_Dense`)."""
+    none: see :class:`_Dense`). ``pairs`` is their :func:`_pairs`, when the caller has it."""
     if not _worth_native(arr, len(items)):
         return _overlaps(items, arr.first, arr.last)
     items64 = array("q", items)
-    if dense_ok and 2 * _pairs(arr, items) * DENSE_SCAN_RATIO >= len(items) ** 2:
-        return _Dense(items64, _degrees(items, arr.first, arr.last))
+    if dense_ok and 2 * (_pairs(arr, items) if pairs is None else pairs) * DENSE_SCAN_RATIO >= len(items) ** 2:
+        return _Dense(items64, lambda: _degrees(items, arr.first, arr.last))
     indptr, indices = _NATIVE.overlaps(items64, arr.first64, arr.last64, len(arr.size))
     return _CSR(indptr, indices)
 
@@ -584,18 +606,19 @@ def _place(
     extension is there (:func:`_place_py` is its pure-Python twin: the same offsets).
     """
     stop = -1 if limit is None else limit
-    if not isinstance(adj, (_CSR, _Dense)):
-        return _place_py(order, arr, adj, off, (base, stop), best_fit, static)
-    placed = array("q", off)
     height: int
-    if isinstance(adj, _Dense):
+    if type(adj) is _Dense:
         assert not static  # the repair asks for lists (dense_ok=False)
+        placed = array("q", off)
         height = _NATIVE.place_dense(
             array("q", order), adj.items, arr.first64, arr.last64, arr.size64, arr.align64, placed, base,
             best_fit, stop,
         )  # fmt: skip
         off[:] = placed.tolist()
         return height
+    if not isinstance(adj, _CSR):
+        return _place_py(order, arr, adj, off, (base, stop), best_fit, static)
+    placed = array("q", off)
     flat = array("q", [x for span in static for x in span] if static else [])
     height = _NATIVE.place(
         array("q", order), arr.size64, arr.align64, adj.indptr, adj.indices, placed, base,
@@ -984,7 +1007,7 @@ class _Budget:
     def allows(self, units: int) -> bool:
         """Whether ``units`` more fit in what is left (and the deadline, if any, has not passed); a refusal is
         remembered in ``refused``."""
-        if units <= self.left and not self.expired():
+        if units <= self.left and (self.deadline is None or time.perf_counter() < self.deadline):
             return True
         self.refused = True
         return False
@@ -1040,18 +1063,23 @@ def _order_keys(arr: _Arrays, items: Sequence[int], degree: Callable[[int], int]
             total.update(zip(items, _live_max(items, first, last, size), strict=True))
         return total[i]
 
-    def length(i: int) -> int:
-        return last[i] - first[i] + 1
-
-    return {
-        "size": lambda i: (-size[i], first[i], i),
-        "area": lambda i: (-size[i] * length(i), -size[i], first[i], i),
-        "lifetime": lambda i: (-length(i), -size[i], first[i], i),
+    return {  # lifetime: last - first + 1 steps
+        **_quick_keys(arr, degree),
+        "lifetime": lambda i: (first[i] - last[i] - 1, -size[i], first[i], i),
         "start": lambda i: (first[i], -size[i], i),
         "total": lambda i: (-live_max(i), -size[i], first[i], i),
-        "total-lifetime": lambda i: (-live_max(i), -length(i), -size[i], i),
+        "total-lifetime": lambda i: (-live_max(i), first[i] - last[i] - 1, -size[i], i),
         "end": lambda i: (-last[i], -size[i], i),
         "conflict": lambda i: (-degree(i), -size[i], first[i], i),
+    }
+
+
+def _quick_keys(arr: _Arrays, degree: Callable[[int], int]) -> dict[str, _Key]:
+    """The keys of :func:`_order_keys` that the quick try's orders use (fewer to make: a small input's plan)."""
+    size, first, last = arr.size, arr.first, arr.last
+    return {
+        "size": lambda i: (-size[i], first[i], i),
+        "area": lambda i: (-size[i] * (last[i] - first[i] + 1), -size[i], first[i], i),
         "conflict-size": lambda i: (-degree(i) * size[i], -size[i], first[i], i),
     }
 
@@ -1955,6 +1983,12 @@ def planner_clock() -> Iterator[PlannerClock]:
         _CLOCKS.remove(clock)
 
 
+#: :func:`plan` pauses the cyclic garbage collector (restoring it on the way out) for inputs of at least this many
+#: buffers; a smaller one runs its quick try with it on (too few objects for a collection to cost more than the
+#: pause) and pauses it after that, for the search.
+GC_PAUSE_BUFFERS = 1000
+
+
 def plan(
     buffers: Sequence[Buffer],
     *,
@@ -1973,10 +2007,14 @@ def plan(
     exact search.
     """
     t0 = time.perf_counter()
+    collecting = gc.isenabled()
     try:
-        with gc_paused():  # millions of small lists and tuples, none of them cyclic garbage
-            return _plan(buffers, budget_s, exact_budget_s, exact_work, exact_max_buffers)
+        if len(buffers) >= GC_PAUSE_BUFFERS:
+            gc.disable()  # millions of small lists and tuples, none of them cyclic garbage
+        return _plan(buffers, budget_s, exact_budget_s, exact_work, exact_max_buffers)
     finally:
+        if collecting:
+            gc.enable()
         for clock in _CLOCKS:
             clock.seconds += time.perf_counter() - t0
             clock.calls += 1
@@ -1999,13 +2037,16 @@ def _plan(
     allowance.spend(INPUT_UNITS_PER_BUFFER * n)
     lb = _lower_bound(arr)
     off = [-1] * n
-    for i in range(n):
-        if arr.size[i] == 0:
-            off[i] = arr.fixed[i] if arr.fixed[i] >= 0 else 0
-    positive = [i for i in range(n) if arr.size[i] > 0]
+    positive = list(range(n))
+    if 0 in arr.size:
+        for i in range(n):
+            if arr.size[i] == 0:
+                off[i] = arr.fixed[i] if arr.fixed[i] >= 0 else 0
+        positive = [i for i in positive if arr.size[i] > 0]
     quick = _quick(arr, positive, off, lb, allowance)
     if quick is not None:
         return quick
+    gc.disable()  # plan() restores it
     pieces = _decompose(arr, positive, off)
     results = [_portfolio(arr, piece, lb, allowance) for piece in pieces]
     exact_cap = total if exact_budget_s is None else int(exact_budget_s * WORK_PER_SECOND)
@@ -2147,15 +2188,15 @@ def _quick(arr: _Arrays, positive: list[int], off: list[int], lb: int, budget: _
     cost = 2 * pairs + n
     if (pairs > QUICK_PAIRS_PER_BUFFER * n and pairs > QUICK_PAIRS) or not budget.allows(2 * cost):
         return None
-    adj = _neighbours(arr, positive)
-    keys = _order_keys(arr, positive, adj.degree)
-    for name in _QUICK_RUNS:
-        if not budget.allows(cost):
+    adj = _neighbours(arr, positive, pairs=pairs)
+    keys = _quick_keys(arr, adj.degree)
+    for k, name in enumerate(_QUICK_RUNS):
+        if k and not budget.allows(cost):  # the first order was allowed above
             return None
         budget.spend(cost)
         trial = list(off)
         if _place(sorted(positive, key=keys[name]), arr, adj, trial, 0, False, lb + 1) <= lb:
-            return Placement(
+            return _placement(
                 offsets=dict(zip(arr.ids, trial, strict=True)),
                 arena=lb,
                 lower_bound=lb,

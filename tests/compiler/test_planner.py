@@ -41,6 +41,39 @@ def test_empty_input() -> None:
     assert greedy_best_fit([]).arena == 0
 
 
+def test_fast_placement_equals_the_dataclass_one() -> None:
+    """The quick try's ``_placement`` (no frozen ``__init__``) makes the same, still frozen, Placement."""
+    import dataclasses
+
+    fast = planner._placement(offsets={"a": 0}, arena=4, lower_bound=4, strategy="portfolio", components=1, work=9)
+    slow = planner.Placement(offsets={"a": 0}, arena=4, lower_bound=4, strategy="portfolio", components=1, work=9)
+    assert fast == slow and repr(fast) == repr(slow) and dataclasses.asdict(fast) == dataclasses.asdict(slow)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.arena = 3  # type: ignore[misc]
+
+
+def test_plan_leaves_the_garbage_collector_as_it_found_it() -> None:
+    """plan() pauses the collector for big inputs and past a small one's quick try, and always restores it."""
+    import gc
+
+    small = [Buffer(f"b{i}", i % 7, i % 7 + 3, 10 + i, 1 + i % 3) for i in range(30)]  # past the quick try
+    big = [Buffer(f"b{i}", i % 70, i % 70 + 3, 10 + i) for i in range(planner.GC_PAUSE_BUFFERS)]
+    assert gc.isenabled()
+    try:
+        for bufs in (small, big):
+            plan(bufs, budget_s=0.01)
+            assert gc.isenabled()
+            gc.disable()
+            plan(bufs, budget_s=0.01)
+            assert not gc.isenabled()
+            gc.enable()
+        with pytest.raises(ValueError):
+            plan([Buffer("a", 0, 1, -1)])
+        assert gc.isenabled()
+    finally:
+        gc.enable()
+
+
 def test_disjoint_lifetimes_reuse_offset_zero() -> None:
     bufs = [Buffer("a", 0, 1, 100), Buffer("b", 2, 3, 80), Buffer("c", 4, 9, 120)]
     p = plan(bufs)
