@@ -72,33 +72,48 @@ def run_peer(name: str, buffers: Sequence[Buffer]) -> dict[str, int]:
     return offsets
 
 
-#: A run shorter than this many CPU seconds is repeated until they add up to it (the VM's process clock ticks too
-#: coarsely to time one sub-millisecond run), and the mean is reported.
+#: A run shorter than this many CPU seconds is repeated, in batches, until they add up to it (the VM's process clock
+#: ticks too coarsely to time one sub-millisecond run), and the mean is reported.
 MIN_TIMED_S = 0.05
 
 #: Whether the budget is a wall-clock deadline too, as with the command line's ``--wall-clock`` (``--wall-clock``).
 WALL_CLOCK = False
 
 
+def _runner(name: str, buffers: Sequence[Buffer], budget: float | None) -> Callable[[], tuple[dict[str, int], str]]:
+    """One run of allocator ``name`` on ``buffers``: (offsets, strategy)."""
+    if name != PLANNER:
+        return lambda: (run_peer(name, buffers), name)
+
+    def run() -> tuple[dict[str, int], str]:
+        p = plan(buffers) if budget is None else plan(buffers, budget_s=budget)
+        return p.offsets, p.strategy
+
+    return run
+
+
+def _timed(run: Callable[[], tuple[dict[str, int], str]]) -> tuple[dict[str, int], str, float, float]:
+    """(offsets, strategy, CPU seconds, wall seconds) of ``run``: the mean over batches of 1, 2, 4, ... runs until
+    :data:`MIN_TIMED_S` of CPU (the clocks are read between batches only, so their cost is not the allocator's)."""
+    runs, batch = 0, 1
+    t0, w0 = time.process_time(), time.perf_counter()
+    while True:
+        for _ in range(batch):
+            offsets, strategy = run()
+        runs += batch
+        cpu = time.process_time() - t0
+        if cpu >= MIN_TIMED_S:
+            return offsets, strategy, cpu / runs, (time.perf_counter() - w0) / runs
+        batch *= 2
+
+
 def _child(conn: Any, name: str, buffers: Sequence[Buffer], budget: float | None, limit: float) -> None:
     """Run one allocator within ``limit`` CPU seconds; send back (offsets, cpu seconds, strategy) or an error."""
     resource.setrlimit(resource.RLIMIT_CPU, (math.ceil(limit), math.ceil(limit) + 5))  # SIGXCPU ends a runaway
     try:
-        runs = 0
-        t0 = time.process_time()
-        w0 = time.perf_counter()
-        while True:
-            if name == PLANNER:
-                with wall_clock_budget() if WALL_CLOCK else contextlib.nullcontext():
-                    p = plan(buffers) if budget is None else plan(buffers, budget_s=budget)
-                offsets, strategy = p.offsets, p.strategy
-            else:
-                offsets, strategy = run_peer(name, buffers), name
-            runs += 1
-            if time.process_time() - t0 >= MIN_TIMED_S:
-                break
-        wall = (time.perf_counter() - w0) / runs
-        conn.send(("ok", offsets, (time.process_time() - t0) / runs, strategy, wall))
+        with wall_clock_budget() if WALL_CLOCK and name == PLANNER else contextlib.nullcontext():
+            offsets, strategy, cpu, wall = _timed(_runner(name, buffers, budget))
+        conn.send(("ok", offsets, cpu, strategy, wall))
     except BaseException as exc:  # reported in the table, not raised: one allocator's failure is a result
         conn.send(("error", f"{type(exc).__name__}: {exc}".splitlines()[0][:120], 0.0, name, 0.0))
     finally:
