@@ -199,27 +199,33 @@ def _fmt(r: dict[str, Any]) -> str:
     if r["arena"] is None:
         return f"| {r['allocator']} | — | — | — | {r['status']} |"
     valid = "yes" if r["valid"] else "NO"
-    return f"| {r['allocator']} | {r['arena']:,} | {r['ratio']:.4f} | {r['cpu_s']:.4f} | {valid} |"
+    return f"| {r['allocator']} | {r['arena']:,} | {r['ratio']:.6f} | {_ms(r['cpu_s'])} | {valid} |"
+
+
+def _ms(seconds: float) -> str:
+    """CPU seconds as milliseconds, to four significant digits or more (microsecond runs stay readable)."""
+    ms = seconds * 1e3
+    return f"{ms:,.0f}" if ms >= 1000 else f"{ms:.4g}"
 
 
 def markdown(results: list[dict[str, Any]], why: str | None) -> str:
     """A summary table (planner vs best peer per instance), then every allocator per instance."""
     lines = [
-        "| instance | buffers | LB | rulepass / LB | rulepass CPU s | best peer | peer / LB | peer CPU s | verdict |",
+        "| instance | buffers | LB | rulepass / LB | rulepass CPU ms | best peer | peer / LB | peer CPU ms | verdict |",
         "|---|---:|---:|---:|---:|---|---:|---:|---|",
     ]
     for res in results:
         mine = res["runs"][0]
         best = next((r for r in res["runs"] if r["allocator"] == res["best_peer"]), None)
-        mine_s = f"{mine['ratio']:.4f} | {mine['cpu_s']:.4f}" if mine["arena"] is not None else f"— | {mine['status']}"
-        peer_s = f"{best['allocator']} | {best['ratio']:.4f} | {best['cpu_s']:.4f}" if best else "— | — | —"
+        mine_s = f"{mine['ratio']:.6f} | {_ms(mine['cpu_s'])}" if mine["arena"] is not None else f"— | {mine['status']}"
+        peer_s = f"{best['allocator']} | {best['ratio']:.6f} | {_ms(best['cpu_s'])}" if best else "— | — | —"
         lines.append(f"| {res['instance']} | {res['buffers']:,} | {res['lower_bound']:,} | {mine_s} | {peer_s} "
                      f"| {res['verdict']} |")  # fmt: skip
     if why:
         lines += ["", why]
     for res in results:
         lines += ["", f"{res['instance']} ({res['buffers']:,} buffers, lower bound {res['lower_bound']:,}):", "",
-                  "| allocator | arena | / LB | CPU s | valid |", "|---|---:|---:|---:|---|"]  # fmt: skip
+                  "| allocator | arena | / LB | CPU ms | valid |", "|---|---:|---:|---:|---|"]  # fmt: skip
         lines += [_fmt(r) for r in res["runs"]]
     return "\n".join(lines)
 
