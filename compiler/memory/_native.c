@@ -517,79 +517,195 @@ done:
     return result;
 }
 
-/* ---- time sweep (planner._sweep / planner._Gaps) ---- */
+/* ---- time sweep (planner._sweep / planner._Gaps) ----
+ *
+ * The live buffers are kept in offset order as a doubly linked list (positions in the order), so that a release
+ * finds the buffers below and above it at once; the free ranges between them (the gaps, below the top live
+ * buffer) are kept in treaps (randomised balanced search trees) keyed so that the fit queries take one descent:
+ * first fit keeps them by start, best fit by (length, start) and by (length class, start). Each node also holds
+ * the largest length of its subtree ("the lowest gap above some key of at least s bytes" skips whole subtrees)
+ * and the live buffer just above its gap. Adding, dropping or finding a gap costs O(log gaps). */
 
-/* int64 -> int64 hash map, open addressing with linear probing and backward-shift deletion; keys >= 0. */
 typedef struct {
-    int64_t *key, *val;
-    size_t mask;
-} map_t;
+    int64_t k1, k2, len, mx;
+    int32_t l, r, above;
+    uint32_t pri;
+} tnode_t;
 
-static size_t map_slot(const map_t *m, int64_t k) { return (size_t)(((uint64_t)k * 0x9E3779B97F4A7C15ull) >> 20) & m->mask; }
+/* a treap in a pool of nodes (index 0 is the empty tree; freed nodes are chained by l) */
+typedef struct {
+    tnode_t *n;
+    int32_t root, free, used, cap;
+    uint32_t seed;
+} treap_t;
 
-static int map_init(map_t *m, Py_ssize_t items) {
-    size_t cap = 16;
-    while (cap < (size_t)(2 * items + 2)) cap <<= 1;
-    m->mask = cap - 1;
-    m->key = (int64_t *)malloc(sizeof(int64_t) * cap);
-    m->val = (int64_t *)malloc(sizeof(int64_t) * cap);
-    if (!m->key || !m->val) return -1;
-    memset(m->key, 0xff, sizeof(int64_t) * cap); /* every key -1: empty */
+static inline int key_less(int64_t a1, int64_t a2, int64_t b1, int64_t b2) { return a1 < b1 || (a1 == b1 && a2 < b2); }
+
+static inline void t_pull(tnode_t *n, int32_t t) {
+    int64_t m = n[t].len, a = n[n[t].l].mx, b = n[n[t].r].mx;
+    if (a > m) m = a;
+    if (b > m) m = b;
+    n[t].mx = m;
+}
+
+static int t_init(treap_t *t) {
+    t->cap = 1024;
+    t->n = (tnode_t *)malloc(sizeof(tnode_t) * (size_t)t->cap);
+    if (!t->n) return -1;
+    memset(&t->n[0], 0, sizeof(tnode_t));
+    t->n[0].mx = INT64_MIN; /* the empty tree: no gap */
+    t->root = t->free = 0;
+    t->used = 1;
+    t->seed = 2463534242u;
     return 0;
 }
 
-static void map_put(map_t *m, int64_t k, int64_t v) {
-    size_t i = map_slot(m, k);
-    while (m->key[i] != -1 && m->key[i] != k) i = (i + 1) & m->mask;
-    m->key[i] = k;
-    m->val[i] = v;
+/* a new node, or -1 when out of memory (the pool may move: take pointers into it only after this) */
+static int32_t t_node(treap_t *t, int64_t k1, int64_t k2, int64_t len, int32_t above) {
+    int32_t x = t->free;
+    if (x) {
+        t->free = t->n[x].l;
+    } else {
+        if (t->used == t->cap) {
+            if (t->cap > INT32_MAX / 2) return -1;
+            tnode_t *p = (tnode_t *)realloc(t->n, sizeof(tnode_t) * (size_t)(2 * t->cap));
+            if (!p) return -1;
+            t->n = p;
+            t->cap *= 2;
+        }
+        x = t->used++;
+    }
+    uint32_t s = t->seed; /* xorshift32: the shape decides the speed only, never an answer */
+    s ^= s << 13;
+    s ^= s >> 17;
+    s ^= s << 5;
+    t->seed = s;
+    tnode_t *p = &t->n[x];
+    p->k1 = k1;
+    p->k2 = k2;
+    p->len = p->mx = len;
+    p->l = p->r = 0;
+    p->above = above;
+    p->pri = s;
+    return x;
 }
 
-static int map_get(const map_t *m, int64_t k, int64_t *v) {
-    size_t i = map_slot(m, k);
-    while (m->key[i] != -1) {
-        if (m->key[i] == k) {
-            *v = m->val[i];
-            return 1;
-        }
-        i = (i + 1) & m->mask;
+/* split t into the keys below (k1, k2) and the others */
+static void t_split(tnode_t *n, int32_t t, int64_t k1, int64_t k2, int32_t *l, int32_t *r) {
+    if (!t) {
+        *l = *r = 0;
+        return;
     }
+    if (key_less(n[t].k1, n[t].k2, k1, k2)) {
+        t_split(n, n[t].r, k1, k2, &n[t].r, r);
+        *l = t;
+    } else {
+        t_split(n, n[t].l, k1, k2, l, &n[t].l);
+        *r = t;
+    }
+    t_pull(n, t);
+}
+
+static int32_t t_merge(tnode_t *n, int32_t a, int32_t b) {
+    if (!a) return b;
+    if (!b) return a;
+    if (n[a].pri > n[b].pri) {
+        n[a].r = t_merge(n, n[a].r, b);
+        t_pull(n, a);
+        return a;
+    }
+    n[b].l = t_merge(n, a, n[b].l);
+    t_pull(n, b);
+    return b;
+}
+
+static int32_t t_insert(tnode_t *n, int32_t t, int32_t x) {
+    if (!t) return x;
+    if (n[x].pri > n[t].pri) {
+        t_split(n, t, n[x].k1, n[x].k2, &n[x].l, &n[x].r);
+        t_pull(n, x);
+        return x;
+    }
+    if (key_less(n[x].k1, n[x].k2, n[t].k1, n[t].k2))
+        n[t].l = t_insert(n, n[t].l, x);
+    else
+        n[t].r = t_insert(n, n[t].r, x);
+    t_pull(n, t);
+    return t;
+}
+
+/* drop the node of key (k1, k2) (it is there); *gone is its index */
+static int32_t t_erase(tnode_t *n, int32_t t, int64_t k1, int64_t k2, int32_t *gone) {
+    if (n[t].k1 == k1 && n[t].k2 == k2) {
+        *gone = t;
+        return t_merge(n, n[t].l, n[t].r);
+    }
+    if (key_less(k1, k2, n[t].k1, n[t].k2))
+        n[t].l = t_erase(n, n[t].l, k1, k2, gone);
+    else
+        n[t].r = t_erase(n, n[t].r, k1, k2, gone);
+    t_pull(n, t);
+    return t;
+}
+
+/* the node of key (k1, k2) (it is there) gets the key (nk1, nk2), length len and live buffer above; the new key
+ * must keep the node's place in the order */
+static void t_update(tnode_t *n, int32_t t, int64_t k1, int64_t k2, const tnode_t *to) {
+    if (n[t].k1 == k1 && n[t].k2 == k2) {
+        n[t].k1 = to->k1;
+        n[t].k2 = to->k2;
+        n[t].len = to->len;
+        n[t].above = to->above;
+    } else {
+        t_update(n, key_less(k1, k2, n[t].k1, n[t].k2) ? n[t].l : n[t].r, k1, k2, to);
+    }
+    t_pull(n, t);
+}
+
+static int t_add(treap_t *t, int64_t k1, int64_t k2, int64_t len, int32_t above) {
+    int32_t x = t_node(t, k1, k2, len, above);
+    if (x < 0) return -1;
+    t->root = t_insert(t->n, t->root, x);
     return 0;
 }
 
-static void map_del(map_t *m, int64_t k) {
-    size_t i = map_slot(m, k);
-    while (m->key[i] != k) {
-        if (m->key[i] == -1) return;
-        i = (i + 1) & m->mask;
-    }
-    size_t j = i;
-    for (;;) {
-        j = (j + 1) & m->mask;
-        if (m->key[j] == -1) break;
-        size_t h = map_slot(m, m->key[j]);
-        /* move key j back to the hole i unless its home slot lies cyclically in (i, j] */
-        int stays = i <= j ? (h > i && h <= j) : (h > i || h <= j);
-        if (!stays) {
-            m->key[i] = m->key[j];
-            m->val[i] = m->val[j];
-            i = j;
-        }
-    }
-    m->key[i] = -1;
+static void t_drop(treap_t *t, int64_t k1, int64_t k2) {
+    int32_t gone = 0;
+    t->root = t_erase(t->n, t->root, k1, k2, &gone);
+    t->n[gone].l = t->free;
+    t->free = gone;
 }
 
-typedef struct {
-    int64_t *lo, *hi;
-    Py_ssize_t n, cap;
-} gaplist_t; /* free ranges of one length class, ascending by start */
+/* the node of lowest key above (k1, k2) among those of length >= s, or 0 */
+static int32_t t_after(const tnode_t *n, int32_t t, int64_t k1, int64_t k2, int64_t s) {
+    if (!t || n[t].mx < s) return 0;
+    if (key_less(k1, k2, n[t].k1, n[t].k2)) {
+        int32_t found = t_after(n, n[t].l, k1, k2, s);
+        if (found) return found;
+        if (n[t].len >= s) return t;
+    }
+    return t_after(n, n[t].r, k1, k2, s);
+}
 
-/* The free ranges below the top live buffer, by start and by end, and by length class; and the top. */
+/* The sweep's state: the gaps (free ranges below the top live buffer) in their treaps (first fit: ``at``, by
+ * start; best fit: ``tight`` by (length, start) for the size's own class and ``cls`` by (length class, start)
+ * for the larger ones, as planner._Gaps keeps its per-class lists), the live buffers by offset (``prev`` and
+ * ``next`` of each position in the order, -1 at the ends; ``last`` the highest), each placed buffer's range and
+ * the top (end of the highest live buffer, or the base). */
 typedef struct {
     int64_t base, top;
-    map_t by_lo, by_hi;
-    gaplist_t cls[65];
+    int best_fit;
+    int32_t last;
+    int32_t *prev, *next;
+    int64_t *lo, *hi;
+    treap_t at, tight, cls;
 } gaps_t;
+
+/* the gap a fit lands in: [lo, hi) below the live buffer ``above``, or above = -1 for the top */
+typedef struct {
+    int64_t lo, hi;
+    int32_t above;
+} gap_t;
 
 static int bitlen(int64_t v) {
     int c = 0;
@@ -600,147 +716,205 @@ static int bitlen(int64_t v) {
     return c;
 }
 
-static Py_ssize_t lower(const int64_t *a, Py_ssize_t n, int64_t x) {
-    Py_ssize_t lo = 0, hi = n;
-    while (lo < hi) {
-        Py_ssize_t mid = (lo + hi) / 2;
-        if (a[mid] < x)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+static int gaps_init(gaps_t *g, int64_t base, int best_fit, Py_ssize_t m) {
+    g->base = g->top = base;
+    g->best_fit = best_fit;
+    g->last = -1;
+    g->prev = (int32_t *)malloc(sizeof(int32_t) * (size_t)(m + 1));
+    g->next = (int32_t *)malloc(sizeof(int32_t) * (size_t)(m + 1));
+    g->lo = (int64_t *)malloc(sizeof(int64_t) * (size_t)(m + 1));
+    g->hi = (int64_t *)malloc(sizeof(int64_t) * (size_t)(m + 1));
+    if (!g->prev || !g->next || !g->lo || !g->hi) return -1;
+    if (best_fit) return t_init(&g->tight) < 0 || t_init(&g->cls) < 0 ? -1 : 0;
+    return t_init(&g->at);
 }
 
-static int add_gap(gaps_t *g, int64_t lo, int64_t hi) {
+static void gaps_free(gaps_t *g) {
+    free(g->prev);
+    free(g->next);
+    free(g->lo);
+    free(g->hi);
+    free(g->at.n);
+    free(g->tight.n);
+    free(g->cls.n);
+}
+
+/* record the free range [lo, hi) below the live buffer ``above`` (nothing if empty) */
+static int add_gap(gaps_t *g, int64_t lo, int64_t hi, int32_t above) {
     if (hi <= lo) return 0;
-    gaplist_t *l = &g->cls[bitlen(hi - lo)];
-    if (l->n == l->cap) {
-        Py_ssize_t cap = l->cap ? 2 * l->cap : 16;
-        int64_t *a = (int64_t *)realloc(l->lo, sizeof(int64_t) * (size_t)cap);
-        if (!a) return -1;
-        l->lo = a;
-        a = (int64_t *)realloc(l->hi, sizeof(int64_t) * (size_t)cap);
-        if (!a) return -1;
-        l->hi = a;
-        l->cap = cap;
-    }
-    Py_ssize_t j = lower(l->lo, l->n, lo);
-    memmove(l->lo + j + 1, l->lo + j, sizeof(int64_t) * (size_t)(l->n - j));
-    memmove(l->hi + j + 1, l->hi + j, sizeof(int64_t) * (size_t)(l->n - j));
-    l->lo[j] = lo;
-    l->hi[j] = hi;
-    l->n++;
-    map_put(&g->by_lo, lo, hi);
-    map_put(&g->by_hi, hi, lo);
-    return 0;
+    int64_t len = hi - lo;
+    if (!g->best_fit) return t_add(&g->at, lo, 0, len, above);
+    return t_add(&g->tight, len, lo, len, above) < 0 || t_add(&g->cls, bitlen(len), lo, len, above) < 0 ? -1 : 0;
 }
 
 /* forget the free range [lo, hi) */
 static void drop_gap(gaps_t *g, int64_t lo, int64_t hi) {
-    gaplist_t *l = &g->cls[bitlen(hi - lo)];
-    Py_ssize_t j = lower(l->lo, l->n, lo);
-    memmove(l->lo + j, l->lo + j + 1, sizeof(int64_t) * (size_t)(l->n - j - 1));
-    memmove(l->hi + j, l->hi + j + 1, sizeof(int64_t) * (size_t)(l->n - j - 1));
-    l->n--;
-    map_del(&g->by_lo, lo);
-    map_del(&g->by_hi, hi);
+    int64_t len = hi - lo;
+    if (!g->best_fit) {
+        t_drop(&g->at, lo, 0);
+        return;
+    }
+    t_drop(&g->tight, len, lo);
+    t_drop(&g->cls, bitlen(len), lo);
 }
 
-/* Lowest aligned offset where s bytes are free (or, best fit, one in the tightest gap of the size's class,
- * else the lowest of the next class): planner._Gaps.find. *glo is the gap's start, or -1 for the top. */
-static int64_t gaps_find(const gaps_t *g, int64_t s, int64_t a, int best_fit, int64_t *glo) {
-    int cs = bitlen(s);
-    *glo = -1;
-    if (best_fit) {
-        for (int c = cs; c < 65; c++) {
-            const gaplist_t *l = &g->cls[c];
-            int64_t best = -1, room = 0;
-            for (Py_ssize_t k = 0; k < l->n; k++) {
-                int64_t x = align_up(l->lo[k], a), r = l->hi[k] - x;
-                if (r >= s && (best < 0 || r < room)) {
-                    best = x;
-                    room = r;
-                    *glo = l->lo[k];
-                    if (c > cs) break;
-                }
-            }
-            if (best >= 0) return best;
-        }
-        return align_up(g->top, a);
-    }
-    int64_t best = align_up(g->top, a);
-    for (int c = cs; c < 65; c++) {
-        const gaplist_t *l = &g->cls[c];
-        for (Py_ssize_t k = 0; k < l->n; k++) {
-            int64_t lo = l->lo[k];
-            if (lo >= best) break;
-            int64_t x = align_up(lo, a);
-            if (x + s <= l->hi[k]) {
-                best = x;
-                *glo = lo;
-                break;
-            }
-        }
-    }
-    return best;
-}
-
-/* [x, x+s) is taken, inside the gap starting at glo (or above the top when glo < 0): planner._Gaps.occupy */
-static int gaps_occupy(gaps_t *g, int64_t x, int64_t s, int64_t glo) {
-    if (glo < 0) {
-        if (add_gap(g, g->top, x) < 0) return -1;
-        g->top = x + s;
+/* the free range [lo, hi) becomes [nlo, nhi) below ``above``, no other one starting between lo and nlo: one
+ * descent for first fit (its order is by start); for best fit, a drop and an add by length, and one descent by
+ * class and start if the class stays */
+static int move_gap(gaps_t *g, int64_t lo, int64_t hi, int64_t nlo, int64_t nhi, int32_t above) {
+    int64_t len = hi - lo, nlen = nhi - nlo;
+    tnode_t to = {.k1 = nlo, .k2 = 0, .len = nlen, .above = above};
+    if (!g->best_fit) {
+        t_update(g->at.n, g->at.root, lo, 0, &to);
         return 0;
     }
-    int64_t ghi = 0;
-    map_get(&g->by_lo, glo, &ghi);
-    drop_gap(g, glo, ghi);
-    if (add_gap(g, glo, x) < 0 || add_gap(g, x + s, ghi) < 0) return -1;
+    t_drop(&g->tight, len, lo);
+    if (t_add(&g->tight, nlen, nlo, nlen, above) < 0) return -1;
+    int c = bitlen(len);
+    if (bitlen(nlen) == c) { /* the same class: its place by start is kept */
+        to.k1 = c;
+        to.k2 = nlo;
+        t_update(g->cls.n, g->cls.root, c, lo, &to);
+        return 0;
+    }
+    t_drop(&g->cls, c, lo);
+    return t_add(&g->cls, bitlen(nlen), nlo, nlen, above);
+}
+
+static void gap_of(const tnode_t *p, int64_t lo, gap_t *gap) {
+    gap->lo = lo;
+    gap->hi = lo + p->len;
+    gap->above = p->above;
+}
+
+/* planner._Gaps._find_tight: the tightest gap of the size's class (aligned room, ties by the lowest start),
+ * else the lowest fitting gap of the lowest larger class that has one, else the top */
+static int64_t gaps_find_tight(const gaps_t *g, int64_t s, int64_t a, gap_t *gap) {
+    const tnode_t *n = g->tight.n;
+    int cs = bitlen(s);
+    int64_t best = -1, room = 0;
+    int32_t t = t_after(n, g->tight.root, s - 1, INT64_MAX, INT64_MIN);
+    for (; t; t = t_after(n, g->tight.root, n[t].k1, n[t].k2, INT64_MIN)) {
+        int64_t len = n[t].k1, lo = n[t].k2;
+        if (bitlen(len) != cs || (best >= 0 && len - (a - 1) > room)) break; /* none after can be tighter */
+        int64_t x = align_up(lo, a), r = lo + len - x;
+        if (r >= s && (best < 0 || r < room || (r == room && lo < gap->lo))) {
+            best = x;
+            room = r;
+            gap_of(&n[t], lo, gap);
+        }
+        if (a == 1) break; /* by length, then start: the first is the tightest */
+    }
+    if (best >= 0) return best;
+    n = g->cls.n;
+    for (t = t_after(n, g->cls.root, cs, INT64_MAX, INT64_MIN); t; t = t_after(n, g->cls.root, n[t].k1, n[t].k2, INT64_MIN)) {
+        int64_t x = align_up(n[t].k2, a);
+        if (x + s <= n[t].k2 + n[t].len) {
+            gap_of(&n[t], n[t].k2, gap);
+            return x;
+        }
+    }
+    return align_up(g->top, a);
+}
+
+/* Lowest aligned offset where s bytes are free (or, best fit, see gaps_find_tight): planner._Gaps.find; *gap is
+ * where (above = -1: the top). Every gap that fits is in the size's class or a larger one, and the lowest fitting
+ * gap of all holds the lowest offset: the first node by start of length >= s that fits. */
+static int64_t gaps_find(const gaps_t *g, int64_t s, int64_t a, int best_fit, gap_t *gap) {
+    gap->above = -1;
+    if (best_fit) return gaps_find_tight(g, s, a, gap);
+    const tnode_t *n = g->at.n;
+    for (int32_t t = t_after(n, g->at.root, INT64_MIN, INT64_MIN, s); t; t = t_after(n, g->at.root, n[t].k1, 0, s)) {
+        int64_t x = align_up(n[t].k1, a);
+        if (x + s <= n[t].k1 + n[t].len) {
+            gap_of(&n[t], n[t].k1, gap);
+            return x;
+        }
+    }
+    return align_up(g->top, a);
+}
+
+/* the buffer at position k takes [x, x+s), inside *gap: planner._Gaps.occupy */
+static int gaps_occupy(gaps_t *g, int32_t k, int64_t x, int64_t s, const gap_t *gap) {
+    g->lo[k] = x;
+    g->hi[k] = x + s;
+    if (gap->above < 0) { /* above every live buffer */
+        g->prev[k] = g->last;
+        g->next[k] = -1;
+        if (g->last >= 0) g->next[g->last] = k;
+        g->last = k;
+        int64_t below = g->top;
+        g->top = x + s;
+        return add_gap(g, below, x, k);
+    }
+    int32_t up = gap->above, down = g->prev[up];
+    g->prev[k] = down;
+    g->next[k] = up;
+    g->prev[up] = k;
+    if (down >= 0) g->next[down] = k;
+    if (x > gap->lo) {
+        if (move_gap(g, gap->lo, gap->hi, gap->lo, x, k) < 0) return -1;
+        return add_gap(g, x + s, gap->hi, up);
+    }
+    if (x + s < gap->hi) return move_gap(g, gap->lo, gap->hi, x + s, gap->hi, up);
+    drop_gap(g, gap->lo, gap->hi);
     return 0;
 }
 
-/* the live buffer [x, end) is freed: planner._Gaps.release */
-static int gaps_release(gaps_t *g, int64_t x, int64_t end) {
-    int64_t below = x, next = end;
-    if (map_get(&g->by_hi, x, &below)) drop_gap(g, below, x);
-    if (end == g->top) {
+/* the buffer at position k is freed: planner._Gaps.release (the range from the end of the live buffer below it,
+ * or the base, to the start of the one above becomes one gap; or the top comes down) */
+static int gaps_release(gaps_t *g, int32_t k) {
+    int64_t x = g->lo[k], end = g->hi[k];
+    int32_t down = g->prev[k], up = g->next[k];
+    int64_t below = down >= 0 ? g->hi[down] : g->base;
+    if (down >= 0) g->next[down] = up;
+    if (up < 0) {
+        g->last = down;
+        if (below < x) drop_gap(g, below, x);
         g->top = below;
         return 0;
     }
-    if (map_get(&g->by_lo, end, &next)) drop_gap(g, end, next);
-    return add_gap(g, below, next);
-}
-
-/* min-heap of (last step, offset, end) */
-static void heap_push(int64_t *h, Py_ssize_t *n, int64_t last, int64_t off, int64_t end) {
-    Py_ssize_t k = (*n)++;
-    while (k) {
-        Py_ssize_t p = (k - 1) / 2;
-        if (h[3 * p] <= last) break;
-        memcpy(h + 3 * k, h + 3 * p, 3 * sizeof(int64_t));
-        k = p;
+    g->prev[up] = down;
+    int64_t next = g->lo[up];
+    if (below < x) {
+        if (next > end) drop_gap(g, end, next);
+        return move_gap(g, below, x, below, next, up);
     }
-    h[3 * k] = last;
-    h[3 * k + 1] = off;
-    h[3 * k + 2] = end;
+    if (next > end) return move_gap(g, end, next, x, next, up);
+    return add_gap(g, x, end, up);
 }
 
-static void heap_pop(int64_t *h, Py_ssize_t *n, int64_t *off, int64_t *end) {
-    *off = h[1];
-    *end = h[2];
+/* min-heap of (last step, position in the order) */
+static void heap_push(int64_t *h, Py_ssize_t *n, int64_t last, int64_t k) {
+    Py_ssize_t i = (*n)++;
+    while (i) {
+        Py_ssize_t p = (i - 1) / 2;
+        if (h[2 * p] <= last) break;
+        h[2 * i] = h[2 * p];
+        h[2 * i + 1] = h[2 * p + 1];
+        i = p;
+    }
+    h[2 * i] = last;
+    h[2 * i + 1] = k;
+}
+
+static int64_t heap_pop(int64_t *h, Py_ssize_t *n) {
+    int64_t top = h[1];
     Py_ssize_t m = --(*n);
-    int64_t last[3] = {h[3 * m], h[3 * m + 1], h[3 * m + 2]};
-    Py_ssize_t k = 0;
+    int64_t last = h[2 * m], k = h[2 * m + 1];
+    Py_ssize_t i = 0;
     for (;;) {
-        Py_ssize_t c = 2 * k + 1;
+        Py_ssize_t c = 2 * i + 1;
         if (c >= m) break;
-        if (c + 1 < m && h[3 * (c + 1)] < h[3 * c]) c++;
-        if (h[3 * c] >= last[0]) break;
-        memcpy(h + 3 * k, h + 3 * c, 3 * sizeof(int64_t));
-        k = c;
+        if (c + 1 < m && h[2 * (c + 1)] < h[2 * c]) c++;
+        if (h[2 * c] >= last) break;
+        h[2 * i] = h[2 * c];
+        h[2 * i + 1] = h[2 * c + 1];
+        i = c;
     }
-    memcpy(h + 3 * k, last, 3 * sizeof(int64_t));
+    h[2 * i] = last;
+    h[2 * i + 1] = k;
+    return top;
 }
 
 static PyObject *native_sweep(PyObject *self, PyObject *args) {
@@ -754,7 +928,6 @@ static PyObject *native_sweep(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     gaps_t g;
     memset(&g, 0, sizeof g);
-    g.base = g.top = base;
     int64_t *heap = NULL;
     if (got < 6) goto done;
     const int64_t *order = v[0].buf, *first = v[1].buf, *last = v[2].buf, *size = v[3].buf, *align = v[4].buf;
@@ -769,8 +942,12 @@ static PyObject *native_sweep(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "sweep: item out of range or of no size");
             goto done;
         }
-    heap = (int64_t *)malloc(sizeof(int64_t) * 3 * (size_t)(m + 1));
-    if (!heap || map_init(&g.by_lo, m + 1) < 0 || map_init(&g.by_hi, m + 1) < 0) {
+    if (m >= INT32_MAX / 2) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    heap = (int64_t *)malloc(sizeof(int64_t) * 2 * (size_t)(m + 1));
+    if (!heap || gaps_init(&g, base, best_fit, m) < 0) {
         PyErr_NoMemory();
         goto done;
     }
@@ -779,14 +956,13 @@ static PyObject *native_sweep(PyObject *self, PyObject *args) {
     int failed = 0;
     Py_BEGIN_ALLOW_THREADS;
     for (Py_ssize_t k = 0; k < m && !failed; k++) {
-        int64_t b = order[k], f = first[b], glo, x, end;
-        while (nheap && heap[0] < f) {
-            heap_pop(heap, &nheap, &x, &end);
-            if (gaps_release(&g, x, end) < 0) failed = 1;
-        }
-        x = gaps_find(&g, size[b], align[b], best_fit, &glo);
-        if (gaps_occupy(&g, x, size[b], glo) < 0) failed = 1;
-        heap_push(heap, &nheap, last[b], x, x + size[b]);
+        int64_t b = order[k], f = first[b];
+        gap_t gap;
+        while (nheap && heap[0] < f)
+            if (gaps_release(&g, (int32_t)heap_pop(heap, &nheap)) < 0) failed = 1;
+        int64_t x = gaps_find(&g, size[b], align[b], best_fit, &gap);
+        if (gaps_occupy(&g, (int32_t)k, x, size[b], &gap) < 0) failed = 1;
+        heap_push(heap, &nheap, last[b], k);
         off[b] = x;
         if (x + size[b] > height) height = x + size[b];
     }
@@ -797,14 +973,7 @@ static PyObject *native_sweep(PyObject *self, PyObject *args) {
         result = PyLong_FromLongLong(height);
 done:
     free(heap);
-    free(g.by_lo.key);
-    free(g.by_lo.val);
-    free(g.by_hi.key);
-    free(g.by_hi.val);
-    for (int c = 0; c < 65; c++) {
-        free(g.cls[c].lo);
-        free(g.cls[c].hi);
-    }
+    gaps_free(&g);
     for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
     return result;
 }
