@@ -978,6 +978,227 @@ done:
     return result;
 }
 
+/* ---- sorting and the planner's O(n) passes (planner._sorted, _groups, _Arrays, _offsets_dict) ---- */
+
+#define SIGN_BIT 0x8000000000000000ull
+
+/* Stable LSD radix sort of n (key, val) pairs by unsigned key, a byte a pass (passes where every key has the
+ * same byte are skipped); tk and tv are scratch of n. */
+static void radix_pairs(uint64_t *k, int64_t *v, uint64_t *tk, int64_t *tv, Py_ssize_t n) {
+    Py_ssize_t count[8][256];
+    if (n < 2) return;
+    memset(count, 0, sizeof count);
+    for (Py_ssize_t i = 0; i < n; i++)
+        for (int d = 0; d < 8; d++) count[d][(k[i] >> (8 * d)) & 255]++;
+    uint64_t *sk = k, *dk = tk;
+    int64_t *sv = v, *dv = tv;
+    for (int d = 0; d < 8; d++) {
+        if (count[d][(k[0] >> (8 * d)) & 255] == n) continue;
+        Py_ssize_t pos[256], at = 0;
+        for (int b = 0; b < 256; b++) {
+            pos[b] = at;
+            at += count[d][b];
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Py_ssize_t p = pos[(sk[i] >> (8 * d)) & 255]++;
+            dk[p] = sk[i];
+            dv[p] = sv[i];
+        }
+        uint64_t *t1 = sk;
+        sk = dk;
+        dk = t1;
+        int64_t *t2 = sv;
+        sv = dv;
+        dv = t2;
+    }
+    if (sk != k) {
+        memcpy(k, sk, sizeof(uint64_t) * (size_t)n);
+        memcpy(v, sv, sizeof(int64_t) * (size_t)n);
+    }
+}
+
+/* items (m of them, each in [0, n)) sorted by the columns (keys[c][item], descending where desc[c]), most
+ * significant first, ties by the item: into out (and scratch k, tk, tv of m) */
+static void sort_by(const int64_t *items, Py_ssize_t m, const int64_t **keys, const int *desc, int ncols,
+                    int64_t *out, uint64_t *k, uint64_t *tk, int64_t *tv) {
+    int ascending = 1;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        out[i] = items[i];
+        if (i && items[i] <= items[i - 1]) ascending = 0;
+    }
+    if (!ascending) {
+        for (Py_ssize_t i = 0; i < m; i++) k[i] = (uint64_t)out[i] ^ SIGN_BIT;
+        radix_pairs(k, out, tk, tv, m);
+    }
+    for (int c = ncols - 1; c >= 0; c--) {
+        for (Py_ssize_t i = 0; i < m; i++) {
+            uint64_t key = (uint64_t)keys[c][out[i]] ^ SIGN_BIT;
+            k[i] = desc[c] ? ~key : key;
+        }
+        radix_pairs(k, out, tk, tv, m);
+    }
+}
+
+/* sort_items(items, columns) -> array: planner._sorted (columns: ((array, descending), ...)) */
+static PyObject *native_sort_items(PyObject *self, PyObject *args) {
+    PyObject *items_obj, *cols;
+    if (!PyArg_ParseTuple(args, "OO!", &items_obj, &PyTuple_Type, &cols)) return NULL;
+    int ncols = (int)PyTuple_GET_SIZE(cols);
+    if (ncols < 1 || ncols > 6) {
+        PyErr_SetString(PyExc_ValueError, "sort_items: 1 to 6 columns");
+        return NULL;
+    }
+    Py_buffer v[7];
+    int got = 0, desc[6];
+    const int64_t *keys[6];
+    PyObject *result = NULL;
+    uint64_t *k = NULL, *tk = NULL;
+    int64_t *tv = NULL;
+    if (get_i64(items_obj, &v[got], 0, "items") < 0) goto done;
+    got++;
+    for (int c = 0; c < ncols; c++) {
+        PyObject *col = PyTuple_GET_ITEM(cols, c);
+        if (!PyTuple_Check(col) || PyTuple_GET_SIZE(col) != 2) {
+            PyErr_SetString(PyExc_TypeError, "sort_items: a column is (array, descending)");
+            goto done;
+        }
+        if (get_i64(PyTuple_GET_ITEM(col, 0), &v[got], 0, "column") < 0) goto done;
+        got++;
+        desc[c] = PyObject_IsTrue(PyTuple_GET_ITEM(col, 1));
+        keys[c] = v[c + 1].buf;
+    }
+    const int64_t *items = v[0].buf;
+    Py_ssize_t m = v[0].len / 8, n = v[1].len / 8;
+    for (int c = 1; c < ncols; c++)
+        if (v[c + 1].len / 8 != n) {
+            PyErr_SetString(PyExc_ValueError, "sort_items: columns of different lengths");
+            goto done;
+        }
+    for (Py_ssize_t i = 0; i < m; i++)
+        if (items[i] < 0 || items[i] >= n) {
+            PyErr_SetString(PyExc_IndexError, "sort_items: item out of range");
+            goto done;
+        }
+    int64_t *out;
+    result = new_i64_array(m, &out);
+    if (!result) goto done;
+    k = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)(m + 1));
+    tk = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)(m + 1));
+    tv = (int64_t *)malloc(sizeof(int64_t) * (size_t)(m + 1));
+    if (!k || !tk || !tv) {
+        Py_CLEAR(result);
+        PyErr_NoMemory();
+        goto done;
+    }
+    sort_by(items, m, keys, desc, ncols, out, k, tk, tv);
+done:
+    free(k);
+    free(tk);
+    free(tv);
+    for (int c = 0; c < got; c++) PyBuffer_Release(&v[c]);
+    return result;
+}
+
+/* components(items, first, last) -> (grouped, ends, spanning, span_ends): planner._groups. The items split into
+ * groups whose lifetimes chain-overlap, in time order, each ascending (grouped[ends[g-1]:ends[g]]), and per
+ * group its items live over all of it (first at its first step, last at its last), ascending
+ * (spanning[span_ends[g-1]:span_ends[g]]). */
+static PyObject *native_components(PyObject *self, PyObject *args) {
+    PyObject *o[3];
+    if (!PyArg_ParseTuple(args, "OOO", &o[0], &o[1], &o[2])) return NULL;
+    Py_buffer v[3];
+    const char *names[3] = {"items", "first", "last"};
+    int got = get_all(o, v, 3, names, -1);
+    PyObject *result = NULL, *grouped = NULL, *ends = NULL, *spanning = NULL, *span_ends = NULL;
+    uint64_t *k = NULL, *tk = NULL;
+    int64_t *byidx = NULL, *bytime = NULL, *tv = NULL, *gid = NULL, *glo = NULL, *ghi = NULL, *fill = NULL;
+    if (got < 3) goto done;
+    const int64_t *items = v[0].buf, *first = v[1].buf, *last = v[2].buf;
+    Py_ssize_t m = v[0].len / 8, n = v[1].len / 8;
+    if (v[2].len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "components: arrays of different lengths");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < m; i++)
+        if (items[i] < 0 || items[i] >= n) {
+            PyErr_SetString(PyExc_IndexError, "components: item out of range");
+            goto done;
+        }
+    size_t bytes = sizeof(int64_t) * (size_t)(m + 1);
+    k = malloc(bytes), tk = malloc(bytes), tv = malloc(bytes), byidx = malloc(bytes), bytime = malloc(bytes);
+    gid = malloc(bytes), glo = malloc(bytes), ghi = malloc(bytes), fill = malloc(bytes);
+    if (!k || !tk || !tv || !byidx || !bytime || !gid || !glo || !ghi || !fill) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* by index (byidx), then the positions in byidx stably by first step (bytime): the order of
+     * planner._time_components, ties by the item */
+    sort_by(items, m, NULL, NULL, 0, byidx, k, tk, tv);
+    for (Py_ssize_t i = 0; i < m; i++) {
+        k[i] = (uint64_t)first[byidx[i]] ^ SIGN_BIT;
+        bytime[i] = i;
+    }
+    radix_pairs(k, bytime, tk, tv, m);
+    Py_ssize_t groups = 0; /* gid: the group of each position in byidx */
+    int64_t reach = 0;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        int64_t it = byidx[bytime[i]];
+        if (!groups || first[it] > reach) {
+            glo[groups] = first[it];
+            ghi[groups] = last[it];
+            reach = last[it];
+            groups++;
+        } else if (last[it] > reach) {
+            reach = last[it];
+            ghi[groups - 1] = reach;
+        }
+        gid[bytime[i]] = groups - 1;
+    }
+    int64_t *pg, *pe, *ps, *pse;
+    grouped = new_i64_array(m, &pg);
+    ends = new_i64_array(groups, &pe);
+    if (!grouped || !ends) goto done;
+    for (Py_ssize_t g = 0; g < groups; g++) fill[g] = 0;
+    Py_ssize_t nspan = 0;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        int64_t g = gid[i], it = byidx[i];
+        fill[g]++;
+        if (first[it] == glo[g] && last[it] == ghi[g]) nspan++;
+    }
+    for (Py_ssize_t g = 0, at = 0; g < groups; g++) {
+        at += fill[g];
+        pe[g] = at;
+        fill[g] = at - fill[g]; /* next free slot of group g */
+    }
+    spanning = new_i64_array(nspan, &ps);
+    span_ends = new_i64_array(groups, &pse);
+    if (!spanning || !span_ends) goto done;
+    for (Py_ssize_t i = 0; i < m; i++) pg[fill[gid[i]]++] = byidx[i];
+    for (Py_ssize_t g = 0; g < groups; g++) fill[g] = 0;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        int64_t g = gid[i], it = byidx[i];
+        if (first[it] == glo[g] && last[it] == ghi[g]) fill[g]++;
+    }
+    for (Py_ssize_t g = 0, at = 0; g < groups; g++) {
+        at += fill[g];
+        pse[g] = at;
+        fill[g] = at - fill[g];
+    }
+    for (Py_ssize_t i = 0; i < m; i++) {
+        int64_t g = gid[i], it = byidx[i];
+        if (first[it] == glo[g] && last[it] == ghi[g]) ps[fill[g]++] = it;
+    }
+    result = PyTuple_Pack(4, grouped, ends, spanning, span_ends);
+done:
+    Py_XDECREF(grouped);
+    Py_XDECREF(ends);
+    Py_XDECREF(spanning);
+    Py_XDECREF(span_ends);
+    free(k), free(tk), free(tv), free(byidx), free(bytime), free(gid), free(glo), free(ghi), free(fill);
+    for (int c = 0; c < got; c++) PyBuffer_Release(&v[c]);
+    return result;
+}
+
 /* ---- The exact search's inner steps (planner._Search, native state; see _Search._place / _candidates) ----
  *
  * ``state`` is the tuple (off, mo, total, wit, size, align, lo, hi, adj_ptr, adj_idx, mem_ptr, mem_idx, watch):
@@ -1268,6 +1489,8 @@ static PyMethodDef methods[] = {
     {"exact_undo", native_exact_undo, METH_VARARGS, "Take back one placement of the exact search."},
     {"place_dense", native_place_dense, METH_VARARGS, "place() without neighbour lists, for dense inputs."},
     {"sweep", native_sweep, METH_VARARGS, "First or best fit in start order over the live gaps (see planner._sweep)."},
+    {"sort_items", native_sort_items, METH_VARARGS, "Items sorted by key columns, ties by item (see planner._sorted)."},
+    {"components", native_components, METH_VARARGS, "Time components and their spanning items (see planner._groups)."},
     {"peak", native_peak, METH_VARARGS, "Largest total size live at one step (see planner._peak)."},
     {"count_pairs", native_count_pairs, METH_VARARGS, "Number of time-overlapping pairs (see planner._count_pairs)."},
     {"place", native_place, METH_VARARGS, "First or best fit of an order over neighbour lists (see planner.py)."},

@@ -290,6 +290,7 @@ class _Arrays:
         self.last64 = array("q", self.last if self.native else ())
         self.size64 = array("q", self.size if self.native else ())
         self.align64 = array("q", self.align if self.native else ())
+        self.pair_counts: list[tuple[list[int], int]] = []  # :func:`_pairs`' last answers (copies of the items)
 
 
 def _checked_arrays(buffers: Sequence[Buffer]) -> _Arrays:
@@ -447,12 +448,26 @@ def _count_pairs(items: Sequence[int], first: Sequence[int], last: Sequence[int]
     return pairs
 
 
+#: :func:`_pairs` remembers its answer for item lists at least this long (a plan counts the same ones up to
+#: three times: the quick try, the portfolio of a single piece, the safety net).
+PAIRS_MEMO_ITEMS = 4096
+
+
 def _pairs(arr: _Arrays, items: Sequence[int]) -> int:
-    """:func:`_count_pairs` over the buffers' steps, by the native loops when the extension is there."""
+    """:func:`_count_pairs` over the buffers' steps, by the native loops when the extension is there (a long
+    list's count is kept in ``arr``: the next call with an equal list reuses it)."""
+    memo = len(items) >= PAIRS_MEMO_ITEMS
+    if memo:
+        for seen, count in arr.pair_counts:
+            if len(seen) == len(items) and seen == items:
+                return count
     if arr.native and _NATIVE is not None:
         pairs: int = _NATIVE.count_pairs(array("q", items), arr.first64, arr.last64)
-        return pairs
-    return _count_pairs(items, arr.first, arr.last)
+    else:
+        pairs = _count_pairs(items, arr.first, arr.last)
+    if memo:
+        arr.pair_counts[:] = [(list(items), pairs), *arr.pair_counts[:1]]
+    return pairs
 
 
 def _lower_bound(arr: _Arrays) -> int:
@@ -778,9 +793,8 @@ def _sweep(order: Sequence[int], arr: _Arrays, off: list[int], base: int, best_f
     if not _worth_native(arr, len(order)):
         return _sweep_py(order, arr, off, base, best_fit)
     placed = array("q", off)
-    height: int = _NATIVE.sweep(
-        array("q", order), arr.first64, arr.last64, arr.size64, arr.align64, placed, base, best_fit
-    )
+    order64 = order if isinstance(order, array) and order.typecode == "q" else array("q", order)
+    height: int = _NATIVE.sweep(order64, arr.first64, arr.last64, arr.size64, arr.align64, placed, base, best_fit)
     off[:] = placed.tolist()
     return height
 
@@ -912,6 +926,26 @@ def _time_components(items: Sequence[int], first: Sequence[int], last: Sequence[
     return groups
 
 
+def _groups(arr: _Arrays, items: Sequence[int]) -> list[tuple[list[int], list[int]]]:
+    """The time components of ``items`` (see :func:`_time_components`), each as (its items, those of them live
+    over all of it), both ascending; by the native loops when the extension is there (the same groups)."""
+    if not _worth_native(arr, len(items)):
+        first, last = arr.first, arr.last
+        out: list[tuple[list[int], list[int]]] = []
+        for group in _time_components(items, first, last):
+            lo = min(first[i] for i in group)
+            hi = max(last[i] for i in group)
+            out.append((sorted(group), sorted(i for i in group if first[i] <= lo and last[i] >= hi)))
+        return out
+    grouped, ends, spanning, span_ends = _NATIVE.components(array("q", items), arr.first64, arr.last64)
+    cut = [0, *ends]
+    span_cut = [0, *span_ends]
+    return [
+        (grouped[cut[g] : cut[g + 1]].tolist(), spanning[span_cut[g] : span_cut[g + 1]].tolist())
+        for g in range(len(ends))
+    ]
+
+
 def _decompose(arr: _Arrays, items: list[int], off: list[int]) -> list[_Piece]:
     """Split into independent leaf pieces, stacking whole-component buffers at each piece's bottom.
 
@@ -921,30 +955,26 @@ def _decompose(arr: _Arrays, items: list[int], off: list[int]) -> list[_Piece]:
     component and the current bottom is aligned for it.
     """
     pieces: list[_Piece] = []
-    stack: list[tuple[list[int], int]] = [(g, 0) for g in _time_components(items, arr.first, arr.last)]
+    stack = [(group, spanning, 0) for group, spanning in _groups(arr, items)]
     while stack:
-        group, base = stack.pop()
-        if any(arr.fixed[i] >= 0 for i in group):
-            pieces.append(_Piece(sorted(group), base, True))
+        group, spanning, base = stack.pop()
+        if arr.has_fixed and any(arr.fixed[i] >= 0 for i in group):
+            pieces.append(_Piece(group, base, True))
             continue
-        lo = min(arr.first[i] for i in group)
-        hi = max(arr.last[i] for i in group)
-        spanning = sorted(
-            (i for i in group if arr.first[i] <= lo and arr.last[i] >= hi),
-            key=lambda i: (-arr.align[i], -arr.size[i], i),
-        )
-        common = math.lcm(*(arr.align[i] for i in group))
         taken: set[int] = set()
-        for i in spanning:
-            if base % arr.align[i] == 0 and arr.size[i] % common == 0:
-                off[i] = base
-                base += arr.size[i]
-                taken.add(i)
+        if spanning:
+            spanning.sort(key=lambda i: (-arr.align[i], -arr.size[i], i))
+            common = math.lcm(*(arr.align[i] for i in group))
+            for i in spanning:
+                if base % arr.align[i] == 0 and arr.size[i] % common == 0:
+                    off[i] = base
+                    base += arr.size[i]
+                    taken.add(i)
         if not taken:
-            pieces.append(_Piece(sorted(group), base, False))
+            pieces.append(_Piece(group, base, False))
             continue
         rest = [i for i in group if i not in taken]
-        stack.extend((g, base) for g in reversed(_time_components(rest, arr.first, arr.last)))
+        stack.extend((g, sp, base) for g, sp in reversed(_groups(arr, rest)))
     pieces.sort(key=lambda p: p.items[0])
     return pieces
 
@@ -1077,6 +1107,26 @@ def _sweep_keys(arr: _Arrays) -> dict[str, _Key]:
     }
 
 
+#: :func:`_sweep_keys` as columns for the native sort: (column, descending), most significant first (ties by
+#: the item, as there).
+_SWEEP_COLUMNS = {
+    "start": (("first", False), ("size", True)),
+    "start-lifetime": (("first", False), ("last", True), ("size", True)),
+    "start-short": (("first", False), ("last", False), ("size", True)),
+}
+
+
+def _sweep_order(arr: _Arrays, items: Sequence[int], name: str) -> Sequence[int]:
+    """``items`` sorted by the sweep key ``name`` (an int64 array when the native loops sort them)."""
+    if not _worth_native(arr, len(items)):
+        return sorted(items, key=_sweep_keys(arr)[name])
+    columns = {"first": arr.first64, "last": arr.last64, "size": arr.size64}
+    order: array[int] = _NATIVE.sort_items(
+        array("q", items), tuple((columns[c], desc) for c, desc in _SWEEP_COLUMNS[name])
+    )
+    return order
+
+
 def _portfolio(arr: _Arrays, piece: _Piece, target: int, budget: _Budget) -> tuple[int, list[int], str]:
     """Run the greedy members on a piece; return (height, offsets of its items, member name) of the best.
 
@@ -1111,12 +1161,11 @@ def _portfolio(arr: _Arrays, piece: _Piece, target: int, budget: _Budget) -> tup
             if m.best is not None and m.best[0] <= target:
                 return m.best
     if not m.fixed:
-        skeys = _sweep_keys(arr)
         for k, (name, best_fit) in enumerate(_SWEEPS):
             if (k or lists) and not budget.allows(sweep_cost):
                 break
             budget.spend(sweep_cost)
-            height = _sweep(sorted(m.movable, key=skeys[name]), arr, m.reset(), piece.base, best_fit)
+            height = _sweep(_sweep_order(arr, m.movable, name), arr, m.reset(), piece.base, best_fit)
             m.consider(f"sweep-{name}-{'best' if best_fit else 'first'}-fit", height)
             if m.best is not None and m.best[0] <= target:
                 return m.best
