@@ -418,17 +418,11 @@ done:
     return result;
 }
 
-typedef struct {
-    int64_t step, delta;
-} event_t;
+static void radix_pairs(uint64_t *k, int64_t *v, uint64_t *tk, int64_t *tv, Py_ssize_t n);
 
-static int cmp_event(const void *a, const void *b) {
-    const event_t *x = (const event_t *)a, *y = (const event_t *)b;
-    if (x->step != y->step) return x->step < y->step ? -1 : 1;
-    return (x->delta > y->delta) - (x->delta < y->delta);
-}
-
-/* planner._peak: the largest total size live at one step (releases first at equal steps). */
+/* planner._peak: the largest total size live at one step (releases first at equal steps: as the live total
+ * falls through a step's releases and then rises through its starts, its largest value there is the one after
+ * the whole step, so the events are sorted by step alone, by a radix sort). */
 static PyObject *native_peak(PyObject *self, PyObject *args) {
     PyObject *o[3];
     if (!PyArg_ParseTuple(args, "OOO", &o[0], &o[1], &o[2])) return NULL;
@@ -436,7 +430,8 @@ static PyObject *native_peak(PyObject *self, PyObject *args) {
     const char *names[3] = {"first", "last", "size"};
     int got = get_all(o, v, 3, names, -1);
     PyObject *result = NULL;
-    event_t *ev = NULL;
+    uint64_t *step = NULL, *tk = NULL;
+    int64_t *delta = NULL, *tv = NULL;
     if (got < 3) goto done;
     Py_ssize_t n = v[0].len / 8;
     if (v[1].len / 8 != n || v[2].len / 8 != n) {
@@ -444,28 +439,32 @@ static PyObject *native_peak(PyObject *self, PyObject *args) {
         goto done;
     }
     const int64_t *first = v[0].buf, *last = v[1].buf, *size = v[2].buf;
-    ev = (event_t *)malloc(sizeof(event_t) * (size_t)(2 * n + 1));
-    if (!ev) {
+    size_t bytes = sizeof(int64_t) * (size_t)(2 * n + 1);
+    step = malloc(bytes), tk = malloc(bytes), delta = malloc(bytes), tv = malloc(bytes);
+    if (!step || !tk || !delta || !tv) {
         PyErr_NoMemory();
         goto done;
     }
     Py_ssize_t m = 0;
     for (Py_ssize_t k = 0; k < n; k++)
         if (size[k]) {
-            ev[m].step = first[k];
-            ev[m++].delta = size[k];
-            ev[m].step = last[k] + 1;
-            ev[m++].delta = -size[k];
+            step[m] = (uint64_t)first[k] ^ 0x8000000000000000ull;
+            delta[m++] = size[k];
+            step[m] = (uint64_t)(last[k] + 1) ^ 0x8000000000000000ull;
+            delta[m++] = -size[k];
         }
-    qsort(ev, (size_t)m, sizeof(event_t), cmp_event);
+    radix_pairs(step, delta, tk, tv, m);
     int64_t live = 0, peak = 0;
     for (Py_ssize_t k = 0; k < m; k++) {
-        live += ev[k].delta;
-        if (live > peak) peak = live;
+        live += delta[k];
+        if ((k + 1 == m || step[k + 1] != step[k]) && live > peak) peak = live;
     }
     result = PyLong_FromLongLong(peak);
 done:
-    free(ev);
+    free(step);
+    free(tk);
+    free(delta);
+    free(tv);
     for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
     return result;
 }
@@ -1199,6 +1198,76 @@ done:
     return result;
 }
 
+/* ingest(first, last, size, align) -> (first64, last64, size64, align64, min_size, min_align, min_length,
+ * sum_size, max_size, max_align, max_last, min_first), or None when a value (or the sum of the sizes, or a
+ * length) does not fit int64: planner._Arrays' int64 arrays and the figures its checks need, in one pass. */
+static PyObject *native_ingest(PyObject *self, PyObject *args) {
+    PyObject *lists[4];
+    if (!PyArg_ParseTuple(args, "O!O!O!O!", &PyList_Type, &lists[0], &PyList_Type, &lists[1], &PyList_Type, &lists[2],
+                          &PyList_Type, &lists[3]))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(lists[0]);
+    for (int c = 1; c < 4; c++)
+        if (PyList_GET_SIZE(lists[c]) != n) {
+            PyErr_SetString(PyExc_ValueError, "ingest: lists of different lengths");
+            return NULL;
+        }
+    PyObject *arrays[4] = {NULL, NULL, NULL, NULL}, *result = NULL;
+    int64_t *data[4];
+    for (int c = 0; c < 4; c++)
+        if (!(arrays[c] = new_i64_array(n, &data[c]))) goto done;
+    for (int c = 0; c < 4; c++)
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int overflow = 0;
+            long long x = PyLong_AsLongLongAndOverflow(PyList_GET_ITEM(lists[c], i), &overflow);
+            if (overflow) goto none;
+            if (x == -1 && PyErr_Occurred()) goto done;
+            data[c][i] = x;
+        }
+    int64_t min_size = INT64_MAX, min_align = INT64_MAX, min_length = INT64_MAX, sum_size = 0, max_size = INT64_MIN;
+    int64_t max_align = INT64_MIN, max_last = INT64_MIN, min_first = INT64_MAX;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t f = data[0][i], l = data[1][i], s = data[2][i], a = data[3][i], length;
+        if (__builtin_sub_overflow(l, f, &length) || __builtin_add_overflow(sum_size, s, &sum_size)) goto none;
+        if (s < min_size) min_size = s;
+        if (s > max_size) max_size = s;
+        if (a < min_align) min_align = a;
+        if (a > max_align) max_align = a;
+        if (length < min_length) min_length = length;
+        if (l > max_last) max_last = l;
+        if (f < min_first) min_first = f;
+    }
+    result = Py_BuildValue("(OOOOLLLLLLLL)", arrays[0], arrays[1], arrays[2], arrays[3], (long long)min_size,
+                           (long long)min_align, (long long)min_length, (long long)sum_size, (long long)max_size,
+                           (long long)max_align, (long long)max_last, (long long)min_first);
+    goto done;
+none:
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    for (int c = 0; c < 4; c++) Py_XDECREF(arrays[c]);
+    return result;
+}
+
+/* offsets_dict(ids, off) -> {ids[i]: off[i]}, in order, sized once: planner.Placement.offsets */
+static PyObject *native_offsets_dict(PyObject *self, PyObject *args) {
+    PyObject *ids, *off;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &ids, &PyList_Type, &off)) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(ids);
+    if (PyList_GET_SIZE(off) != n) {
+        PyErr_SetString(PyExc_ValueError, "offsets_dict: lists of different lengths");
+        return NULL;
+    }
+    PyObject *d = _PyDict_NewPresized(n);
+    if (!d) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (PyDict_SetItem(d, PyList_GET_ITEM(ids, i), PyList_GET_ITEM(off, i)) < 0) {
+            Py_DECREF(d);
+            return NULL;
+        }
+    return d;
+}
+
 /* ---- The exact search's inner steps (planner._Search, native state; see _Search._place / _candidates) ----
  *
  * ``state`` is the tuple (off, mo, total, wit, size, align, lo, hi, adj_ptr, adj_idx, mem_ptr, mem_idx, watch):
@@ -1491,6 +1560,8 @@ static PyMethodDef methods[] = {
     {"sweep", native_sweep, METH_VARARGS, "First or best fit in start order over the live gaps (see planner._sweep)."},
     {"sort_items", native_sort_items, METH_VARARGS, "Items sorted by key columns, ties by item (see planner._sorted)."},
     {"components", native_components, METH_VARARGS, "Time components and their spanning items (see planner._groups)."},
+    {"ingest", native_ingest, METH_VARARGS, "The buffers' int64 arrays and bounds (see planner._Arrays)."},
+    {"offsets_dict", native_offsets_dict, METH_VARARGS, "The plan's offsets by id, in input order."},
     {"peak", native_peak, METH_VARARGS, "Largest total size live at one step (see planner._peak)."},
     {"count_pairs", native_count_pairs, METH_VARARGS, "Number of time-overlapping pairs (see planner._count_pairs)."},
     {"place", native_place, METH_VARARGS, "First or best fit of an order over neighbour lists (see planner.py)."},

@@ -284,27 +284,50 @@ class _Arrays:
         offsets = [b.offset for b in buffers]
         self.has_fixed = offsets.count(None) != len(offsets)
         self.fixed = [-1 if o is None else o for o in offsets] if self.has_fixed else [-1] * len(offsets)
-        self.native = _NATIVE is not None and _fits_int64(self)
-        # the same lists as int64 arrays, for the native loops (empty when they do not run)
-        self.first64 = array("q", self.first if self.native else ())
-        self.last64 = array("q", self.last if self.native else ())
-        self.size64 = array("q", self.size if self.native else ())
-        self.align64 = array("q", self.align if self.native else ())
         self.pair_counts: list[tuple[list[int], int]] = []  # :func:`_pairs`' last answers (copies of the items)
+        # (smallest size, smallest alignment, smallest last - first) when the native pass below found them
+        self.bounds: tuple[int, int, int] | None = None
+        # the same lists as int64 arrays, for the native loops (empty when they do not run)
+        ingested = _NATIVE.ingest(self.first, self.last, self.size, self.align) if _NATIVE and self.size else None
+        if ingested is None:
+            self.native = _NATIVE is not None and _fits_int64(self)
+            self.first64 = array("q", self.first if self.native else ())
+            self.last64 = array("q", self.last if self.native else ())
+            self.size64 = array("q", self.size if self.native else ())
+            self.align64 = array("q", self.align if self.native else ())
+            return
+        arrays, (min_size, min_align, min_length, total, max_size, max_align, max_last, min_first) = (
+            ingested[:4],
+            ingested[4:],
+        )
+        self.bounds = (min_size, min_align, min_length)
+        # as _fits_int64, from the native pass's figures
+        reach = total + len(self.size) * max_align + (max(self.fixed) if self.has_fixed else -1) + max_size
+        self.native = max(reach, max_last, -min_first) < 1 << 62
+        self.first64, self.last64, self.size64, self.align64 = arrays if self.native else [array("q")] * 4
 
 
 def _checked_arrays(buffers: Sequence[Buffer]) -> _Arrays:
     """The buffers as arrays, checked as :func:`_validate` checks them (in bulk; its loop names the culprit)."""
     arr = _Arrays(buffers)
+    bounds = arr.bounds
     if arr.size and (
         arr.has_fixed
         or len(set(arr.ids)) != len(arr.ids)
-        or min(arr.size) < 0
-        or min(arr.align) < 1
-        or min(map(sub, arr.last, arr.first)) < 0
+        or (bounds[0] if bounds else min(arr.size)) < 0
+        or (bounds[1] if bounds else min(arr.align)) < 1
+        or (bounds[2] if bounds else min(map(sub, arr.last, arr.first))) < 0
     ):
         _validate(buffers)
     return arr
+
+
+def _offsets_dict(arr: _Arrays, off: list[int]) -> dict[str, int]:
+    """The offsets by buffer id, in input order (the native loops build the dict at its final size)."""
+    if arr.native and _NATIVE is not None:
+        offsets: dict[str, int] = _NATIVE.offsets_dict(arr.ids, off)
+        return offsets
+    return dict(zip(arr.ids, off, strict=True))
 
 
 def _fits_int64(arr: _Arrays) -> bool:
@@ -888,10 +911,9 @@ def greedy_best_fit(buffers: Sequence[Buffer]) -> Placement:
     arr = _checked_arrays(buffers)
     off = _baseline(arr)
     assert off is not None  # no limit: always placed
-    n = len(buffers)
     return Placement(
-        offsets={arr.ids[i]: off[i] for i in range(n)},
-        arena=max((off[i] + arr.size[i] for i in range(n)), default=0),
+        offsets=_offsets_dict(arr, off),
+        arena=max(map(add, off, arr.size), default=0),
         lower_bound=_lower_bound(arr),
         strategy="greedy-size-first-fit",
         components=1 if any(arr.size) else 0,
@@ -1804,7 +1826,7 @@ def _plan(
     strategies = tuple(r[2] for r in results)
     arena, off, strategy = _safety_net(arr, positive, off, lb, _strategy(strategies, bool(positive)), allowance)
     return Placement(
-        offsets={arr.ids[i]: off[i] for i in range(n)},
+        offsets=_offsets_dict(arr, off),
         arena=arena,
         lower_bound=lb,
         strategy=strategy,
@@ -1836,13 +1858,13 @@ def _safety_net(
     baseline reaching the arena found is left unfinished, as it cannot be chosen).
     """
     n = len(off)
-    arena = max((off[i] + arr.size[i] for i in range(n)), default=0)
+    arena = max(map(add, off, arr.size), default=0)
     charge = 2 * _pairs(arr, positive) + n if arena > lb else 0
     baseline = _baseline(arr, arena) if arena > lb and allowance.allows(charge) else None
     if baseline is None:
         return arena, off, strategy
     allowance.spend(charge)
-    baseline_arena = max((baseline[i] + arr.size[i] for i in range(n)), default=0)
+    baseline_arena = max(map(add, baseline, arr.size), default=0)
     if baseline_arena < arena:
         return baseline_arena, baseline, "greedy-size-first-fit"
     return arena, off, strategy

@@ -228,3 +228,24 @@ def test_pair_counts_are_remembered_for_equal_lists_only(monkeypatch: pytest.Mon
     items.pop()  # a changed list is counted again
     assert planner._pairs(arr, items) == 2
     assert planner._pairs(arr, [0, 1, 2, 3]) == 5 and planner._pairs(arr, [0, 1]) == 1
+
+
+@native
+def test_native_arrays_and_offsets_match_the_python_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    for bufs in [*_instances(60), [Buffer("a", 0, 3, 1 << 61), Buffer("b", -2, 5, 1 << 61, 4)]]:
+        arr = planner._Arrays(bufs)
+        assert arr.bounds == (
+            min(arr.size),
+            min(arr.align),
+            min(b - a for a, b in zip(arr.first, arr.last, strict=True)),
+        )
+        assert arr.native == planner._fits_int64(arr)
+        if arr.native:
+            assert (arr.first64.tolist(), arr.last64.tolist(), arr.size64.tolist(), arr.align64.tolist()) == (
+                arr.first, arr.last, arr.size, arr.align
+            )  # fmt: skip
+        off = [7 * i for i in range(len(bufs))]
+        fast = planner._offsets_dict(arr, off)
+        assert list(fast.items()) == list(zip(arr.ids, off, strict=True))
+    with_huge = planner._Arrays([Buffer("a", 0, 3, 1 << 70)])
+    assert with_huge.bounds is None and not with_huge.native
