@@ -477,7 +477,7 @@ static PyObject *native_count_pairs(PyObject *self, PyObject *args) {
     const char *names[3] = {"items", "first", "last"};
     int got = get_all(o, v, 3, names, -1);
     PyObject *result = NULL;
-    int64_t *starts = NULL, *ends = NULL;
+    uint64_t *starts = NULL, *ends = NULL, *scratch = NULL;
     if (got < 3) goto done;
     const int64_t *items = v[0].buf, *first = v[1].buf, *last = v[2].buf;
     Py_ssize_t m = v[0].len / 8, n = v[1].len / 8;
@@ -485,9 +485,10 @@ static PyObject *native_count_pairs(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "count_pairs: arrays of different lengths");
         goto done;
     }
-    starts = (int64_t *)malloc(sizeof(int64_t) * (size_t)(m + 1));
-    ends = (int64_t *)malloc(sizeof(int64_t) * (size_t)(m + 1));
-    if (!starts || !ends) {
+    starts = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)(m + 1));
+    ends = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)(m + 1));
+    scratch = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)(m + 1));
+    if (!starts || !ends || !scratch) {
         PyErr_NoMemory();
         goto done;
     }
@@ -496,11 +497,11 @@ static PyObject *native_count_pairs(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_IndexError, "count_pairs: item out of range");
             goto done;
         }
-        starts[k] = first[items[k]];
-        ends[k] = last[items[k]];
+        starts[k] = (uint64_t)first[items[k]] ^ 0x8000000000000000ull; /* in signed order */
+        ends[k] = (uint64_t)last[items[k]] ^ 0x8000000000000000ull;
     }
-    qsort(starts, (size_t)m, sizeof(int64_t), cmp_i64);
-    qsort(ends, (size_t)m, sizeof(int64_t), cmp_i64);
+    radix_pairs(starts, NULL, scratch, NULL, m);
+    radix_pairs(ends, NULL, scratch, NULL, m);
     /* the k-th item by start overlaps every earlier one except those that ended before it started */
     long long pairs = 0;
     Py_ssize_t gone = 0;
@@ -512,6 +513,7 @@ static PyObject *native_count_pairs(PyObject *self, PyObject *args) {
 done:
     free(starts);
     free(ends);
+    free(scratch);
     for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
     return result;
 }
@@ -982,7 +984,7 @@ done:
 #define SIGN_BIT 0x8000000000000000ull
 
 /* Stable LSD radix sort of n (key, val) pairs by unsigned key, a byte a pass (passes where every key has the
- * same byte are skipped); tk and tv are scratch of n. */
+ * same byte are skipped); tk and tv are scratch of n; v and tv may be NULL (keys alone). */
 static void radix_pairs(uint64_t *k, int64_t *v, uint64_t *tk, int64_t *tv, Py_ssize_t n) {
     Py_ssize_t count[8][256];
     if (n < 2) return;
@@ -998,10 +1000,14 @@ static void radix_pairs(uint64_t *k, int64_t *v, uint64_t *tk, int64_t *tv, Py_s
             pos[b] = at;
             at += count[d][b];
         }
-        for (Py_ssize_t i = 0; i < n; i++) {
-            Py_ssize_t p = pos[(sk[i] >> (8 * d)) & 255]++;
-            dk[p] = sk[i];
-            dv[p] = sv[i];
+        if (v) {
+            for (Py_ssize_t i = 0; i < n; i++) {
+                Py_ssize_t p = pos[(sk[i] >> (8 * d)) & 255]++;
+                dk[p] = sk[i];
+                dv[p] = sv[i];
+            }
+        } else {
+            for (Py_ssize_t i = 0; i < n; i++) dk[pos[(sk[i] >> (8 * d)) & 255]++] = sk[i];
         }
         uint64_t *t1 = sk;
         sk = dk;
@@ -1012,7 +1018,7 @@ static void radix_pairs(uint64_t *k, int64_t *v, uint64_t *tk, int64_t *tv, Py_s
     }
     if (sk != k) {
         memcpy(k, sk, sizeof(uint64_t) * (size_t)n);
-        memcpy(v, sv, sizeof(int64_t) * (size_t)n);
+        if (v) memcpy(v, sv, sizeof(int64_t) * (size_t)n);
     }
 }
 
