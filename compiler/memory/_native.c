@@ -529,6 +529,7 @@ done:
 
 typedef struct {
     int64_t k1, k2, len, mx;
+    uint64_t classes; /* bit c set when a gap of the subtree has a length of bit length c */
     int32_t l, r, above;
     uint32_t pri;
 } tnode_t;
@@ -542,11 +543,14 @@ typedef struct {
 
 static inline int key_less(int64_t a1, int64_t a2, int64_t b1, int64_t b2) { return a1 < b1 || (a1 == b1 && a2 < b2); }
 
+static inline int bitlen(int64_t v) { return v > 0 ? 64 - __builtin_clzll((uint64_t)v) : 0; }
+
 static inline void t_pull(tnode_t *n, int32_t t) {
     int64_t m = n[t].len, a = n[n[t].l].mx, b = n[n[t].r].mx;
     if (a > m) m = a;
     if (b > m) m = b;
     n[t].mx = m;
+    n[t].classes = n[n[t].l].classes | n[n[t].r].classes | (1ull << (bitlen(n[t].len) & 63));
 }
 
 static int t_init(treap_t *t) {
@@ -554,7 +558,7 @@ static int t_init(treap_t *t) {
     t->n = (tnode_t *)malloc(sizeof(tnode_t) * (size_t)t->cap);
     if (!t->n) return -1;
     memset(&t->n[0], 0, sizeof(tnode_t));
-    t->n[0].mx = INT64_MIN; /* the empty tree: no gap */
+    t->n[0].mx = INT64_MIN; /* the empty tree: no gap (and no class) */
     t->root = t->free = 0;
     t->used = 1;
     t->seed = 2463534242u;
@@ -585,6 +589,7 @@ static int32_t t_node(treap_t *t, int64_t k1, int64_t k2, int64_t len, int32_t a
     p->k1 = k1;
     p->k2 = k2;
     p->len = p->mx = len;
+    p->classes = 1ull << (bitlen(len) & 63);
     p->l = p->r = 0;
     p->above = above;
     p->pri = s;
@@ -688,9 +693,20 @@ static int32_t t_after(const tnode_t *n, int32_t t, int64_t k1, int64_t k2, int6
     return t_after(n, n[t].r, k1, k2, s);
 }
 
-/* The sweep's state: the gaps (free ranges below the top live buffer) in their treaps (first fit: ``at``, by
- * start; best fit: ``tight`` by (length, start) for the size's own class and ``cls`` by (length class, start)
- * for the larger ones, as planner._Gaps keeps its per-class lists), the live buffers by offset (``prev`` and
+/* the node of lowest key above (k1, k2) among those whose length has bit length c, or 0 */
+static int32_t t_after_class(const tnode_t *n, int32_t t, int64_t k1, int64_t k2, int c) {
+    if (!t || !(n[t].classes >> c & 1)) return 0;
+    if (key_less(k1, k2, n[t].k1, n[t].k2)) {
+        int32_t found = t_after_class(n, n[t].l, k1, k2, c);
+        if (found) return found;
+        if (bitlen(n[t].len) == c) return t;
+    }
+    return t_after_class(n, n[t].r, k1, k2, c);
+}
+
+/* The sweep's state: the gaps (free ranges below the top live buffer) in their treaps (``at`` by start, with
+ * the largest length and the length classes of each subtree; for best fit also ``tight`` by (length, start), for
+ * the size's own class), the live buffers by offset (``prev`` and
  * ``next`` of each position in the order, -1 at the ends; ``last`` the highest), each placed buffer's range and
  * the top (end of the highest live buffer, or the base). */
 typedef struct {
@@ -699,7 +715,7 @@ typedef struct {
     int32_t last;
     int32_t *prev, *next;
     int64_t *lo, *hi;
-    treap_t at, tight, cls;
+    treap_t at, tight;
 } gaps_t;
 
 /* the gap a fit lands in: [lo, hi) below the live buffer ``above``, or above = -1 for the top */
@@ -707,15 +723,6 @@ typedef struct {
     int64_t lo, hi;
     int32_t above;
 } gap_t;
-
-static int bitlen(int64_t v) {
-    int c = 0;
-    while (v) {
-        c++;
-        v >>= 1;
-    }
-    return c;
-}
 
 static int gaps_init(gaps_t *g, int64_t base, int best_fit, Py_ssize_t m) {
     g->base = g->top = base;
@@ -726,7 +733,7 @@ static int gaps_init(gaps_t *g, int64_t base, int best_fit, Py_ssize_t m) {
     g->lo = (int64_t *)malloc(sizeof(int64_t) * (size_t)(m + 1));
     g->hi = (int64_t *)malloc(sizeof(int64_t) * (size_t)(m + 1));
     if (!g->prev || !g->next || !g->lo || !g->hi) return -1;
-    if (best_fit) return t_init(&g->tight) < 0 || t_init(&g->cls) < 0 ? -1 : 0;
+    if (best_fit && t_init(&g->tight) < 0) return -1;
     return t_init(&g->at);
 }
 
@@ -737,49 +744,30 @@ static void gaps_free(gaps_t *g) {
     free(g->hi);
     free(g->at.n);
     free(g->tight.n);
-    free(g->cls.n);
 }
 
 /* record the free range [lo, hi) below the live buffer ``above`` (nothing if empty) */
 static int add_gap(gaps_t *g, int64_t lo, int64_t hi, int32_t above) {
     if (hi <= lo) return 0;
     int64_t len = hi - lo;
-    if (!g->best_fit) return t_add(&g->at, lo, 0, len, above);
-    return t_add(&g->tight, len, lo, len, above) < 0 || t_add(&g->cls, bitlen(len), lo, len, above) < 0 ? -1 : 0;
+    if (t_add(&g->at, lo, 0, len, above) < 0) return -1;
+    return g->best_fit ? t_add(&g->tight, len, lo, len, above) : 0;
 }
 
 /* forget the free range [lo, hi) */
 static void drop_gap(gaps_t *g, int64_t lo, int64_t hi) {
-    int64_t len = hi - lo;
-    if (!g->best_fit) {
-        t_drop(&g->at, lo, 0);
-        return;
-    }
-    t_drop(&g->tight, len, lo);
-    t_drop(&g->cls, bitlen(len), lo);
+    t_drop(&g->at, lo, 0);
+    if (g->best_fit) t_drop(&g->tight, hi - lo, lo);
 }
 
 /* the free range [lo, hi) becomes [nlo, nhi) below ``above``, no other one starting between lo and nlo: one
- * descent for first fit (its order is by start); for best fit, a drop and an add by length, and one descent by
- * class and start if the class stays */
+ * descent by start (the order is kept), and for best fit a drop and an add by length */
 static int move_gap(gaps_t *g, int64_t lo, int64_t hi, int64_t nlo, int64_t nhi, int32_t above) {
-    int64_t len = hi - lo, nlen = nhi - nlo;
-    tnode_t to = {.k1 = nlo, .k2 = 0, .len = nlen, .above = above};
-    if (!g->best_fit) {
-        t_update(g->at.n, g->at.root, lo, 0, &to);
-        return 0;
-    }
-    t_drop(&g->tight, len, lo);
-    if (t_add(&g->tight, nlen, nlo, nlen, above) < 0) return -1;
-    int c = bitlen(len);
-    if (bitlen(nlen) == c) { /* the same class: its place by start is kept */
-        to.k1 = c;
-        to.k2 = nlo;
-        t_update(g->cls.n, g->cls.root, c, lo, &to);
-        return 0;
-    }
-    t_drop(&g->cls, c, lo);
-    return t_add(&g->cls, bitlen(nlen), nlo, nlen, above);
+    tnode_t to = {.k1 = nlo, .k2 = 0, .len = nhi - nlo, .above = above};
+    t_update(g->at.n, g->at.root, lo, 0, &to);
+    if (!g->best_fit) return 0;
+    t_drop(&g->tight, hi - lo, lo);
+    return t_add(&g->tight, nhi - nlo, nlo, nhi - nlo, above);
 }
 
 static void gap_of(const tnode_t *p, int64_t lo, gap_t *gap) {
@@ -807,12 +795,16 @@ static int64_t gaps_find_tight(const gaps_t *g, int64_t s, int64_t a, gap_t *gap
         if (a == 1) break; /* by length, then start: the first is the tightest */
     }
     if (best >= 0) return best;
-    n = g->cls.n;
-    for (t = t_after(n, g->cls.root, cs, INT64_MAX, INT64_MIN); t; t = t_after(n, g->cls.root, n[t].k1, n[t].k2, INT64_MIN)) {
-        int64_t x = align_up(n[t].k2, a);
-        if (x + s <= n[t].k2 + n[t].len) {
-            gap_of(&n[t], n[t].k2, gap);
-            return x;
+    n = g->at.n;
+    int32_t root = g->at.root;
+    for (int c = cs + 1; c < 64; c++) {
+        if (!(n[root].classes >> c & 1)) continue;
+        for (t = t_after_class(n, root, INT64_MIN, INT64_MIN, c); t; t = t_after_class(n, root, n[t].k1, 0, c)) {
+            int64_t x = align_up(n[t].k1, a);
+            if (x + s <= n[t].k1 + n[t].len) {
+                gap_of(&n[t], n[t].k1, gap);
+                return x;
+            }
         }
     }
     return align_up(g->top, a);
