@@ -12,6 +12,10 @@
  *   peak(first, last, size) -> int                         like planner._peak (the lower bound)
  *   count_pairs(items, first, last) -> int                 like planner._count_pairs
  *   sweep(order, first, last, size, align, off, base, best_fit) -> height   like planner._sweep_py
+ *   sort_items(items, ((column, descending), ...)) -> items   like planner._sweep_order's sorted()
+ *   components(items, first, last) -> (grouped, ends, spanning, span_ends)   like planner._groups
+ *   ingest(first, last, size, align) -> (4 arrays, bounds...) or None   planner._Arrays' arrays and checks
+ *   offsets_dict(ids, off) -> dict                         the plan's offsets by id (sized once)
  *   exact_state / exact_candidates / exact_place / exact_undo   the exact search's inner steps, like
  *                                                          planner._Search._candidates / _place / _unplace
  *
