@@ -708,9 +708,143 @@ static int32_t t_after_class(const tnode_t *n, int32_t t, int64_t k1, int64_t k2
     return t_after_class(n, n[t].r, k1, k2, c);
 }
 
-/* The sweep's state: the gaps (free ranges below the top live buffer) in their treaps (``at`` by start, with
- * the largest length and the length classes of each subtree; for best fit also ``tight`` by (length, start), for
- * the size's own class), the live buffers by offset (``prev`` and
+/* A sorted list of (length, start, live buffer above) in blocks of at most BSL_B entries, with the last key of
+ * each block in one array: best fit's gaps by (length, start). Finding a key is two binary searches (blocks,
+ * then entries), and an add or a drop moves at most a block (a full block splits in two): cheaper than a tree
+ * for the few thousand gaps a sweep holds, and logarithmic in them but for the block. */
+#define BSL_B 64
+
+typedef struct {
+    int64_t len, lo;
+    int32_t above;
+} tentry_t;
+
+typedef struct {
+    tentry_t **blk;
+    int32_t *cnt;
+    int64_t *last1, *last2; /* each block's last key */
+    Py_ssize_t nb, cap;
+} bsl_t;
+
+/* the first block whose last key is >= (k1, k2) (nb if none) */
+static Py_ssize_t bsl_block(const bsl_t *l, int64_t k1, int64_t k2) {
+    Py_ssize_t lo = 0, hi = l->nb;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (key_less(l->last1[mid], l->last2[mid], k1, k2))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* the first entry of block b whose key is >= (k1, k2) */
+static int32_t bsl_entry(const bsl_t *l, Py_ssize_t b, int64_t k1, int64_t k2) {
+    const tentry_t *e = l->blk[b];
+    int32_t lo = 0, hi = l->cnt[b];
+    while (lo < hi) {
+        int32_t mid = (lo + hi) / 2;
+        if (key_less(e[mid].len, e[mid].lo, k1, k2))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static void bsl_relast(bsl_t *l, Py_ssize_t b) {
+    const tentry_t *e = &l->blk[b][l->cnt[b] - 1];
+    l->last1[b] = e->len;
+    l->last2[b] = e->lo;
+}
+
+/* room for a block at b (the blocks from b move up) */
+static int bsl_open(bsl_t *l, Py_ssize_t b) {
+    if (l->nb == l->cap) {
+        Py_ssize_t cap = l->cap ? 2 * l->cap : 16;
+        tentry_t **blk = realloc(l->blk, sizeof(tentry_t *) * (size_t)cap);
+        if (blk) l->blk = blk;
+        int32_t *cnt = realloc(l->cnt, sizeof(int32_t) * (size_t)cap);
+        if (cnt) l->cnt = cnt;
+        int64_t *l1 = realloc(l->last1, sizeof(int64_t) * (size_t)cap);
+        if (l1) l->last1 = l1;
+        int64_t *l2 = realloc(l->last2, sizeof(int64_t) * (size_t)cap);
+        if (l2) l->last2 = l2;
+        if (!blk || !cnt || !l1 || !l2) return -1;
+        l->cap = cap;
+    }
+    tentry_t *fresh = malloc(sizeof(tentry_t) * BSL_B);
+    if (!fresh) return -1;
+    Py_ssize_t after = l->nb - b;
+    memmove(l->blk + b + 1, l->blk + b, sizeof(tentry_t *) * (size_t)after);
+    memmove(l->cnt + b + 1, l->cnt + b, sizeof(int32_t) * (size_t)after);
+    memmove(l->last1 + b + 1, l->last1 + b, sizeof(int64_t) * (size_t)after);
+    memmove(l->last2 + b + 1, l->last2 + b, sizeof(int64_t) * (size_t)after);
+    l->blk[b] = fresh;
+    l->cnt[b] = 0;
+    l->nb++;
+    return 0;
+}
+
+static int bsl_add(bsl_t *l, int64_t len, int64_t lo, int32_t above) {
+    Py_ssize_t b = bsl_block(l, len, lo);
+    if (b == l->nb) {
+        if (b == 0) {
+            if (bsl_open(l, 0) < 0) return -1;
+        } else {
+            b--; /* above every key: at the end of the last block */
+        }
+    }
+    if (l->cnt[b] == BSL_B) { /* split: the upper half goes to a new block after it */
+        if (bsl_open(l, b + 1) < 0) return -1;
+        memcpy(l->blk[b + 1], l->blk[b] + BSL_B / 2, sizeof(tentry_t) * (BSL_B / 2));
+        l->cnt[b] = l->cnt[b + 1] = BSL_B / 2;
+        bsl_relast(l, b);
+        bsl_relast(l, b + 1);
+        if (!key_less(len, lo, l->last1[b], l->last2[b])) b++;
+    }
+    tentry_t *e = l->blk[b];
+    int32_t i = bsl_entry(l, b, len, lo);
+    memmove(e + i + 1, e + i, sizeof(tentry_t) * (size_t)(l->cnt[b] - i));
+    e[i].len = len;
+    e[i].lo = lo;
+    e[i].above = above;
+    l->cnt[b]++;
+    bsl_relast(l, b);
+    return 0;
+}
+
+/* drop the entry of key (len, lo) (it is there) */
+static void bsl_drop(bsl_t *l, int64_t len, int64_t lo) {
+    Py_ssize_t b = bsl_block(l, len, lo);
+    int32_t i = bsl_entry(l, b, len, lo);
+    tentry_t *e = l->blk[b];
+    memmove(e + i, e + i + 1, sizeof(tentry_t) * (size_t)(l->cnt[b] - i - 1));
+    if (--l->cnt[b]) {
+        bsl_relast(l, b);
+        return;
+    }
+    free(e);
+    Py_ssize_t after = l->nb - b - 1;
+    memmove(l->blk + b, l->blk + b + 1, sizeof(tentry_t *) * (size_t)after);
+    memmove(l->cnt + b, l->cnt + b + 1, sizeof(int32_t) * (size_t)after);
+    memmove(l->last1 + b, l->last1 + b + 1, sizeof(int64_t) * (size_t)after);
+    memmove(l->last2 + b, l->last2 + b + 1, sizeof(int64_t) * (size_t)after);
+    l->nb--;
+}
+
+static void bsl_free(bsl_t *l) {
+    for (Py_ssize_t b = 0; b < l->nb; b++) free(l->blk[b]);
+    free(l->blk);
+    free(l->cnt);
+    free(l->last1);
+    free(l->last2);
+}
+
+/* The sweep's state: the gaps (free ranges below the top live buffer) in a treap by start (``at``, with the
+ * largest length and the length classes of each subtree) and for best fit also in a block list by (length,
+ * start) (``tight``, for the size's own class), the live buffers by offset (``prev`` and
  * ``next`` of each position in the order, -1 at the ends; ``last`` the highest), each placed buffer's range and
  * the top (end of the highest live buffer, or the base). */
 typedef struct {
@@ -719,7 +853,8 @@ typedef struct {
     int32_t last;
     int32_t *prev, *next;
     int64_t *lo, *hi;
-    treap_t at, tight;
+    treap_t at;
+    bsl_t tight;
 } gaps_t;
 
 /* the gap a fit lands in: [lo, hi) below the live buffer ``above``, or above = -1 for the top */
@@ -737,7 +872,6 @@ static int gaps_init(gaps_t *g, int64_t base, int best_fit, Py_ssize_t m) {
     g->lo = (int64_t *)malloc(sizeof(int64_t) * (size_t)(m + 1));
     g->hi = (int64_t *)malloc(sizeof(int64_t) * (size_t)(m + 1));
     if (!g->prev || !g->next || !g->lo || !g->hi) return -1;
-    if (best_fit && t_init(&g->tight) < 0) return -1;
     return t_init(&g->at);
 }
 
@@ -747,7 +881,7 @@ static void gaps_free(gaps_t *g) {
     free(g->lo);
     free(g->hi);
     free(g->at.n);
-    free(g->tight.n);
+    bsl_free(&g->tight);
 }
 
 /* record the free range [lo, hi) below the live buffer ``above`` (nothing if empty) */
@@ -755,13 +889,13 @@ static int add_gap(gaps_t *g, int64_t lo, int64_t hi, int32_t above) {
     if (hi <= lo) return 0;
     int64_t len = hi - lo;
     if (t_add(&g->at, lo, 0, len, above) < 0) return -1;
-    return g->best_fit ? t_add(&g->tight, len, lo, len, above) : 0;
+    return g->best_fit ? bsl_add(&g->tight, len, lo, above) : 0;
 }
 
 /* forget the free range [lo, hi) */
 static void drop_gap(gaps_t *g, int64_t lo, int64_t hi) {
     t_drop(&g->at, lo, 0);
-    if (g->best_fit) t_drop(&g->tight, hi - lo, lo);
+    if (g->best_fit) bsl_drop(&g->tight, hi - lo, lo);
 }
 
 /* the free range [lo, hi) becomes [nlo, nhi) below ``above``, no other one starting between lo and nlo: one
@@ -770,8 +904,8 @@ static int move_gap(gaps_t *g, int64_t lo, int64_t hi, int64_t nlo, int64_t nhi,
     tnode_t to = {.k1 = nlo, .k2 = 0, .len = nhi - nlo, .above = above};
     t_update(g->at.n, g->at.root, lo, 0, &to);
     if (!g->best_fit) return 0;
-    t_drop(&g->tight, hi - lo, lo);
-    return t_add(&g->tight, nhi - nlo, nlo, nhi - nlo, above);
+    bsl_drop(&g->tight, hi - lo, lo);
+    return bsl_add(&g->tight, nhi - nlo, nlo, above);
 }
 
 static void gap_of(const tnode_t *p, int64_t lo, gap_t *gap) {
@@ -783,23 +917,30 @@ static void gap_of(const tnode_t *p, int64_t lo, gap_t *gap) {
 /* planner._Gaps._find_tight: the tightest gap of the size's class (aligned room, ties by the lowest start),
  * else the lowest fitting gap of the lowest larger class that has one, else the top */
 static int64_t gaps_find_tight(const gaps_t *g, int64_t s, int64_t a, gap_t *gap) {
-    const tnode_t *n = g->tight.n;
+    const bsl_t *l = &g->tight;
     int cs = bitlen(s);
     int64_t best = -1, room = 0;
-    int32_t t = t_after(n, g->tight.root, s - 1, INT64_MAX, INT64_MIN);
-    for (; t; t = t_after(n, g->tight.root, n[t].k1, n[t].k2, INT64_MIN)) {
-        int64_t len = n[t].k1, lo = n[t].k2;
-        if (bitlen(len) != cs || (best >= 0 && len - (a - 1) > room)) break; /* none after can be tighter */
-        int64_t x = align_up(lo, a), r = lo + len - x;
-        if (r >= s && (best < 0 || r < room || (r == room && lo < gap->lo))) {
-            best = x;
-            room = r;
-            gap_of(&n[t], lo, gap);
+    Py_ssize_t b = bsl_block(l, s, INT64_MIN);
+    for (int32_t i = b < l->nb ? bsl_entry(l, b, s, INT64_MIN) : 0; b < l->nb; i = 0, b++) {
+        const tentry_t *e = l->blk[b];
+        for (; i < l->cnt[b]; i++) {
+            int64_t len = e[i].len, lo = e[i].lo;
+            if (bitlen(len) != cs || (best >= 0 && len - (a - 1) > room)) goto done; /* none after is tighter */
+            int64_t x = align_up(lo, a), r = lo + len - x;
+            if (r >= s && (best < 0 || r < room || (r == room && lo < gap->lo))) {
+                best = x;
+                room = r;
+                gap->lo = lo;
+                gap->hi = lo + len;
+                gap->above = e[i].above;
+            }
+            if (a == 1) goto done; /* by length, then start: the first is the tightest */
         }
-        if (a == 1) break; /* by length, then start: the first is the tightest */
     }
+done:
     if (best >= 0) return best;
-    n = g->at.n;
+    const tnode_t *n = g->at.n;
+    int32_t t;
     int32_t root = g->at.root;
     for (int c = cs + 1; c < 64; c++) {
         if (!(n[root].classes >> c & 1)) continue;

@@ -184,11 +184,11 @@ def _long_instance(rng: random.Random, n: int) -> list[Buffer]:
 @native
 def test_native_sweep_matches_the_python_one_with_many_gaps() -> None:
     rng = random.Random(11)
-    for n in (400, 3000):
+    for n in (400, 3000, 16000):  # up to ~400 gaps at once: best fit's blocks of 64 split and empty
         bufs = _long_instance(rng, n)
         arr = planner._Arrays(bufs)
         items = [i for i in range(n) if arr.size[i] > 0]
-        for name in planner._SWEEP_COLUMNS:
+        for name in planner._SWEEP_COLUMNS if n < 10000 else ["start"]:
             order = planner._sweep_order(arr, items, name)
             assert list(order) == sorted(items, key=planner._sweep_keys(arr)[name])
             for best_fit in (False, True):
