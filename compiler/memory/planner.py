@@ -1056,8 +1056,11 @@ class _Members:
         self.arr = arr
         self.piece = piece
         self.off = [-1] * len(arr.size)
-        self.fixed = [i for i in piece.items if arr.fixed[i] >= 0]
-        self.movable = [i for i in piece.items if arr.fixed[i] < 0]
+        if arr.has_fixed:
+            self.fixed = [i for i in piece.items if arr.fixed[i] >= 0]
+            self.movable = [i for i in piece.items if arr.fixed[i] < 0]
+        else:  # every item moves (the list is only read)
+            self.fixed, self.movable = [], piece.items
         self.best: tuple[int, list[int], str] | None = None
 
     def reset(self) -> list[int]:
