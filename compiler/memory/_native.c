@@ -18,6 +18,14 @@
  *   offsets_dict(ids, off) -> dict                         the plan's offsets by id (sized once)
  *   exact_state / exact_candidates / exact_place / exact_undo   the exact search's inner steps, like
  *                                                          planner._Search._candidates / _place / _unplace
+ *   exact_search(arrays, capacity, heuristic) -> capsule   planner._Search's whole depth-first search, paused
+ *   exact_resume(capsule, pause_at) -> (status, nodes, work, solution)   ... run on to its next pause or end
+ *   start_order(by_start, off, first, last, size, leaves) -> (first, last, size, off, tops tree, lasts tree)
+ *                                                          like planner._StartOrder's lists
+ *   window(tree, first, last, off, size, inside, end, lo, hi) -> (movers, partial, spans)
+ *                                                          like planner._StartOrder.window's members
+ *   split_place(short, long, first, last, size, align, off, base, best_fit) -> height
+ *                                                          the short-lived phase of planner._split_sweep
  *
  * Every array is an int64 buffer (array.array('q')); ``off`` is written in place. The caller guarantees that
  * every value and every offset reached fits in int64 (planner._Arrays.native).
@@ -94,28 +102,24 @@ static inline int64_t align_up(int64_t v, int64_t a) {
     return r ? v + (a - r) : v;
 }
 
-/* planner._lowest_fit on sorted obstacles */
-static int64_t lowest_fit(const range_t *obs, Py_ssize_t n, int64_t s, int64_t a, int64_t base, int best_fit) {
-    int64_t cand = align_up(base, a);
-    if (!best_fit) {
-        for (Py_ssize_t k = 0; k < n; k++) {
-            if (obs[k].lo >= cand + s) break;
-            if (obs[k].hi > cand) cand = align_up(obs[k].hi, a);
-        }
-        return cand;
-    }
-    int64_t best = -1, best_gap = 0;
-    for (Py_ssize_t k = 0; k < n; k++) {
-        if (obs[k].lo >= cand + s) {
-            int64_t gap = obs[k].lo - cand;
-            if (best < 0 || gap < best_gap) {
+/* planner._lowest_fit over the merge of two sorted obstacle lists (a buffer's neighbours and the static ranges),
+ * walked lazily: first fit usually stops long before the end of the static ones. */
+static int64_t lowest_fit(const range_t *x, Py_ssize_t nx, const range_t *y, Py_ssize_t ny, int64_t s, int64_t a,
+                          int64_t base, int best_fit) {
+    int64_t cand = align_up(base, a), best = -1, best_gap = 0;
+    Py_ssize_t i = 0, j = 0;
+    while (i < nx || j < ny) {
+        const range_t *o = (j >= ny || (i < nx && x[i].lo <= y[j].lo)) ? &x[i++] : &y[j++];
+        if (o->lo >= cand + s) {
+            if (!best_fit) break;
+            if (best < 0 || o->lo - cand < best_gap) {
                 best = cand;
-                best_gap = gap;
+                best_gap = o->lo - cand;
             }
         }
-        if (obs[k].hi > cand) cand = align_up(obs[k].hi, a);
+        if (o->hi > cand) cand = align_up(o->hi, a);
     }
-    return best >= 0 ? best : cand;
+    return best_fit && best >= 0 ? best : cand;
 }
 
 /* Borrow an int64 buffer (format 'q' or 'l' of 8 bytes). */
@@ -161,20 +165,27 @@ static PyObject *native_place(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "place: arrays of different lengths");
         goto done;
     }
-    Py_ssize_t cap = 16 + n_static, n_ind = v[4].len / 8;
+    Py_ssize_t cap = 16, n_ind = v[4].len / 8;
     for (Py_ssize_t k = 0; k < n_order; k++) {
         int64_t b = order[k];
         if (b < 0 || b >= n || indptr[b] < 0 || indptr[b + 1] > n_ind || indptr[b + 1] < indptr[b]) {
             PyErr_SetString(PyExc_IndexError, "place: item out of range");
             goto done;
         }
-        if (indptr[b + 1] - indptr[b] + n_static > cap) cap = indptr[b + 1] - indptr[b] + n_static;
+        if (indptr[b + 1] - indptr[b] > cap) cap = indptr[b + 1] - indptr[b];
     }
-    obs = (range_t *)malloc(sizeof(range_t) * (size_t)cap);
+    /* the static ranges (sorted once) after room for the neighbours */
+    obs = (range_t *)malloc(sizeof(range_t) * (size_t)(cap + n_static));
     if (!obs) {
         PyErr_NoMemory();
         goto done;
     }
+    range_t *fixed = obs + cap;
+    for (Py_ssize_t e = 0; e < n_static; e++) {
+        fixed[e].lo = stat[2 * e];
+        fixed[e].hi = stat[2 * e + 1];
+    }
+    sort_ranges(fixed, n_static);
     int64_t height = base;
     Py_BEGIN_ALLOW_THREADS;
     for (Py_ssize_t k = 0; k < n_order; k++) {
@@ -188,13 +199,8 @@ static PyObject *native_place(PyObject *self, PyObject *args) {
                 m++;
             }
         }
-        for (Py_ssize_t e = 0; e < n_static; e++) {
-            obs[m].lo = stat[2 * e];
-            obs[m].hi = stat[2 * e + 1];
-            m++;
-        }
         sort_ranges(obs, m);
-        int64_t cand = lowest_fit(obs, m, size[b], align[b], base, best_fit);
+        int64_t cand = lowest_fit(obs, m, fixed, n_static, size[b], align[b], base, best_fit);
         off[b] = cand;
         if (cand + size[b] > height) {
             height = cand + size[b];
@@ -422,6 +428,162 @@ done:
     return result;
 }
 
+/* A max segment tree over values[0..n-1] into tree[0..2 * leaves - 1] (see planner._MaxTree). */
+static void build_max_tree(int64_t *tree, const int64_t *values, Py_ssize_t n, Py_ssize_t leaves, int64_t pad) {
+    tree[0] = pad;
+    for (Py_ssize_t p = 0; p < leaves; p++) tree[leaves + p] = p < n ? values[p] : pad;
+    for (Py_ssize_t k = leaves - 1; k >= 1; k--)
+        tree[k] = tree[2 * k] > tree[2 * k + 1] ? tree[2 * k] : tree[2 * k + 1];
+}
+
+/* planner._StartOrder's arrays: for ``by_start`` (a list of buffer indices) and ``off`` (a list of offsets by
+ * buffer index), the first steps, last steps, sizes and offsets by position, and the max trees of the tops
+ * (offset + size, padded with -1) and of the last steps (padded with the first start - 1), over ``leaves``. */
+static PyObject *native_start_order(PyObject *self, PyObject *args) {
+    PyObject *by, *offs, *objs[3];
+    Py_ssize_t leaves;
+    if (!PyArg_ParseTuple(args, "O!O!OOOn", &PyList_Type, &by, &PyList_Type, &offs, &objs[0], &objs[1], &objs[2],
+                          &leaves))
+        return NULL;
+    Py_buffer v[3];
+    const char *names[3] = {"first", "last", "size"};
+    int got = get_all(objs, v, 3, names, -1);
+    PyObject *out[6] = {NULL, NULL, NULL, NULL, NULL, NULL}, *result = NULL;
+    int64_t *col[6];
+    if (got < 3) goto done;
+    const int64_t *first = v[0].buf, *last = v[1].buf, *size = v[2].buf;
+    Py_ssize_t n = PyList_GET_SIZE(by), total = v[0].len / 8;
+    if (v[1].len / 8 != total || v[2].len / 8 != total || PyList_GET_SIZE(offs) != total || n < 1 || leaves < n ||
+        (leaves & (leaves - 1))) {
+        PyErr_SetString(PyExc_ValueError, "start_order: inconsistent arrays");
+        goto done;
+    }
+    for (int c = 0; c < 6; c++)
+        if (!(out[c] = new_i64_array(c < 4 ? n : 2 * leaves, &col[c]))) goto done;
+    for (Py_ssize_t p = 0; p < n; p++) {
+        long long i = PyLong_AsLongLong(PyList_GET_ITEM(by, p));
+        if (i == -1 && PyErr_Occurred()) goto done;
+        if (i < 0 || i >= total) {
+            PyErr_SetString(PyExc_IndexError, "start_order: item out of range");
+            goto done;
+        }
+        long long o = PyLong_AsLongLong(PyList_GET_ITEM(offs, i));
+        if (o == -1 && PyErr_Occurred()) goto done;
+        col[0][p] = first[i], col[1][p] = last[i], col[2][p] = size[i], col[3][p] = o;
+    }
+    /* the tops, computed in the tops tree's leaves, then the tree above them */
+    for (Py_ssize_t p = 0; p < n; p++) col[4][leaves + p] = col[3][p] + col[2][p];
+    build_max_tree(col[4], col[4] + leaves, n, leaves, -1);
+    build_max_tree(col[5], col[1], n, leaves, col[0][0] - 1);
+    result = PyTuple_Pack(6, out[0], out[1], out[2], out[3], out[4], out[5]);
+done:
+    for (int c = 0; c < 6; c++) Py_XDECREF(out[c]);
+    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+/* planner._StartOrder.window's members, for buffers at positions 0..n-1 in start order: ``tree`` is a max tree
+ * of their last steps (implicit: node 1 the root, node k's children 2k and 2k+1, leaf p at P + p for P a power of
+ * two >= n). The buffers live at step lo that start before it (positions < inside) are found by descending the
+ * tree where its maximum reaches lo; those starting in [lo, hi] are positions inside..end-1. Returns (movers,
+ * partial, spans): the positions living inside [lo, hi], those crossing a border, and the merged byte ranges of
+ * those spanning it (flat lo, hi pairs). */
+static PyObject *native_window(PyObject *self, PyObject *args) {
+    PyObject *objs[5];
+    Py_ssize_t inside, end;
+    long long lo, hi;
+    if (!PyArg_ParseTuple(args, "OOOOOnnLL", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &inside, &end, &lo,
+                          &hi))
+        return NULL;
+    Py_buffer v[5];
+    const char *names[5] = {"tree", "first", "last", "off", "size"};
+    int got = get_all(objs, v, 5, names, -1);
+    PyObject *result = NULL, *a_mv = NULL, *a_pa = NULL, *a_sp = NULL;
+    int64_t *mv = NULL, *pa = NULL;
+    range_t *sp = NULL;
+    if (got < 5) goto done;
+    const int64_t *tree = v[0].buf, *first = v[1].buf, *last = v[2].buf, *off = v[3].buf, *size = v[4].buf;
+    Py_ssize_t n = v[1].len / 8, leaves = v[0].len / 16;
+    if (v[2].len / 8 != n || v[3].len / 8 != n || v[4].len / 8 != n || v[0].len / 8 != 2 * leaves || leaves < n ||
+        (leaves & (leaves - 1)) || inside < 0 || inside > end || end > n) {
+        PyErr_SetString(PyExc_ValueError, "window: inconsistent arrays or bounds");
+        goto done;
+    }
+    mv = (int64_t *)malloc(sizeof(int64_t) * (size_t)(n + 1));
+    pa = (int64_t *)malloc(sizeof(int64_t) * (size_t)(n + 1));
+    sp = (range_t *)malloc(sizeof(range_t) * (size_t)(n + 1));
+    if (!mv || !pa || !sp) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t n_mv = 0, n_pa = 0, n_sp = 0;
+    Py_ssize_t stack[3 * 130], depth = 0; /* (node, first leaf, width); two pushes a level */
+    if (inside > 0) {
+        stack[0] = 1, stack[1] = 0, stack[2] = leaves;
+        depth = 1;
+    }
+    while (depth) {
+        depth--;
+        Py_ssize_t k = stack[3 * depth], start = stack[3 * depth + 1], width = stack[3 * depth + 2];
+        if (tree[k] < lo) continue;
+        if (width == 1) {
+            if (last[start] >= hi) {
+                sp[n_sp].lo = off[start];
+                sp[n_sp++].hi = off[start] + size[start];
+            } else {
+                pa[n_pa++] = start;
+            }
+            continue;
+        }
+        Py_ssize_t half = width / 2;
+        if (start + half < inside) { /* the right child first: the left one is popped (and listed) first */
+            stack[3 * depth] = 2 * k + 1, stack[3 * depth + 1] = start + half, stack[3 * depth + 2] = half;
+            depth++;
+        }
+        stack[3 * depth] = 2 * k, stack[3 * depth + 1] = start, stack[3 * depth + 2] = half;
+        depth++;
+    }
+    for (Py_ssize_t p = inside; p < end; p++) {
+        if (last[p] <= hi) {
+            mv[n_mv++] = p;
+        } else if (first[p] == lo) {
+            sp[n_sp].lo = off[p];
+            sp[n_sp++].hi = off[p] + size[p];
+        } else {
+            pa[n_pa++] = p;
+        }
+    }
+    sort_ranges(sp, n_sp);
+    Py_ssize_t n_merged = 0;
+    for (Py_ssize_t e = 0; e < n_sp; e++) {
+        if (n_merged && sp[e].lo <= sp[n_merged - 1].hi) {
+            if (sp[e].hi > sp[n_merged - 1].hi) sp[n_merged - 1].hi = sp[e].hi;
+        } else {
+            sp[n_merged++] = sp[e];
+        }
+    }
+    int64_t *out;
+    if (!(a_mv = new_i64_array(n_mv, &out))) goto done;
+    memcpy(out, mv, sizeof(int64_t) * (size_t)n_mv);
+    if (!(a_pa = new_i64_array(n_pa, &out))) goto done;
+    memcpy(out, pa, sizeof(int64_t) * (size_t)n_pa);
+    if (!(a_sp = new_i64_array(2 * n_merged, &out))) goto done;
+    for (Py_ssize_t e = 0; e < n_merged; e++) out[2 * e] = sp[e].lo, out[2 * e + 1] = sp[e].hi;
+    result = PyTuple_Pack(3, a_mv, a_pa, a_sp);
+done:
+    Py_XDECREF(a_mv);
+    Py_XDECREF(a_pa);
+    Py_XDECREF(a_sp);
+    free(mv);
+    free(pa);
+    free(sp);
+    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+typedef struct {
+    int64_t step, delta;
+} event_t;
 static void radix_pairs(uint64_t *k, int64_t *v, uint64_t *tk, int64_t *tv, Py_ssize_t n);
 
 /* planner._peak: the largest total size live at one step (releases first at equal steps: as the live total
@@ -1412,293 +1574,627 @@ static PyObject *native_offsets_dict(PyObject *self, PyObject *args) {
 }
 
 /* ---- The exact search's inner steps (planner._Search, native state; see _Search._place / _candidates) ----
+/* ---- The exact search (planner._Search), whole: an iterative depth-first search that can pause ----
  *
- * ``state`` is the tuple (off, mo, total, wit, size, align, lo, hi, adj_ptr, adj_idx, mem_ptr, mem_idx, watch):
- * the first four int64 arrays are the search's mutable state, the next eight the frame's (neighbour lists and
- * section members as CSR), ``watch`` the list of Python sets of sections each item is witness of (kept as
- * sets, so their iteration order, which decides the work counted, is Python's own). */
+ * exact_search(arrays, capacity, heuristic) -> capsule; exact_resume(capsule, pause_at) -> (status, nodes, work,
+ * solution or None). ``arrays`` are _Frame.static64() (size, align, lo, hi, width, area, adj_ptr, adj_idx, mem_ptr,
+ * mem_idx, total, cuts) and the search's first mo and wit, all copied. The recursion of _search / _place_next /
+ * _subsolve becomes a stack of frames, each a state (phase) of one generator of the Python search; a resume runs
+ * until a search node is entered with work >= pause_at (where _search yields) or the search ends. Both searches
+ * make the same placements in the same order and count the same nodes and work; the sections an item watches
+ * are kept in insertion order (a linked list per item, like the Python dicts). Items of a node are ranks into
+ * its partition's static order (pre), kept on a stack arena: a child takes its parent's ranks but the one
+ * placed, swapped to the end. */
 
-#define EX_MUTABLE 4
-#define EX_ARRAYS 12
+enum { EX_FOUND = 0, EX_NOT_FOUND = 1, EX_PAUSED = 2, EX_GO = 3 };      /* planner._FOUND, _NOT_FOUND, _PAUSED */
+enum { PH_ENTER, PH_NODE, PH_NEXT, PH_BACK, PH_SPLIT };                  /* what a frame does when on top */
+#define XS_INPUTS 14
 
 typedef struct {
-    Py_buffer v[EX_ARRAYS];
-    int got;
-    int64_t *off, *mo, *total, *wit;
-    const int64_t *size, *align, *lo, *hi, *adj_ptr, *adj_idx, *mem_ptr, *mem_idx;
-    Py_ssize_t m, sections;
-    PyObject *watch;
-} exact_t;
+    int64_t *a;
+    Py_ssize_t n, cap;
+} vec_t;
 
-static void exact_release(exact_t *e) {
-    for (int k = 0; k < e->got; k++) PyBuffer_Release(&e->v[k]);
-    e->got = 0;
-}
-
-static int exact_open(PyObject *state, exact_t *e) {
-    e->got = 0;
-    if (!PyTuple_Check(state) || PyTuple_GET_SIZE(state) != EX_ARRAYS + 1) {
-        PyErr_SetString(PyExc_TypeError, "exact: bad state tuple");
+/* Room for ``extra`` more values (MemoryError set on failure). */
+static int vec_grow(vec_t *v, Py_ssize_t extra) {
+    if (v->n + extra <= v->cap) return 0;
+    Py_ssize_t cap = v->cap ? v->cap : 256;
+    while (cap < v->n + extra) cap *= 2;
+    int64_t *a = (int64_t *)realloc(v->a, sizeof(int64_t) * (size_t)cap);
+    if (!a) {
+        PyErr_NoMemory();
         return -1;
     }
-    for (; e->got < EX_ARRAYS; e->got++)
-        if (get_i64(PyTuple_GET_ITEM(state, e->got), &e->v[e->got], e->got < EX_MUTABLE, "exact state") < 0) {
-            exact_release(e);
-            return -1;
+    v->a = a;
+    v->cap = cap;
+    return 0;
+}
+
+/* One generator of the Python search: a node of _search (phases ENTER..BACK) or a split of _place_next. The
+ * node's items are arena[ranks .. ranks + cnt), ranks into arena[pre .. pre + scale). */
+typedef struct {
+    int phase, waiting;                  /* waiting: a split whose part is being solved */
+    Py_ssize_t mark, pre, scale, ranks, cnt; /* mark: the arena's top when pushed (popped back to it) */
+    int64_t lo, hi, start;
+    Py_ssize_t cand, ncand, next;        /* node: its candidate keys on the arena */
+    int64_t work, b, key;                /* node: work not yet counted, the placement being explored */
+    Py_ssize_t j, moves, trail;          /* node: where its rank was, undo marks */
+    Py_ssize_t pts, npts, pidx;          /* split: the partition's borders on the arena, the next part */
+} xframe_t;
+
+typedef struct {
+    Py_ssize_t m, sections, depth;
+    int64_t capacity, nodes, work;
+    int state, nkeys;                    /* state: EX_PAUSED while resumable, else the outcome; -1 broken */
+    char keys[4];
+    int64_t *size, *align, *lo, *hi, *width, *area, *adj_ptr, *adj_idx, *mem_ptr, *mem_idx, *total, *cuts, *mo, *wit;
+    int64_t *off, *solution, *head, *tail, *nxt, *prv, *sortbuf, *block;
+    vec_t arena, moves, trail;           /* moves: (item, old mo) pairs; trail: (section, old, new witness) */
+    xframe_t *frames;
+} xs_t;
+
+static void watch_add(xs_t *s, int64_t w, int64_t sec) {
+    s->prv[sec] = s->tail[w];
+    s->nxt[sec] = -1;
+    if (s->tail[w] >= 0)
+        s->nxt[s->tail[w]] = sec;
+    else
+        s->head[w] = sec;
+    s->tail[w] = sec;
+}
+
+static void watch_drop(xs_t *s, int64_t w, int64_t sec) {
+    int64_t p = s->prv[sec], n = s->nxt[sec];
+    if (p >= 0)
+        s->nxt[p] = n;
+    else
+        s->head[w] = n;
+    if (n >= 0)
+        s->prv[n] = p;
+    else
+        s->tail[w] = p;
+}
+
+static int cmp_key5(const void *a, const void *b) {
+    const int64_t *x = a, *y = b;
+    for (int k = 0; k < 5; k++)
+        if (x[k] != y[k]) return x[k] < y[k] ? -1 : 1;
+    return 0;
+}
+
+/* _Search._preorder: sort items (in place) by the heuristic's keys, ties by item. */
+static void xs_preorder(xs_t *s, int64_t *items, Py_ssize_t n) {
+    int64_t lo = s->lo[items[0]], hi = s->hi[items[0]];
+    for (Py_ssize_t q = 1; q < n; q++) {
+        if (s->lo[items[q]] < lo) lo = s->lo[items[q]];
+        if (s->hi[items[q]] > hi) hi = s->hi[items[q]];
+    }
+    s->work += (hi - lo) * bitlen(hi - lo > 1 ? hi - lo : 1) + 12 * (int64_t)n;
+    int64_t *keys = s->sortbuf;
+    for (Py_ssize_t q = 0; q < n; q++) {
+        int64_t k = items[q], peak = s->total[s->lo[k]], *key = keys + 5 * q;
+        for (int64_t sec = s->lo[k] + 1; sec < s->hi[k]; sec++)
+            if (s->total[sec] > peak) peak = s->total[sec];
+        for (int c = 0; c < 4; c++) {
+            char l = c < s->nkeys ? s->keys[c] : 0;
+            key[c] = l == 'T' ? -peak : l == 'W' ? -s->width[k] : l == 'A' ? -s->area[k] : l == 'Z' ? -s->size[k] : 0;
         }
-    int64_t **w[EX_MUTABLE] = {&e->off, &e->mo, &e->total, &e->wit};
-    for (int k = 0; k < EX_MUTABLE; k++) *w[k] = e->v[k].buf;
-    const int64_t **r[EX_ARRAYS - EX_MUTABLE] = {&e->size,    &e->align,   &e->lo,      &e->hi,
-                                                  &e->adj_ptr, &e->adj_idx, &e->mem_ptr, &e->mem_idx};
-    for (int k = 0; k < EX_ARRAYS - EX_MUTABLE; k++) *r[k] = e->v[EX_MUTABLE + k].buf;
-    e->m = e->v[0].len / 8;
-    e->sections = e->v[2].len / 8;
-    e->watch = PyTuple_GET_ITEM(state, EX_ARRAYS);
-    if (!PyList_Check(e->watch) || PyList_GET_SIZE(e->watch) != e->m) {
-        exact_release(e);
-        PyErr_SetString(PyExc_TypeError, "exact: bad watch list");
+        key[4] = k;
+    }
+    qsort(keys, (size_t)n, 5 * sizeof(int64_t), cmp_key5);
+    for (Py_ssize_t q = 0; q < n; q++) items[q] = keys[5 * q + 4];
+}
+
+/* _Search._subsolve: a partition's root node over the n items just above the arena's top (mark), ranked by
+ * the heuristic; its ranks go above them. */
+static int xs_subsolve(xs_t *s, Py_ssize_t mark, Py_ssize_t n, int64_t lo, int64_t hi) {
+    if (vec_grow(&s->arena, 2 * n) < 0) return -1;
+    xs_preorder(s, s->arena.a + mark, n);
+    for (Py_ssize_t q = 0; q < n; q++) s->arena.a[mark + n + q] = q;
+    s->arena.n = mark + 2 * n;
+    xframe_t *f = &s->frames[s->depth++];
+    memset(f, 0, sizeof *f);
+    f->phase = PH_ENTER;
+    f->mark = f->pre = mark;
+    f->scale = f->cnt = n;
+    f->ranks = mark + n;
+    f->lo = lo;
+    f->hi = hi;
+    return EX_GO;
+}
+
+/* _Search._search on entry (after the pause): count the node, list its candidates (_Search._candidates). */
+static int xs_node(xs_t *s, xframe_t *f) {
+    s->nodes++;
+    if (f->cnt == 0) return EX_FOUND;
+    f->work = 20 + f->cnt;
+    if (vec_grow(&s->arena, f->cnt) < 0) return -1;
+    const int64_t *pre = s->arena.a + f->pre, *ranks = s->arena.a + f->ranks;
+    int64_t *out = s->arena.a + s->arena.n, top = s->total[f->lo], min_height = INT64_MAX;
+    for (int64_t sec = f->lo + 1; sec < f->hi; sec++)
+        if (s->total[sec] > top) top = s->total[sec];
+    for (Py_ssize_t q = 0; q < f->cnt; q++) {
+        int64_t i = pre[ranks[q]];
+        if (s->mo[i] + s->size[i] < min_height) min_height = s->mo[i] + s->size[i];
+    }
+    Py_ssize_t n = 0;
+    for (Py_ssize_t q = 0; q < f->cnt; q++) {
+        int64_t o = s->mo[pre[ranks[q]]], key = o * f->scale + ranks[q];
+        if (key >= f->start && o <= s->capacity - top && o < min_height) out[n++] = key;
+    }
+    qsort(out, (size_t)n, sizeof(int64_t), cmp_i64);
+    f->cand = s->arena.n;
+    f->ncand = n;
+    f->next = 0;
+    s->arena.n += n;
+    f->phase = PH_NEXT;
+    return EX_GO;
+}
+
+/* _Search._rewatch after placing b (the items raised are moves[mark::2]; k < mark stands for b itself):
+ * 1 feasible, 0 not, -1 error. */
+static int xs_rewatch(xs_t *s, int64_t b, Py_ssize_t mark, int64_t *seen) {
+    for (Py_ssize_t k = mark - 2; k < s->moves.n; k += 2) {
+        int64_t x = k < mark ? b : s->moves.a[k], mx = s->mo[x], next;
+        for (int64_t sec = s->head[x]; sec >= 0; sec = next) {
+            next = s->nxt[sec];
+            int64_t limit = s->capacity - s->total[sec], found = -1;
+            if (x != b && mx <= limit) continue;
+            int pending = 0;
+            *seen += s->mem_ptr[sec + 1] - s->mem_ptr[sec];
+            for (int64_t q = s->mem_ptr[sec]; q < s->mem_ptr[sec + 1]; q++) {
+                int64_t y = s->mem_idx[q];
+                if (s->off[y] >= 0) continue;
+                if (s->mo[y] <= limit) {
+                    found = y;
+                    break;
+                }
+                pending = 1;
+            }
+            if (found < 0 && pending) return 0;
+            if (vec_grow(&s->trail, 3) < 0) return -1;
+            int64_t *t = s->trail.a + s->trail.n;
+            t[0] = sec, t[1] = x, t[2] = found;
+            s->trail.n += 3;
+            watch_drop(s, x, sec);
+            s->wit[sec] = found;
+            if (found >= 0) watch_add(s, found, sec);
+        }
+    }
+    return 1;
+}
+
+/* _Search._place: raise b's unplaced neighbours, take b's size off its sections, rewatch (1, 0 or -1). */
+static int xs_place(xs_t *s, int64_t b, int64_t o, int64_t *seen) {
+    Py_ssize_t mark = s->moves.n;
+    int64_t h = o + s->size[b];
+    int ok = 1;
+    s->off[b] = o;
+    for (int64_t q = s->adj_ptr[b]; q < s->adj_ptr[b + 1] && ok; q++) {
+        int64_t x = s->adj_idx[q];
+        if (s->off[x] >= 0 || s->mo[x] >= h) continue;
+        if (vec_grow(&s->moves, 2) < 0) return -1;
+        s->moves.a[s->moves.n++] = x;
+        s->moves.a[s->moves.n++] = s->mo[x];
+        s->mo[x] = align_up(h, s->align[x]);
+        ok = s->mo[x] + s->size[x] <= s->capacity;
+    }
+    for (int64_t sec = s->lo[b]; sec < s->hi[b]; sec++) s->total[sec] -= s->size[b];
+    return ok ? xs_rewatch(s, b, mark, seen) : 0;
+}
+
+/* _Search._unplace back to the undo marks. */
+static void xs_undo(xs_t *s, int64_t b, Py_ssize_t moves, Py_ssize_t trail) {
+    for (Py_ssize_t k = s->trail.n - 3; k >= trail; k -= 3) {
+        int64_t sec = s->trail.a[k], w = s->trail.a[k + 1], nw = s->trail.a[k + 2];
+        s->wit[sec] = w;
+        if (nw >= 0) watch_drop(s, nw, sec);
+        watch_add(s, w, sec);
+    }
+    s->trail.n = trail;
+    for (int64_t sec = s->lo[b]; sec < s->hi[b]; sec++) s->total[sec] += s->size[b];
+    for (Py_ssize_t k = s->moves.n - 2; k >= moves; k -= 2) s->mo[s->moves.a[k]] = s->moves.a[k + 1];
+    s->moves.n = moves;
+    s->off[b] = -1;
+}
+
+/* _Search._place_next after placing f->b: the child takes the node's ranks but b's (swapped to the end); if b
+ * emptied cuts, a split frame solves the parts in turn, else a child node goes on from b's key. */
+static int xs_descend(xs_t *s, xframe_t *f) {
+    int64_t *ranks = s->arena.a + f->ranks, r = f->key % f->scale, b = f->b;
+    Py_ssize_t j = 0, n = f->cnt - 1;
+    while (ranks[j] != r) j++;
+    ranks[j] = ranks[n];
+    ranks[n] = r;
+    f->j = j;
+    f->phase = PH_BACK;
+    s->solution[b] = s->off[b];
+    Py_ssize_t mark = s->arena.n, npts = 1;
+    if (vec_grow(&s->arena, s->hi[b] - s->lo[b] + 1) < 0) return -1;
+    int64_t *pts = s->arena.a + mark;
+    pts[0] = f->lo;
+    for (int64_t sec = s->lo[b]; sec < s->hi[b] - 1; sec++)
+        if (--s->cuts[sec] == 0) pts[npts++] = sec + 1;
+    xframe_t *c = &s->frames[s->depth++];
+    memset(c, 0, sizeof *c);
+    c->pre = f->pre, c->scale = f->scale, c->ranks = f->ranks, c->cnt = n, c->lo = f->lo, c->hi = f->hi;
+    c->mark = mark;
+    if (npts == 1) {
+        c->phase = PH_ENTER;
+        c->start = f->key;
+        return EX_GO;
+    }
+    pts[npts++] = f->hi;
+    s->work += (int64_t)n * npts;
+    s->arena.n = mark + npts;
+    c->phase = PH_SPLIT;
+    c->pts = mark;
+    c->npts = npts;
+    return EX_GO;
+}
+
+/* _Search._search's loop: try the node's next candidates until one places (then descend) or none is left. */
+static int xs_next(xs_t *s, xframe_t *f) {
+    while (f->next < f->ncand) {
+        int64_t key = s->arena.a[f->cand + f->next++], seen = 0;
+        int64_t o = key / f->scale, b = s->arena.a[f->pre + key % f->scale];
+        f->work += 10 + s->adj_ptr[b + 1] - s->adj_ptr[b] + s->hi[b] - s->lo[b];
+        f->moves = s->moves.n;
+        f->trail = s->trail.n;
+        int ok = xs_place(s, b, o, &seen);
+        if (ok < 0) return -1;
+        f->work += seen;
+        if (ok) {
+            s->work += f->work;
+            f->work = 0;
+            f->b = b;
+            f->key = key;
+            return xs_descend(s, f);
+        }
+        xs_undo(s, b, f->moves, f->trail);
+    }
+    s->work += f->work;
+    return EX_NOT_FOUND;
+}
+
+/* Back in a node from its child (status ret): restore the cuts and the ranks, take b back. */
+static int xs_back(xs_t *s, xframe_t *f, int ret) {
+    int64_t b = f->b, *ranks = s->arena.a + f->ranks;
+    for (int64_t sec = s->lo[b]; sec < s->hi[b] - 1; sec++) s->cuts[sec]++;
+    int64_t r = ranks[f->cnt - 1];
+    ranks[f->cnt - 1] = ranks[f->j];
+    ranks[f->j] = r;
+    xs_undo(s, b, f->moves, f->trail);
+    if (ret == EX_FOUND) return EX_FOUND;
+    f->phase = PH_NEXT;
+    return EX_GO;
+}
+
+/* _Place_next's split: solve the next non-empty part (its items among the node's) after a part was found. */
+static int xs_split(xs_t *s, xframe_t *f, int ret) {
+    if (f->waiting && ret != EX_FOUND) return ret;
+    f->waiting = 0;
+    while (f->pidx + 1 < f->npts) {
+        int64_t a = s->arena.a[f->pts + f->pidx], z = s->arena.a[f->pts + f->pidx + 1];
+        f->pidx++;
+        Py_ssize_t mark = s->arena.n, n = 0;
+        if (vec_grow(&s->arena, f->cnt) < 0) return -1;
+        const int64_t *pre = s->arena.a + f->pre, *ranks = s->arena.a + f->ranks;
+        int64_t *part = s->arena.a + mark;
+        for (Py_ssize_t q = 0; q < f->cnt; q++) {
+            int64_t k = pre[ranks[q]];
+            if (s->lo[k] < z && a < s->hi[k]) part[n++] = k;
+        }
+        if (n) {
+            f->waiting = 1;
+            return xs_subsolve(s, mark, n, a, z);
+        }
+    }
+    return EX_FOUND;
+}
+
+/* Run until a node is entered with work >= pause_at (EX_PAUSED) or the search ends (its status); -1 error. */
+static int xs_run(xs_t *s, int64_t pause_at) {
+    int ret = EX_NOT_FOUND;
+    while (s->depth > 0) {
+        xframe_t *f = &s->frames[s->depth - 1];
+        int rc;
+        switch (f->phase) {
+        case PH_ENTER:
+            if (s->work >= pause_at) {
+                f->phase = PH_NODE;
+                return EX_PAUSED;
+            }
+            /* fall through */
+        case PH_NODE:
+            rc = xs_node(s, f);
+            break;
+        case PH_NEXT:
+            rc = xs_next(s, f);
+            break;
+        case PH_BACK:
+            rc = xs_back(s, f, ret);
+            break;
+        default:
+            rc = xs_split(s, f, ret);
+        }
+        if (rc < 0) return -1;
+        if (rc != EX_GO) {
+            s->arena.n = f->mark;
+            s->depth--;
+            ret = rc;
+        }
+    }
+    return ret;
+}
+
+#define EXACT_CAPSULE "rulepass.exact_search"
+
+static void xs_free(xs_t *s) {
+    free(s->block);
+    free(s->arena.a);
+    free(s->moves.a);
+    free(s->trail.a);
+    free(s->frames);
+    free(s);
+}
+
+static void exact_search_free(PyObject *capsule) {
+    xs_t *s = (xs_t *)PyCapsule_GetPointer(capsule, EXACT_CAPSULE);
+    if (s) xs_free(s);
+}
+
+/* Whether every value of a[0..n) lies in [lo, hi). */
+static int all_in(const int64_t *a, Py_ssize_t n, int64_t lo, int64_t hi) {
+    for (Py_ssize_t k = 0; k < n; k++)
+        if (a[k] < lo || a[k] >= hi) return 0;
+    return 1;
+}
+
+/* Whether a CSR pointer array (n + 1 of them) runs from 0 to len, never decreasing. */
+static int csr_ok(const int64_t *ptr, Py_ssize_t n, Py_ssize_t len) {
+    for (Py_ssize_t k = 0; k < n; k++)
+        if (ptr[k] > ptr[k + 1]) return 0;
+    return ptr[0] == 0 && ptr[n] == len;
+}
+
+/* Whether the copied arrays (of lengths len) have the shapes and index ranges the search relies on. */
+static int xs_valid(const xs_t *s, const Py_ssize_t *len) {
+    Py_ssize_t m = s->m, secs = s->sections;
+    for (int k = 1; k < 6; k++)
+        if (len[k] != m) return 0;
+    if (len[12] != m || len[6] != m + 1 || len[8] != secs + 1 || len[11] != (secs ? secs - 1 : 0) || len[13] != secs)
+        return 0;
+    if (!csr_ok(s->adj_ptr, m, len[7]) || !csr_ok(s->mem_ptr, secs, len[9])) return 0;
+    return all_in(s->adj_idx, len[7], 0, m) && all_in(s->mem_idx, len[9], 0, m) && all_in(s->lo, m, 0, secs) &&
+           all_in(s->hi, m, 1, secs + 1) && all_in(s->wit, secs, 0, m) && all_in(s->align, m, 1, INT64_MAX);
+}
+
+/* Copy the input arrays (borrowed in v) into one block, with room for the search's own arrays; check them. */
+static int xs_copy(xs_t *s, Py_buffer *v) {
+    Py_ssize_t len[XS_INPUTS], all = 0, m = v[0].len / 8, secs = v[10].len / 8;
+    for (int k = 0; k < XS_INPUTS; k++) all += len[k] = v[k].len / 8;
+    Py_ssize_t own[7] = {m, m, m, m, secs, secs, 5 * m};
+    s->block = (int64_t *)malloc(sizeof(int64_t) * (size_t)(all + 9 * m + 2 * secs + 1));
+    if (!s->block) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int64_t **in[XS_INPUTS] = {&s->size, &s->align,   &s->lo,    &s->hi,    &s->width, &s->area, &s->adj_ptr,
+                               &s->adj_idx, &s->mem_ptr, &s->mem_idx, &s->total, &s->cuts, &s->mo,   &s->wit};
+    int64_t **mine[7] = {&s->off, &s->solution, &s->head, &s->tail, &s->nxt, &s->prv, &s->sortbuf};
+    int64_t *at = s->block;
+    for (int k = 0; k < XS_INPUTS; at += len[k++]) memcpy(*in[k] = at, v[k].buf, sizeof(int64_t) * (size_t)len[k]);
+    for (int k = 0; k < 7; at += own[k++]) *mine[k] = at;
+    s->m = m;
+    s->sections = secs;
+    if (!xs_valid(s, len)) {
+        PyErr_SetString(PyExc_ValueError, "exact_search: inconsistent arrays");
         return -1;
     }
     return 0;
 }
 
-
-#define EXACT_CAPSULE "rulepass.exact_state"
-
-static void exact_state_free(PyObject *capsule) {
-    exact_t *e = PyCapsule_GetPointer(capsule, EXACT_CAPSULE);
-    if (!e) return;
-    exact_release(e);
-    Py_XDECREF(e->watch);
-    free(e);
+/* Set up the search (as _Search.__init__ and solve's call of _subsolve over every item). */
+static int xs_init(xs_t *s, PyObject *arrays) {
+    Py_buffer v[XS_INPUTS];
+    PyObject *objs[XS_INPUTS];
+    const char *names[XS_INPUTS];
+    if (!PyTuple_Check(arrays) || PyTuple_GET_SIZE(arrays) != XS_INPUTS) {
+        PyErr_SetString(PyExc_TypeError, "exact_search: expected a tuple of 14 arrays");
+        return -1;
+    }
+    for (int k = 0; k < XS_INPUTS; k++) objs[k] = PyTuple_GET_ITEM(arrays, k), names[k] = "exact_search";
+    int got = get_all(objs, v, XS_INPUTS, names, -1);
+    int rc = got == XS_INPUTS ? xs_copy(s, v) : -1;
+    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    if (rc < 0) return -1;
+    for (Py_ssize_t k = 0; k < s->m; k++) s->off[k] = s->solution[k] = s->head[k] = s->tail[k] = -1;
+    for (Py_ssize_t sec = 0; sec < s->sections; sec++) watch_add(s, s->wit[sec], sec);
+    /* every frame but the top one is a node with a placement or a split above one: at most 2m + 1 */
+    s->frames = (xframe_t *)malloc(sizeof(xframe_t) * (size_t)(2 * s->m + 2));
+    if (!s->frames || vec_grow(&s->arena, s->m) < 0) {
+        if (!s->frames) PyErr_NoMemory();
+        return -1;
+    }
+    s->state = EX_PAUSED;
+    if (s->m == 0) return s->state = EX_FOUND, 0;
+    for (Py_ssize_t k = 0; k < s->m; k++) s->arena.a[k] = k;
+    return xs_subsolve(s, 0, s->m, 0, s->sections) < 0 ? -1 : 0;
 }
 
-/* exact_state(state) -> capsule: the state tuple's buffers, held (so the arrays cannot resize) until the
- * capsule goes; the other exact_* functions take the capsule. */
-static PyObject *native_exact_state(PyObject *self, PyObject *args) {
-    PyObject *state;
-    if (!PyArg_ParseTuple(args, "O", &state)) return NULL;
-    exact_t *e = (exact_t *)calloc(1, sizeof(exact_t));
-    if (!e) return PyErr_NoMemory();
-    if (exact_open(state, e) < 0) {
-        free(e);
+/* exact_search(arrays, capacity, heuristic) -> capsule: a paused search (see above). */
+static PyObject *native_exact_search(PyObject *self, PyObject *args) {
+    PyObject *arrays;
+    long long capacity;
+    const char *heuristic;
+    if (!PyArg_ParseTuple(args, "O!Ls", &PyTuple_Type, &arrays, &capacity, &heuristic)) return NULL;
+    size_t nkeys = strlen(heuristic);
+    if (nkeys > 4 || strspn(heuristic, "TWAZ") != nkeys) {
+        PyErr_SetString(PyExc_ValueError, "exact_search: the heuristic is up to 4 of the letters T, W, A, Z");
         return NULL;
     }
-    Py_INCREF(e->watch);
-    PyObject *capsule = PyCapsule_New(e, EXACT_CAPSULE, exact_state_free);
-    if (!capsule) {
-        exact_release(e);
-        Py_DECREF(e->watch);
-        free(e);
-    }
+    xs_t *s = (xs_t *)calloc(1, sizeof(xs_t));
+    if (!s) return PyErr_NoMemory();
+    s->capacity = capacity;
+    s->nkeys = (int)nkeys;
+    memcpy(s->keys, heuristic, nkeys);
+    PyObject *capsule = xs_init(s, arrays) < 0 ? NULL : PyCapsule_New(s, EXACT_CAPSULE, exact_search_free);
+    if (!capsule) xs_free(s);
     return capsule;
 }
 
-static exact_t *exact_get(PyObject *capsule) { return (exact_t *)PyCapsule_GetPointer(capsule, EXACT_CAPSULE); }
-
-/* exact_candidates(state, items, ranks, scale, start, capacity, lo, hi) -> keys: _Search._candidates */
-static PyObject *native_exact_candidates(PyObject *self, PyObject *args) {
-    PyObject *state, *items, *ranks;
-    long long scale, start, capacity;
-    Py_ssize_t lo, hi;
-    if (!PyArg_ParseTuple(args, "OO!O!LLLnn", &state, &PyList_Type, &items, &PyList_Type, &ranks, &scale, &start,
-                          &capacity, &lo, &hi))
+/* exact_resume(capsule, pause_at) -> (status, nodes, work, solution or None): run on until the next pause. */
+static PyObject *native_exact_resume(PyObject *self, PyObject *args) {
+    PyObject *capsule;
+    long long pause_at;
+    if (!PyArg_ParseTuple(args, "OL", &capsule, &pause_at)) return NULL;
+    xs_t *s = (xs_t *)PyCapsule_GetPointer(capsule, EXACT_CAPSULE);
+    if (!s) return NULL;
+    if (s->state < 0) {
+        PyErr_SetString(PyExc_RuntimeError, "exact_resume: the search failed earlier");
         return NULL;
-    exact_t *e = exact_get(state);
-    if (!e) return NULL;
-    Py_ssize_t n = PyList_GET_SIZE(items);
+    }
+    if (s->state == EX_PAUSED) s->state = xs_run(s, pause_at);
+    if (s->state < 0) return NULL;
+    long long nodes = s->nodes, work = s->work;
+    if (s->state != EX_FOUND) return Py_BuildValue("(iLLO)", s->state, nodes, work, Py_None);
+    PyObject *solution = PyList_New(s->m);
+    for (Py_ssize_t k = 0; solution && k < s->m; k++) {
+        PyObject *o = PyLong_FromLongLong(s->solution[k]);
+        if (!o) Py_CLEAR(solution);
+        else PyList_SET_ITEM(solution, k, o);
+    }
+    if (!solution) return NULL;
+    return Py_BuildValue("(iLLN)", s->state, nodes, work, solution);
+}
+
+/* ---- planner._split_sweep's second phase ---- */
+
+typedef struct {
+    int64_t key, val;
+} kv_t; /* a (key, value) pair of a min-heap ordered by key */
+
+static void kv_push(kv_t *h, Py_ssize_t *n, int64_t key, int64_t val) {
+    Py_ssize_t k = (*n)++;
+    while (k && h[(k - 1) / 2].key > key) {
+        h[k] = h[(k - 1) / 2];
+        k = (k - 1) / 2;
+    }
+    h[k].key = key;
+    h[k].val = val;
+}
+
+static void kv_pop(kv_t *h, Py_ssize_t *n) {
+    kv_t last = h[--(*n)];
+    Py_ssize_t k = 0, m = *n;
+    for (;;) {
+        Py_ssize_t c = 2 * k + 1;
+        if (c >= m) break;
+        if (c + 1 < m && h[c + 1].key < h[c].key) c++;
+        if (h[c].key >= last.key) break;
+        h[k] = h[c];
+        k = c;
+    }
+    if (m) h[k] = last;
+}
+
+/* index of the first range of the ascending, disjoint ranges whose start is >= lo */
+static Py_ssize_t range_at(const range_t *r, Py_ssize_t n, int64_t lo) {
+    Py_ssize_t a = 0, z = n;
+    while (a < z) {
+        Py_ssize_t mid = (a + z) / 2;
+        if (r[mid].lo < lo)
+            a = mid + 1;
+        else
+            z = mid;
+    }
+    return a;
+}
+
+typedef struct {
+    kv_t *tops, *expiry;
+    range_t *live;
+    Py_ssize_t ntops, nexpiry, nlive;
+} split_t;
+
+/* Place short-lived item b at or above the highest end of the long-lived items reached (planner._split_sweep) */
+static int64_t split_one(split_t *w, int64_t b, const int64_t *first, const int64_t *last, const int64_t *size,
+                         const int64_t *align, int64_t base, int best_fit) {
+    while (w->ntops && w->tops[0].val < first[b]) kv_pop(w->tops, &w->ntops);
+    while (w->nexpiry && w->expiry[0].key < first[b]) {
+        Py_ssize_t j = range_at(w->live, w->nlive, w->expiry[0].val);
+        memmove(w->live + j, w->live + j + 1, sizeof(range_t) * (size_t)(w->nlive - j - 1));
+        w->nlive--;
+        kv_pop(w->expiry, &w->nexpiry);
+    }
+    int64_t floor = w->ntops && -w->tops[0].key > base ? -w->tops[0].key : base;
+    int64_t x = lowest_fit(w->live, w->nlive, NULL, 0, size[b], align[b], floor, best_fit);
+    Py_ssize_t j = range_at(w->live, w->nlive, x);
+    memmove(w->live + j + 1, w->live + j, sizeof(range_t) * (size_t)(w->nlive - j));
+    w->live[j].lo = x;
+    w->live[j].hi = x + size[b];
+    w->nlive++;
+    kv_push(w->expiry, &w->nexpiry, last[b], x);
+    return x;
+}
+
+static PyObject *native_split_place(PyObject *self, PyObject *args) {
+    PyObject *o[7];
+    long long base;
+    int best_fit;
+    if (!PyArg_ParseTuple(args, "OOOOOOOLp", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &base, &best_fit))
+        return NULL;
+    Py_buffer v[7];
+    const char *names[7] = {"short", "long", "first", "last", "size", "align", "off"};
+    int got = get_all(o, v, 7, names, 6);
     PyObject *result = NULL;
-    int64_t *keys = NULL;
-    if (PyList_GET_SIZE(ranks) != n || lo < 0 || hi > e->sections || lo >= hi || n == 0) {
-        PyErr_SetString(PyExc_ValueError, "exact_candidates: bad arguments");
+    split_t w = {NULL, NULL, NULL, 0, 0, 0};
+    if (got < 7) goto done;
+    const int64_t *shrt = v[0].buf, *lng = v[1].buf, *first = v[2].buf, *last = v[3].buf, *size = v[4].buf;
+    const int64_t *align = v[5].buf;
+    int64_t *off = v[6].buf;
+    Py_ssize_t ns = v[0].len / 8, nl = v[1].len / 8, n = v[2].len / 8;
+    if (v[3].len / 8 != n || v[4].len / 8 != n || v[5].len / 8 != n || v[6].len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "split_place: arrays of different lengths");
         goto done;
     }
-    keys = (int64_t *)malloc(sizeof(int64_t) * (size_t)n);
-    if (!keys) {
+    for (Py_ssize_t k = 0; k < ns + nl; k++) {
+        int64_t b = k < ns ? shrt[k] : lng[k - ns];
+        if (b < 0 || b >= n || size[b] <= 0 || (k >= ns && off[b] < 0)) {
+            PyErr_SetString(PyExc_ValueError, "split_place: item out of range, of no size or long and unplaced");
+            goto done;
+        }
+    }
+    w.tops = (kv_t *)malloc(sizeof(kv_t) * (size_t)(nl + 1));
+    w.expiry = (kv_t *)malloc(sizeof(kv_t) * (size_t)(ns + 1));
+    w.live = (range_t *)malloc(sizeof(range_t) * (size_t)(ns + 1));
+    if (!w.tops || !w.expiry || !w.live) {
         PyErr_NoMemory();
         goto done;
     }
-    int64_t min_height = 0;
-    for (Py_ssize_t k = 0; k < n; k++) {
-        Py_ssize_t i = PyLong_AsSsize_t(PyList_GET_ITEM(items, k));
-        long long r = PyLong_AsLongLong(PyList_GET_ITEM(ranks, k));
-        if (PyErr_Occurred()) goto done;
-        if (i < 0 || i >= e->m) {
-            PyErr_SetString(PyExc_IndexError, "exact_candidates: item out of range");
-            goto done;
-        }
-        keys[k] = e->mo[i] * scale + r;
-        int64_t h = e->mo[i] + e->size[i];
-        if (k == 0 || h < min_height) min_height = h;
+    int64_t height = base;
+    Py_ssize_t k = 0;
+    for (Py_ssize_t i = 0; i < ns; i++) {
+        int64_t b = shrt[i];
+        for (; k < nl && first[lng[k]] <= last[b]; k++)
+            kv_push(w.tops, &w.ntops, -(off[lng[k]] + size[lng[k]]), last[lng[k]]);
+        off[b] = split_one(&w, b, first, last, size, align, base, best_fit);
+        if (off[b] + size[b] > height) height = off[b] + size[b];
     }
-    int64_t top = e->total[lo];
-    for (Py_ssize_t sec = lo + 1; sec < hi; sec++)
-        if (e->total[sec] > top) top = e->total[sec];
-    int64_t max_offset = capacity - top;
-    qsort(keys, (size_t)n, sizeof(int64_t), cmp_i64);
-    Py_ssize_t from = 0, to;
-    while (from < n && keys[from] < start) from++;
-    for (to = from; to < n; to++) {
-        int64_t o = keys[to] / scale;
-        if (o > max_offset || o >= min_height) break;
-    }
-    result = PyList_New(to - from);
-    if (!result) goto done;
-    for (Py_ssize_t k = from; k < to; k++) {
-        PyObject *key = PyLong_FromLongLong(keys[k]);
-        if (!key) {
-            Py_CLEAR(result);
-            goto done;
-        }
-        PyList_SET_ITEM(result, k - from, key);
-    }
+    result = PyLong_FromLongLong(height);
 done:
-    free(keys);
-    return result;
-}
-
-static int append_i64(PyObject *list, int64_t v) {
-    PyObject *x = PyLong_FromLongLong(v);
-    if (!x) return -1;
-    int rc = PyList_Append(list, x);
-    Py_DECREF(x);
-    return rc;
-}
-
-/* _Search._rewatch over b and the neighbours raised (changed[0::2]); trail gets (sec, old, new) triples. */
-static int exact_rewatch(exact_t *e, int64_t b, int64_t capacity, PyObject *changed, PyObject *trail,
-                         int64_t *seen) {
-    Py_ssize_t moved = 1 + PyList_GET_SIZE(changed) / 2;
-    for (Py_ssize_t k = 0; k < moved; k++) {
-        int64_t x = k == 0 ? b : PyLong_AsLongLong(PyList_GET_ITEM(changed, 2 * (k - 1)));
-        PyObject *watched = PyList_GET_ITEM(e->watch, x);
-        if (!PySet_Check(watched)) {
-            PyErr_SetString(PyExc_TypeError, "exact: watch holds a non-set");
-            return -1;
-        }
-        if (PySet_GET_SIZE(watched) == 0) continue;
-        int64_t mx = e->mo[x];
-        PyObject *secs = PySequence_List(watched);
-        if (!secs) return -1;
-        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(secs); j++) {
-            PyObject *secobj = PyList_GET_ITEM(secs, j);
-            int64_t sec = PyLong_AsLongLong(secobj);
-            int64_t limit = capacity - e->total[sec];
-            if (x != b && mx <= limit) continue;
-            int64_t found = -1;
-            int pending = 0;
-            int64_t a = e->mem_ptr[sec], z = e->mem_ptr[sec + 1];
-            *seen += z - a;
-            for (int64_t q = a; q < z; q++) {
-                int64_t y = e->mem_idx[q];
-                if (e->off[y] < 0) {
-                    if (e->mo[y] <= limit) {
-                        found = y;
-                        break;
-                    }
-                    pending = 1;
-                }
-            }
-            if (found < 0 && pending) {
-                Py_DECREF(secs);
-                return 0;
-            }
-            if (append_i64(trail, sec) < 0 || append_i64(trail, x) < 0 || append_i64(trail, found) < 0 ||
-                PySet_Discard(watched, secobj) < 0) {
-                Py_DECREF(secs);
-                return -1;
-            }
-            e->wit[sec] = found;
-            if (found >= 0 && PySet_Add(PyList_GET_ITEM(e->watch, found), secobj) < 0) {
-                Py_DECREF(secs);
-                return -1;
-            }
-        }
-        Py_DECREF(secs);
-    }
-    return 1;
-}
-
-/* exact_place(state, b, o, capacity) -> (ok, seen, changed, trail): _Search._place (raise, totals, rewatch) */
-static PyObject *native_exact_place(PyObject *self, PyObject *args) {
-    PyObject *state;
-    Py_ssize_t b;
-    long long o, capacity;
-    if (!PyArg_ParseTuple(args, "OnLL", &state, &b, &o, &capacity)) return NULL;
-    exact_t *e = exact_get(state);
-    if (!e) return NULL;
-    PyObject *changed = PyList_New(0), *trail = PyList_New(0), *result = NULL;
-    int ok = 1;
-    int64_t seen = 0;
-    if (!changed || !trail) goto done;
-    if (b < 0 || b >= e->m) {
-        PyErr_SetString(PyExc_IndexError, "exact_place: item out of range");
-        goto done;
-    }
-    e->off[b] = o;
-    int64_t h = o + e->size[b];
-    for (int64_t q = e->adj_ptr[b]; q < e->adj_ptr[b + 1]; q++) {
-        int64_t x = e->adj_idx[q];
-        if (e->off[x] < 0 && e->mo[x] < h) {
-            if (append_i64(changed, x) < 0 || append_i64(changed, e->mo[x]) < 0) goto done;
-            int64_t mx = align_up(h, e->align[x]);
-            e->mo[x] = mx;
-            if (mx + e->size[x] > capacity) {
-                ok = 0;
-                break;
-            }
-        }
-    }
-    for (int64_t sec = e->lo[b]; sec < e->hi[b]; sec++) e->total[sec] -= e->size[b];
-    if (ok) {
-        int rc = exact_rewatch(e, b, capacity, changed, trail, &seen);
-        if (rc < 0) goto done;
-        ok = rc;
-    }
-    result = Py_BuildValue("(OLOO)", ok ? Py_True : Py_False, (long long)seen, changed, trail);
-done:
-    Py_XDECREF(changed);
-    Py_XDECREF(trail);
-    return result;
-}
-
-/* exact_undo(state, b, changed, trail): _Search._undo on the lists exact_place returned */
-static PyObject *native_exact_undo(PyObject *self, PyObject *args) {
-    PyObject *state, *changed, *trail;
-    Py_ssize_t b;
-    if (!PyArg_ParseTuple(args, "OnO!O!", &state, &b, &PyList_Type, &changed, &PyList_Type, &trail)) return NULL;
-    exact_t *e = exact_get(state);
-    if (!e) return NULL;
-    PyObject *result = NULL;
-    for (Py_ssize_t k = PyList_GET_SIZE(trail) - 3; k >= 0; k -= 3) {
-        PyObject *secobj = PyList_GET_ITEM(trail, k);
-        int64_t sec = PyLong_AsLongLong(secobj);
-        int64_t w = PyLong_AsLongLong(PyList_GET_ITEM(trail, k + 1));
-        int64_t nw = PyLong_AsLongLong(PyList_GET_ITEM(trail, k + 2));
-        if (PyErr_Occurred()) goto done;
-        e->wit[sec] = w;
-        if (nw >= 0 && PySet_Discard(PyList_GET_ITEM(e->watch, nw), secobj) < 0) goto done;
-        if (PySet_Add(PyList_GET_ITEM(e->watch, w), secobj) < 0) goto done;
-    }
-    for (int64_t sec = e->lo[b]; sec < e->hi[b]; sec++) e->total[sec] += e->size[b];
-    for (Py_ssize_t k = PyList_GET_SIZE(changed) - 2; k >= 0; k -= 2) {
-        int64_t x = PyLong_AsLongLong(PyList_GET_ITEM(changed, k));
-        int64_t v = PyLong_AsLongLong(PyList_GET_ITEM(changed, k + 1));
-        if (PyErr_Occurred()) goto done;
-        e->mo[x] = v;
-    }
-    e->off[b] = -1;
-    Py_INCREF(Py_None);
-    result = Py_None;
-done:
+    free(w.tops);
+    free(w.expiry);
+    free(w.live);
+    for (int j = 0; j < got; j++) PyBuffer_Release(&v[j]);
     return result;
 }
 
 static PyMethodDef methods[] = {
-    {"exact_state", native_exact_state, METH_VARARGS, "The exact search's state, held for the calls below."},
-    {"exact_candidates", native_exact_candidates, METH_VARARGS, "The exact search's next keys (see planner.py)."},
-    {"exact_place", native_exact_place, METH_VARARGS, "One placement of the exact search (see planner.py)."},
-    {"exact_undo", native_exact_undo, METH_VARARGS, "Take back one placement of the exact search."},
+    {"split_place", native_split_place, METH_VARARGS, "The short-lived phase of planner._split_sweep."},
+    {"exact_search", native_exact_search, METH_VARARGS, "A paused exact search (see planner._Search)."},
+    {"exact_resume", native_exact_resume, METH_VARARGS, "Run a paused exact search on to its next pause or end."},
     {"place_dense", native_place_dense, METH_VARARGS, "place() without neighbour lists, for dense inputs."},
     {"sweep", native_sweep, METH_VARARGS, "First or best fit in start order over the live gaps (see planner._sweep)."},
     {"sort_items", native_sort_items, METH_VARARGS, "Items sorted by key columns, ties by item (see planner._sorted)."},
@@ -1709,6 +2205,8 @@ static PyMethodDef methods[] = {
     {"count_pairs", native_count_pairs, METH_VARARGS, "Number of time-overlapping pairs (see planner._count_pairs)."},
     {"place", native_place, METH_VARARGS, "First or best fit of an order over neighbour lists (see planner.py)."},
     {"overlaps", native_overlaps, METH_VARARGS, "Neighbour lists (CSR) of time-overlapping items (see planner.py)."},
+    {"start_order", native_start_order, METH_VARARGS, "A piece in start order (see planner._StartOrder)."},
+    {"window", native_window, METH_VARARGS, "A repair window's members (see planner._StartOrder.window)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -20,12 +20,16 @@ Google's MiniMalloc and TelaMalloc, and omnimalloc's greedy orders):
    is the overlapping pairs, and time sweeps (start order, ties by size or lifetime; first and best fit over
    the gaps between the buffers live at each step), whose cost is n log n whatever the overlaps. Dense
    components (more than :data:`PAIR_LIMIT` pairs and :data:`DENSE_PAIRS_PER_BUFFER` a buffer) get the
-   sweeps first, then the size, conflict x size, area, ... orders over a time index while the budget pays
-   their pairs. The best height is kept: the result is never worse than any member.
+   sweeps first, with lifetime splits second (the long-lived buffers swept as a stack of their own, then the
+   short-lived ones above the long-lived ones they meet: a training step's saved activations below its
+   transient tensors; cut at a few multiples of the median lifetime), then the size, conflict x size, area,
+   ... orders over a time index while the budget pays their pairs. The best height is kept: the result is
+   never worse than any member.
 3. Peak repair. The buffers living inside a window of steps around the first ones at the top are lifted out
    and placed again by several orders among the buffers crossing the window's borders and those spanning it;
    a re-pack below the top is kept (one place fewer at the top: a layered model has one a layer) and the next
-   place attacked, else the window doubles.
+   place attacked, else the window doubles. Max trees over the start order find the top and a window's members,
+   and the window is re-packed on arrays of its own: a round costs its window, not the piece.
 4. Exact search. While the highest component is above the lower bound, a MiniMalloc-style branch and bound
    tries to pack it within the lower bound: buffers placed in canonical order (non-decreasing offset, each
    at its lowest legal offset), pruned by section inference, the unallocated floor, dominance and dynamic
@@ -42,9 +46,9 @@ Fixed-offset buffers are honoured (placed first), offsets respect each buffer's 
 always gives the same output.
 
 The hot loops (neighbour lists, first/best fit over them, the time sweep, the lower bound, the pair count, the
-exact search's per-candidate steps) have native twins in the optional C extension ``_native`` (``_native.c``,
-built by ``pip install`` when a compiler is there); they give the same offsets, and the pure-Python loops run
-when it is absent or a value exceeds int64.
+repair's window members, the whole exact search) have native twins in the optional C extension ``_native``
+(``_native.c``, built by ``pip install`` when a compiler is there); they give the same offsets, and the
+pure-Python loops run when it is absent or a value exceeds int64.
 The work units stay those of the Python loops, so the plans do not depend on it: with it, the budget is spent
 in a fraction of its seconds.
 """
@@ -52,6 +56,7 @@ in a fraction of its seconds.
 from __future__ import annotations
 
 import csv
+import gc
 import heapq
 import importlib
 import itertools
@@ -59,7 +64,7 @@ import math
 import sys
 import time
 from array import array
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Generator, Iterable, Iterator, MutableSequence, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -70,7 +75,6 @@ from typing import Any
 
 from ...base.files import read_text
 from ...base.limits import LimitError, int_literal
-from ..graph_file import gc_paused
 
 __all__ = [
     "DEFAULT_BUDGET_S",
@@ -155,6 +159,20 @@ class Placement:
     def ratio(self) -> float:
         """Arena divided by the lower bound (1.0 for an empty problem)."""
         return self.arena / self.lower_bound if self.lower_bound else 1.0
+
+
+def _placement(**fields: Any) -> Placement:
+    """``Placement(**fields)`` without the frozen dataclass's ``__init__`` (one ``object.__setattr__`` a field: a
+    tenth of a small input's plan); fields not given take their defaults."""
+    made = object.__new__(Placement)
+    vars(made).update(_PLACEMENT_DEFAULTS, **fields)
+    return made
+
+
+#: The defaults of :class:`Placement`'s optional fields (all immutable: shared by every :func:`_placement`).
+_PLACEMENT_DEFAULTS: dict[str, Any] = {
+    k: v for k, v in vars(Placement({}, 0, 0, "")).items() if k not in ("offsets", "arena", "lower_bound", "strategy")
+}
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -285,26 +303,31 @@ class _Arrays:
         self.has_fixed = offsets.count(None) != len(offsets)
         self.fixed = [-1 if o is None else o for o in offsets] if self.has_fixed else [-1] * len(offsets)
         self.pair_counts: list[tuple[list[int], int]] = []  # :func:`_pairs`' last answers (copies of the items)
-        # (smallest size, smallest alignment, smallest last - first) when the native pass below found them
-        self.bounds: tuple[int, int, int] | None = None
-        # the same lists as int64 arrays, for the native loops (empty when they do not run)
+        self.arrays()
+
+    def arrays(self, native: bool | None = None) -> None:
+        """Set the lists' int64 arrays for the native loops (empty when they do not run), ``native`` (whether they
+        do: given, or :func:`_fits_int64`) and ``bounds``: (smallest size, smallest alignment, smallest last -
+        first) when the native pass that makes the arrays found them (else None)."""
         ingested = _NATIVE.ingest(self.first, self.last, self.size, self.align) if _NATIVE and self.size else None
+        self.bounds: tuple[int, int, int] | None = None
         if ingested is None:
-            self.native = _NATIVE is not None and _fits_int64(self)
+            self.native = (_NATIVE is not None and _fits_int64(self)) if native is None else native
             self.first64 = array("q", self.first if self.native else ())
             self.last64 = array("q", self.last if self.native else ())
             self.size64 = array("q", self.size if self.native else ())
             self.align64 = array("q", self.align if self.native else ())
             return
-        arrays, (min_size, min_align, min_length, total, max_size, max_align, max_last, min_first) = (
+        made, (min_size, min_align, min_length, total, max_size, max_align, max_last, min_first) = (
             ingested[:4],
             ingested[4:],
         )
         self.bounds = (min_size, min_align, min_length)
-        # as _fits_int64, from the native pass's figures
-        reach = total + len(self.size) * max_align + (max(self.fixed) if self.has_fixed else -1) + max_size
-        self.native = max(reach, max_last, -min_first) < 1 << 62
-        self.first64, self.last64, self.size64, self.align64 = arrays if self.native else [array("q")] * 4
+        if native is None:  # as _fits_int64, from the native pass's figures
+            reach = total + len(self.size) * max_align + (max(self.fixed) if self.has_fixed else -1) + max_size
+            native = max(reach, max_last, -min_first) < 1 << 62
+        self.native = native
+        self.first64, self.last64, self.size64, self.align64 = made if native else [array("q")] * 4
 
 
 def _checked_arrays(buffers: Sequence[Buffer]) -> _Arrays:
@@ -334,7 +357,7 @@ def _fits_int64(arr: _Arrays) -> bool:
     """Whether every step, size, alignment and every offset a plan can reach fits the native loops' int64."""
     if not arr.size:
         return True
-    reach = sum(arr.size) + len(arr.size) * max(arr.align) + max(arr.fixed) + max(arr.size)
+    reach = sum(arr.size) + len(arr.size) * max(arr.align) + (max(arr.fixed) if arr.has_fixed else -1) + max(arr.size)
     steps = max(max(arr.last), -min(arr.first))
     return max(reach, steps) < 1 << 62
 
@@ -402,10 +425,18 @@ class _Dense(_Adj):
     """Neighbour degrees only, for a dense input the native loops place without lists (each buffer scans every
     placed one: cheaper than gathering and sorting its neighbours when most pairs overlap)."""
 
-    def __init__(self, items: array[int], degrees: dict[int, int]) -> None:
-        super().__init__({})
+    def __init__(self, items: array[int], degrees: dict[int, int] | Callable[[], dict[int, int]]) -> None:
+        self.lists = {}
         self.items = items
-        self.degrees = degrees
+        self._degrees = degrees
+
+    @property
+    def degrees(self) -> dict[int, int]:
+        """Number of items overlapping each item, counted on first use (the size order, often the only one run,
+        needs none)."""
+        if callable(self._degrees):
+            self._degrees = self._degrees()
+        return self._degrees
 
     def of(self, i: int) -> Sequence[int]:
         """Not kept: the native loop finds the neighbours itself."""
@@ -425,15 +456,15 @@ class _Dense(_Adj):
 DENSE_SCAN_RATIO = 40
 
 
-def _neighbours(arr: _Arrays, items: Sequence[int], dense_ok: bool = True) -> _Adj:
+def _neighbours(arr: _Arrays, items: Sequence[int], dense_ok: bool = True, pairs: int | None = None) -> _Adj:
     """Neighbour lists of time-overlapping pairs among ``items`` (cost n log n + pairs), by the native loops
     when the extension is there (the same lists as :func:`_overlaps`, in another order; or, for a dense input,
-    none: see :class:`_Dense`)."""
+    none: see :class:`_Dense`). ``pairs`` is their :func:`_pairs`, when the caller has it."""
     if not _worth_native(arr, len(items)):
         return _overlaps(items, arr.first, arr.last)
     items64 = array("q", items)
-    if dense_ok and 2 * _pairs(arr, items) * DENSE_SCAN_RATIO >= len(items) ** 2:
-        return _Dense(items64, _degrees(items, arr.first, arr.last))
+    if dense_ok and 2 * (_pairs(arr, items) if pairs is None else pairs) * DENSE_SCAN_RATIO >= len(items) ** 2:
+        return _Dense(items64, lambda: _degrees(items, arr.first, arr.last))
     indptr, indices = _NATIVE.overlaps(items64, arr.first64, arr.last64, len(arr.size))
     return _CSR(indptr, indices)
 
@@ -618,18 +649,19 @@ def _place(
     extension is there (:func:`_place_py` is its pure-Python twin: the same offsets).
     """
     stop = -1 if limit is None else limit
-    if not isinstance(adj, (_CSR, _Dense)):
-        return _place_py(order, arr, adj, off, (base, stop), best_fit, static)
-    placed = array("q", off)
     height: int
-    if isinstance(adj, _Dense):
+    if type(adj) is _Dense:
         assert not static  # the repair asks for lists (dense_ok=False)
+        placed = array("q", off)
         height = _NATIVE.place_dense(
             array("q", order), adj.items, arr.first64, arr.last64, arr.size64, arr.align64, placed, base,
             best_fit, stop,
         )  # fmt: skip
         off[:] = placed.tolist()
         return height
+    if not isinstance(adj, _CSR):
+        return _place_py(order, arr, adj, off, (base, stop), best_fit, static)
+    placed = array("q", off)
     flat = array("q", [x for span in static for x in span] if static else [])
     height = _NATIVE.place(
         array("q", order), arr.size64, arr.align64, adj.indptr, adj.indices, placed, base,
@@ -1032,7 +1064,7 @@ class _Budget:
     def allows(self, units: int) -> bool:
         """Whether ``units`` more fit in what is left (and the deadline, if any, has not passed); a refusal is
         remembered in ``refused``."""
-        if units <= self.left and not self.expired():
+        if units <= self.left and (self.deadline is None or time.perf_counter() < self.deadline):
             return True
         self.refused = True
         return False
@@ -1091,18 +1123,23 @@ def _order_keys(arr: _Arrays, items: Sequence[int], degree: Callable[[int], int]
             total.update(zip(items, _live_max(items, first, last, size), strict=True))
         return total[i]
 
-    def length(i: int) -> int:
-        return last[i] - first[i] + 1
-
-    return {
-        "size": lambda i: (-size[i], first[i], i),
-        "area": lambda i: (-size[i] * length(i), -size[i], first[i], i),
-        "lifetime": lambda i: (-length(i), -size[i], first[i], i),
+    return {  # lifetime: last - first + 1 steps
+        **_quick_keys(arr, degree),
+        "lifetime": lambda i: (first[i] - last[i] - 1, -size[i], first[i], i),
         "start": lambda i: (first[i], -size[i], i),
         "total": lambda i: (-live_max(i), -size[i], first[i], i),
-        "total-lifetime": lambda i: (-live_max(i), -length(i), -size[i], i),
+        "total-lifetime": lambda i: (-live_max(i), first[i] - last[i] - 1, -size[i], i),
         "end": lambda i: (-last[i], -size[i], i),
         "conflict": lambda i: (-degree(i), -size[i], first[i], i),
+    }
+
+
+def _quick_keys(arr: _Arrays, degree: Callable[[int], int]) -> dict[str, _Key]:
+    """The keys of :func:`_order_keys` that the quick try's orders use (fewer to make: a small input's plan)."""
+    size, first, last = arr.size, arr.first, arr.last
+    return {
+        "size": lambda i: (-size[i], first[i], i),
+        "area": lambda i: (-size[i] * (last[i] - first[i] + 1), -size[i], first[i], i),
         "conflict-size": lambda i: (-degree(i) * size[i], -size[i], first[i], i),
     }
 
@@ -1120,6 +1157,73 @@ _SWEEPS: list[tuple[str, bool]] = [
     ("start", False), ("start", True), ("start-lifetime", False), ("start-lifetime", True),
     ("start-short", True), ("start-short", False),
 ]  # fmt: skip
+
+
+#: The :func:`_split_sweep` members' thresholds, as multiples of a piece's median lifetime: the member splits the
+#: piece into the buffers living at most that many steps and the others.
+SPLIT_FACTORS = (4, 8, 2, 16, 32)
+
+
+def _split_thresholds(arr: _Arrays, items: Sequence[int]) -> list[int]:
+    """Lifetimes (in steps) to split ``items`` at, in :data:`SPLIT_FACTORS` order: the factors times the median
+    lifetime, each below the longest lifetime (else the split leaves no long-lived buffer)."""
+    lengths = sorted(arr.last[i] - arr.first[i] + 1 for i in items)
+    median = lengths[len(lengths) // 2] if lengths else 0
+    return [f * median for f in SPLIT_FACTORS if f * median < lengths[-1]] if lengths else []
+
+
+def _split_sweep(arr: _Arrays, items: Sequence[int], threshold: int, off: list[int], base: int, best_fit: bool) -> int:
+    """Long-lived buffers first, then the short-lived ones above them; return the height reached.
+
+    Buffers living more than ``threshold`` steps are placed by a time sweep (start order, longest first on
+    ties), as a stack of their own. Then the short-lived ones, in start order (largest first on ties), each at
+    the lowest (or tightest) free offset among the short-lived buffers live at its start, at or above a floor:
+    the highest end of the long-lived buffers that overlap it in time (those live at its start and those
+    starting by its last step; a long-lived buffer starting by the last step of an earlier short-lived one
+    counts too, which keeps the floor's upkeep a single sweep). Valid for any order of equal starts: every
+    placed short-lived buffer overlapping the next one is live at its start. Cost: a sweep, plus the short-lived
+    pairs (each placement scans the short-lived buffers live then).
+    """
+    first, last, size = arr.first, arr.last, arr.size
+    long_ = sorted((i for i in items if last[i] - first[i] + 1 > threshold), key=lambda i: (first[i], -last[i], i))
+    short = sorted((i for i in items if last[i] - first[i] + 1 <= threshold), key=lambda i: (first[i], -size[i], i))
+    height = _sweep(long_, arr, off, base, best_fit) if long_ else base
+    if _worth_native(arr, len(items)):
+        placed = array("q", off)
+        top: int = _NATIVE.split_place(
+            array("q", short), array("q", long_), arr.first64, arr.last64, arr.size64, arr.align64, placed, base,
+            best_fit,
+        )  # fmt: skip
+        off[:] = placed.tolist()
+        return max(height, top)
+    return max(height, _split_short(arr, short, long_, off, base, best_fit))
+
+
+def _split_short(arr: _Arrays, short: list[int], long_: list[int], off: list[int], base: int, best_fit: bool) -> int:
+    """The short-lived phase of :func:`_split_sweep` in pure Python (the native ``split_place`` is its twin)."""
+    first, last, size, align = arr.first, arr.last, arr.size, arr.align
+    height = base
+    tops: list[tuple[int, int]] = []  # max-heap of (-end, last step) of the long-lived buffers reached
+    live: list[tuple[int, int]] = []  # byte ranges of the live short-lived buffers, ascending
+    expiry: list[tuple[int, int]] = []  # heap of (last step, offset) of the live short-lived buffers
+    k = 0
+    for b in short:
+        f, t = first[b], last[b]
+        while k < len(long_) and first[long_[k]] <= t:
+            heapq.heappush(tops, (-(off[long_[k]] + size[long_[k]]), last[long_[k]]))
+            k += 1
+        while tops and tops[0][1] < f:
+            heapq.heappop(tops)
+        while expiry and expiry[0][0] < f:
+            x = heapq.heappop(expiry)[1]
+            del live[bisect_left(live, (x,))]
+        floor = max(base, -tops[0][0]) if tops else base
+        x = _lowest_fit(live, size[b], align[b], floor, best_fit)
+        off[b] = x
+        insort(live, (x, x + size[b]))
+        heapq.heappush(expiry, (t, x))
+        height = max(height, x + size[b])
+    return height
 
 
 def _sweep_keys(arr: _Arrays) -> dict[str, _Key]:
@@ -1185,19 +1289,39 @@ def _portfolio(arr: _Arrays, piece: _Piece, target: int, budget: _Budget) -> tup
             m.consider(f"greedy-{name}-{'best' if best_fit else 'first'}-fit", height)
             if m.best is not None and m.best[0] <= target:
                 return m.best
-    if not m.fixed:
-        for k, (name, best_fit) in enumerate(_SWEEPS):
-            if (k or lists) and not budget.allows(sweep_cost):
-                break
-            budget.spend(sweep_cost)
-            height = _sweep(_sweep_order(arr, m.movable, name), arr, m.reset(), piece.base, best_fit)
-            m.consider(f"sweep-{name}-{'best' if best_fit else 'first'}-fit", height)
-            if m.best is not None and m.best[0] <= target:
-                return m.best
+    if not m.fixed and _sweeps(arr, m, sweep_cost, target, budget, lists):
+        assert m.best is not None
+        return m.best
     if not lists:
         _indexed_orders(arr, m, 3 * pairs + sweep_cost, target, budget)  # gather, sort, fit
     assert m.best is not None
     return m.best
+
+
+def _sweeps(arr: _Arrays, m: _Members, cost: int, target: int, budget: _Budget, paid: bool) -> bool:
+    """Run the time sweeps on a piece without fixed offsets while the budget pays ``cost`` a sweep; the first
+    always runs unless ``paid`` (members over neighbour lists ran before). Without such members (a piece too dense
+    for lists) the lifetime splits come second, each also paying its short-lived pairs. Return whether one reached
+    ``target``."""
+    members: list[tuple[str, bool, int]] = [(name, best_fit, -1) for name, best_fit in _SWEEPS]
+    if not paid:
+        members[1:1] = [("split", False, t) for t in _split_thresholds(arr, m.movable)]
+    for k, (name, best_fit, threshold) in enumerate(members):
+        extra = 0
+        if threshold >= 0:
+            extra = 2 * _pairs(arr, [i for i in m.movable if arr.last[i] - arr.first[i] < threshold])
+        if (k or paid) and not budget.allows(cost + extra):
+            return False
+        budget.spend(cost + extra)
+        if threshold >= 0:
+            height = _split_sweep(arr, m.movable, threshold, m.reset(), m.piece.base, best_fit)
+            name = f"{threshold}"
+        else:
+            height = _sweep(_sweep_order(arr, m.movable, name), arr, m.reset(), m.piece.base, best_fit)
+        m.consider(f"{'split' if threshold >= 0 else 'sweep'}-{name}-{'best' if best_fit else 'first'}-fit", height)
+        if m.best is not None and m.best[0] <= target:
+            return True
+    return False
 
 
 #: Orders run over a time index on a huge piece (no neighbour lists), most useful first.
@@ -1248,117 +1372,278 @@ _REPAIR_RUNS = [
 ]  # fmt: skip
 
 
-def _window(
-    arr: _Arrays, by_start: list[int], starts: list[int], tops: list[int], height: int, reach: int
-) -> tuple[list[int], list[int], list[tuple[int, int]]]:
-    """For the steps [lo, hi] around the first buffers at ``height`` (the earliest and those chained to it by
-    overlapping lifetimes) widened by ``reach`` buffers each side: its movers (living inside), its partial
-    obstacles (crossing a border) and the merged byte ranges of the buffers spanning it (obstacles at every step
-    of the window)."""
-    first, last, size = arr.first, arr.last, arr.size
-    top_items: list[int] = []
-    for i, t in zip(by_start, tops, strict=True):
-        if t >= height:
-            if top_items and first[i] > max(last[j] for j in top_items):
+class _MaxTree:
+    """A max segment tree over a list, for the repair's searches in O(log n) a step: ``tree[leaves + p]`` holds
+    value p (the list padded to ``leaves``, a power of two, with a value no search asks for), node k the larger
+    of its children 2k and 2k + 1, node 1 the largest of all (an int64 array when the native loops built it)."""
+
+    def __init__(self, tree: MutableSequence[int], leaves: int) -> None:
+        self.tree, self.leaves = tree, leaves
+
+    @staticmethod
+    def build(values: list[int], pad: int) -> _MaxTree:
+        """The tree over ``values``, padded with ``pad``."""
+        leaves = 1 << (len(values) - 1).bit_length()
+        rows = [values + [pad] * (leaves - len(values))]
+        while len(rows[-1]) > 1:
+            below = rows[-1]
+            rows.append(list(map(max, below[0::2], below[1::2])))
+        return _MaxTree(list(itertools.chain([pad], *reversed(rows))), leaves)
+
+    def top(self) -> int:
+        """The largest value."""
+        return self.tree[1]
+
+    def set(self, p: int, value: int) -> None:
+        """Set the value at position ``p``."""
+        tree = self.tree
+        k = self.leaves + p
+        tree[k] = value
+        k >>= 1
+        while k:
+            high = max(tree[2 * k], tree[2 * k + 1])
+            if tree[k] == high:
+                return
+            tree[k] = high
+            k >>= 1
+
+    def next_at_least(self, p: int, value: int) -> int:
+        """The first position >= ``p`` holding at least ``value``, or -1."""
+        tree, leaves = self.tree, self.leaves
+        if p >= leaves:
+            return -1
+        k = leaves + p
+        while tree[k] < value:
+            while k & 1:  # a right child: the rest of its parent is done, look right of the parent
+                k >>= 1
+            if not k:
+                return -1
+            k += 1
+        while k < leaves:
+            k <<= 1
+            if tree[k] < value:
+                k += 1
+        return k - leaves
+
+    def at_least(self, end: int, value: int) -> list[int]:
+        """The positions below ``end`` holding at least ``value``, ascending (cost: the answer times the
+        levels, at most; a frontier of nodes is narrowed level by level)."""
+        tree, leaves = self.tree, self.leaves
+        if end <= 0 or tree[1] < value:
+            return []
+        frontier = [1]
+        span = leaves  # the leaves under a node of the frontier
+        while span > 1:
+            span >>= 1
+            last = (leaves + end - 1) // span  # the last node whose first leaf is below end
+            frontier = [c for k in frontier for c in (2 * k, 2 * k + 1) if c <= last and tree[c] >= value]
+        return [k - leaves for k in frontier]
+
+
+@dataclass
+class _Window:
+    """A repair window's buffers: ``movers`` (living inside its steps; at ``positions`` in start order),
+    ``partial`` (crossing a border) and ``spans``, the merged byte ranges of the buffers spanning it."""
+
+    movers: list[int]
+    positions: list[int]
+    partial: list[int]
+    spans: list[tuple[int, int]]
+
+
+class _StartOrder:
+    """A piece's buffers in start order with two :class:`_MaxTree` over it, their tops (offset + size, updated
+    when a repair moves some) and their last steps: a repair round finds the buffers at the top and the
+    window's members in O(window + log n) instead of scanning the piece (the members by the native loops when
+    the extension is there)."""
+
+    def __init__(self, arr: _Arrays, items: list[int], off: list[int]) -> None:
+        first = arr.first
+        self.arr, self.off = arr, off
+        self.by_start = by_start = sorted(sorted(items), key=first.__getitem__)  # ties by index
+        self.native = arr.native and _NATIVE is not None
+        self.starts: Sequence[int]
+        self.last: Sequence[int]
+        if self.native:  # the same as below, as int64 arrays (also those the native window scan reads)
+            leaves = 1 << (len(by_start) - 1).bit_length()
+            self.first64, self.last64, self.size64, self.off64, tops, lasts = _NATIVE.start_order(
+                by_start, off, arr.first64, arr.last64, arr.size64, leaves
+            )
+            self.starts, self.last = self.first64, self.last64
+            self.tops, self.lasts = _MaxTree(tops, leaves), _MaxTree(lasts, leaves)
+            return
+        self.starts = list(map(first.__getitem__, by_start))
+        self.last = list(map(arr.last.__getitem__, by_start))
+        tops = list(map(add, map(off.__getitem__, by_start), map(arr.size.__getitem__, by_start)))
+        self.tops = _MaxTree.build(tops, -1)
+        self.lasts = _MaxTree.build(list(self.last), self.starts[0] - 1)
+
+    def height(self) -> int:
+        """The highest top."""
+        return self.tops.top()
+
+    def moved(self, positions: list[int]) -> None:
+        """Take the new offsets of the buffers at ``positions`` (in start order)."""
+        off, size, by_start = self.off, self.arr.size, self.by_start
+        for p in positions:
+            i = by_start[p]
+            self.tops.set(p, off[i] + size[i])
+            if self.native:
+                self.off64[p] = off[i]
+
+    def window(self, height: int, reach: int) -> _Window:
+        """For the steps [lo, hi] around the first buffers at ``height`` (the earliest and those chained to it
+        by overlapping lifetimes) widened by ``reach`` buffers each side: its movers (living inside), its
+        partial obstacles (crossing a border) and the merged byte ranges of the buffers spanning it (obstacles
+        at every step of the window)."""
+        starts, last, tops = self.starts, self.last, self.tops
+        p = tops.next_at_least(0, height)
+        assert p >= 0, "no buffer reaches the height"
+        a = z = p
+        chain = last[p]
+        while True:
+            p = tops.next_at_least(p + 1, height)
+            if p < 0 or starts[p] > chain:
                 break
-            top_items.append(i)
-    a = bisect_left(starts, min(first[i] for i in top_items))
-    z = bisect_right(starts, max(first[i] for i in top_items)) - 1
-    lo = starts[max(0, a - reach)]
-    hi = max(max(last[i] for i in top_items), starts[min(len(starts) - 1, z + reach)])
-    movers: list[int] = []
-    partial: list[int] = []
-    spans: list[tuple[int, int]] = []
-    end = bisect_right(starts, hi)
-    for k in range(end):
-        i = by_start[k]
-        if last[i] < lo:
-            continue
-        if first[i] >= lo and last[i] <= hi:
-            movers.append(i)
-        elif first[i] <= lo and last[i] >= hi:
-            spans.append((tops[k] - size[i], tops[k]))
+            z = p
+            chain = max(chain, last[p])
+        a = bisect_left(starts, starts[a])
+        z = bisect_right(starts, starts[z]) - 1
+        lo = starts[max(0, a - reach)]
+        hi = max(chain, starts[min(len(starts) - 1, z + reach)])
+        inside, end = bisect_left(starts, lo), bisect_right(starts, hi)  # the buffers starting in [lo, hi]
+        by_start = self.by_start
+        if self.native:
+            movers, partial, flat = _NATIVE.window(
+                self.lasts.tree, self.first64, self.last64, self.off64, self.size64, inside, end, lo, hi
+            )
+            positions = movers.tolist()
+            spans = list(zip(flat[0::2], flat[1::2], strict=True))
         else:
-            partial.append(i)
-    spans.sort()
-    merged: list[tuple[int, int]] = []
-    for s, e in spans:
-        if merged and s <= merged[-1][1]:
-            if e > merged[-1][1]:
-                merged[-1] = (merged[-1][0], e)
-        else:
-            merged.append((s, e))
-    return movers, partial, merged
+            positions, partial, spans = self._members(inside, end, lo, hi)
+        return _Window([by_start[q] for q in positions], positions, [by_start[q] for q in partial], spans)
+
+    def _members(self, inside: int, end: int, lo: int, hi: int) -> tuple[list[int], list[int], list[tuple[int, int]]]:
+        """The window's movers and partial obstacles (positions) and merged spans: those live at ``lo`` that
+        start before it (positions below ``inside``), then those starting in [lo, hi] (up to ``end``)."""
+        starts, last, off, size, by_start = self.starts, self.last, self.off, self.arr.size, self.by_start
+        movers: list[int] = []
+        partial: list[int] = []
+        spans: list[tuple[int, int]] = []
+        for q in self.lasts.at_least(inside, lo):
+            if last[q] >= hi:
+                i = by_start[q]
+                spans.append((off[i], off[i] + size[i]))
+            else:
+                partial.append(q)
+        for q in range(inside, end):
+            if last[q] <= hi:
+                movers.append(q)
+            elif starts[q] == lo:
+                i = by_start[q]
+                spans.append((off[i], off[i] + size[i]))
+            else:
+                partial.append(q)
+        spans.sort()
+        merged: list[tuple[int, int]] = []
+        for s, e in spans:
+            if merged and s <= merged[-1][1]:
+                if e > merged[-1][1]:
+                    merged[-1] = (merged[-1][0], e)
+            else:
+                merged.append((s, e))
+        return movers, partial, merged
 
 
 def _repair(
-    arr: _Arrays, piece: _Piece, result: tuple[int, list[int], str], target: int, budget: _Budget
+    arr: _Arrays,
+    piece: _Piece,
+    result: tuple[int, list[int], str],
+    target: int,
+    budget: _Budget,
+    orders: dict[int, tuple[list[int], _StartOrder]] | None = None,
 ) -> tuple[int, list[int], str]:
     """Lower a piece's top by re-packing the buffers of a time window around it, the others staying put.
 
     The buffers living inside a window of steps around those at the top are lifted out and placed again by
     several greedy orders among the buffers crossing its borders and those spanning it (the latter merged
     into one list of byte ranges). A re-pack below the top is kept and the new top is attacked with a small
-    window again; after a failed round the window doubles. Every round is charged to ``budget``.
+    window again; after a failed round the window doubles. Every round is charged to ``budget`` (as a scan of
+    the piece, though a :class:`_StartOrder` finds a window without one). ``orders`` keeps the piece's start
+    order for the next call (see :class:`_RepairMemo`).
     """
     height, offsets, label = result
-    if height <= target or any(arr.fixed[i] >= 0 for i in piece.items):
+    if height <= target or (arr.has_fixed and any(arr.fixed[i] >= 0 for i in piece.items)):
         return result
-    first, size = arr.first, arr.size
-    off = [-1] * len(size)
-    for i, o in zip(piece.items, offsets, strict=True):
-        off[i] = o
-    by_start = sorted(piece.items, key=lambda i: (first[i], i))
-    starts = [first[i] for i in by_start]
+    kept = orders.get(id(piece)) if orders is not None else None
+    order = kept[1] if kept is not None and kept[0] is offsets else None  # built once the budget allows a round
+    off = order.off if order is not None else []
     reach = REPAIR_WINDOW
     improved = False
-    scan = 2 * len(by_start)
+    scan = 2 * len(piece.items)
     while height > target and budget.allows(scan) and reach <= REPAIR_WINDOW << REPAIR_GROWTHS:
         budget.spend(scan)
-        tops = [off[i] + size[i] for i in by_start]
-        movers, partial, spans = _window(arr, by_start, starts, tops, height, reach)
-        if _repack(arr, piece.base, movers, partial, spans, off, height, budget):
+        if order is None:
+            off = [-1] * len(arr.size)
+            for i, o in zip(piece.items, offsets, strict=True):
+                off[i] = o
+            order = _StartOrder(arr, piece.items, off)
+        window = order.window(height, reach)
+        if _repack(arr, piece.base, window, off, height, budget):
             # the window's buffers now end below the top: one place fewer at it (the top drops with the last)
             improved = True
-            height = max(off[i] + size[i] for i in piece.items)
+            order.moved(window.positions)
+            height = order.height()
             reach = REPAIR_WINDOW
-        elif len(movers) == len(piece.items):
+        elif len(window.movers) == len(piece.items):
             break
         else:
             reach *= 2
-    if not improved:
-        return result
-    return height, [off[i] for i in piece.items], label + "+repair"
+    out = (height, [off[i] for i in piece.items], label + "+repair") if improved else result
+    if orders is not None and order is not None:
+        orders[id(piece)] = (out[1], order)  # a failed re-pack restores its movers: off holds out's offsets
+    return out
 
 
-def _repack(
-    arr: _Arrays,
-    base: int,
-    movers: list[int],
-    partial: list[int],
-    spans: list[tuple[int, int]],
-    off: list[int],
-    height: int,
-    budget: _Budget,
-) -> bool:
-    """Place ``movers`` again below ``height`` by the repair orders; keep the first that fits (else restore)."""
-    group = movers + partial
-    adj = _neighbours(arr, group, dense_ok=False)
-    pairs = adj.pairs()
-    cost = pairs + len(movers) * (len(spans) + 8)
-    saved = [off[i] for i in movers]
-    keys = _order_keys(arr, movers, lambda i: adj.degree(i) + len(spans))
+def _sub_arrays(arr: _Arrays, group: list[int]) -> _Arrays:
+    """The buffers ``group`` of ``arr`` as arrays of their own, renumbered 0..len(group)-1 (a repair window's:
+    the native loops then run on it whatever the size of the input)."""
+    sub = _Arrays(())
+    sub.ids = [arr.ids[i] for i in group]
+    sub.first = [arr.first[i] for i in group]
+    sub.last = [arr.last[i] for i in group]
+    sub.size = [arr.size[i] for i in group]
+    sub.align = [arr.align[i] for i in group]
+    sub.fixed = [-1] * len(group)
+    sub.has_fixed = False
+    sub.arrays(arr.native)
+    return sub
+
+
+def _repack(arr: _Arrays, base: int, window: _Window, off: list[int], height: int, budget: _Budget) -> bool:
+    """Place the window's movers again below ``height`` by the repair orders; keep the first that fits (else
+    they stay put).
+
+    The movers and partial obstacles are renumbered 0..k-1 (movers first) into arrays of their own, so the cost
+    is the window's (its pairs, and its movers times its spans), not the piece's."""
+    movers, spans = window.movers, window.spans
+    group = movers + window.partial
+    sub = _sub_arrays(arr, group)
+    adj = _neighbours(sub, range(len(group)), dense_ok=False)
+    cost = adj.pairs() + len(movers) * (len(spans) + 8)
+    local = {i: k for k, i in enumerate(movers)}
+    keys = _order_keys(arr, movers, lambda i: adj.degree(local[i]) + len(spans))
+    start = [-1] * len(movers) + [off[i] for i in window.partial]
     for name, best_fit in _REPAIR_RUNS:
         if not budget.allows(cost):
             break
         budget.spend(cost)
-        for i in movers:
-            off[i] = -1
-        order = sorted(movers, key=keys[name])
-        if _place(order, arr, adj, off, base, best_fit, height, static=spans) < height:
+        trial = list(start)
+        order = [local[i] for i in sorted(movers, key=keys[name])]
+        if _place(order, sub, adj, trial, base, best_fit, height, static=spans) < height:
+            for i, o in zip(movers, trial, strict=False):
+                off[i] = o
             return True
-    for i, o in zip(movers, saved, strict=True):
-        off[i] = o
     return False
 
 
@@ -1366,7 +1651,10 @@ def _repack(
 # Exact search (MiniMalloc-style branch and bound)
 # ----------------------------------------------------------------------------------------------------------
 
-_FOUND, _NOT_FOUND = 0, 1
+_FOUND, _NOT_FOUND, _PAUSED = 0, 1, 2
+
+#: What _Search._unplace needs: (neighbour, old lowest offset) pairs and (section, old, new witness) triples.
+_Undo = tuple[list[tuple[int, int]], list[tuple[int, int, int]]]
 
 #: Static orders tried side by side by the exact search (MiniMalloc's letters: T = largest section total,
 #: W = lifetime width, A = area; all descending, ties by input order).
@@ -1384,6 +1672,7 @@ class _Frame:
         first = [arr.first[g] for g in piece.items]
         last = [arr.last[g] for g in piece.items]
         self.width = [b - a + 1 for a, b in zip(first, last, strict=True)]
+        self.area = [w * s for w, s in zip(self.width, self.size, strict=True)]
         m = len(piece.items)
         adj = _overlaps(range(m), first, last)
         self.adj = [adj.lists[k] for k in range(m)]
@@ -1414,23 +1703,27 @@ class _Frame:
         self._static64: tuple[array[int], ...] | None = None
 
     def static64(self) -> tuple[array[int], ...]:
-        """Sizes, alignments, section ranges, neighbour lists and section members as int64 arrays (the lists
-        as CSR), for the native steps of :class:`_Search` (built once a frame)."""
+        """Sizes, alignments, section ranges, widths, areas, neighbour lists and section members (the lists as
+        CSR), section totals and cuts as int64 arrays, for the native search (built once a frame)."""
         if self._static64 is None:
             adj_ptr = array("q", itertools.accumulate(map(len, self.adj), initial=0))
             mem_ptr = array("q", itertools.accumulate(map(len, self.members), initial=0))
             adj_idx = array("q", itertools.chain.from_iterable(self.adj))
             mem_idx = array("q", itertools.chain.from_iterable(self.members))
-            lists = (self.size, self.align, self.lo, self.hi)
-            self._static64 = (*(array("q", x) for x in lists), adj_ptr, adj_idx, mem_ptr, mem_idx)
+            head = (self.size, self.align, self.lo, self.hi, self.width, self.area)
+            tail = (self.total, self.cuts)
+            arrays = (*head, adj_ptr, adj_idx, mem_ptr, mem_idx, *tail)
+            self._static64 = tuple(array("q", x) for x in arrays)
         return self._static64
 
     def fits_int64(self, capacity: int) -> bool:
-        """Whether every offset, section total and candidate key of a search within ``capacity`` fits int64."""
+        """Whether every offset, section total, candidate key and order key of a search within ``capacity``
+        fits int64."""
         if not self.size:
             return True
         reach = max(capacity, self.base, 0) + max(self.align) + max(self.size) + sum(self.size)
-        return min(self.base, capacity) >= 0 and reach * (len(self.size) + 1) < 1 << 62
+        fits = min(self.base, capacity) >= 0 and reach * (len(self.size) + 1) < 1 << 62
+        return fits and max(self.area) < 1 << 62 and max(self.width) < 1 << 62
 
 
 class _Search:
@@ -1442,6 +1735,9 @@ class _Search:
     every section must be able to start low enough), a per-item check (mo + size within capacity) and
     dominance (never place at or above a height some remaining buffer could already fill). When a placement
     empties every cut between two sections, the two sides are solved independently.
+
+    This class is the definition; with the extension (and values within int64) the same search runs in C
+    (``_native.c``, exact_search / exact_resume), with the same placements, nodes and work at every pause.
     """
 
     def __init__(self, frame: _Frame, capacity: int, heuristic: str) -> None:
@@ -1449,25 +1745,23 @@ class _Search:
         self.capacity = capacity
         self.heuristic = heuristic
         m = len(frame.size)
-        self.total: MutableSequence[int] = list(frame.total)
+        self.total = list(frame.total)
         self.cuts = list(frame.cuts)
-        self.off: MutableSequence[int] = [-1] * m
+        self.off = [-1] * m
         self.solution = [-1] * m
         # lowest legal offset of unplaced items
-        self.mo: MutableSequence[int] = [_align_up(frame.base, a) for a in frame.align]
+        self.mo = [_align_up(frame.base, a) for a in frame.align]
         # an unplaced member with mo <= capacity - total
-        self.wit: MutableSequence[int] = [mem[0] for mem in frame.members]
-        self.watch: list[set[int]] = [set() for _ in range(m)]  # the sections each item is witness of
+        self.wit = [mem[0] for mem in frame.members]
+        # the sections each item is witness of, in insertion order (the order _rewatch visits them, which
+        # decides the work counted when it finds a section infeasible; the native search keeps it as lists)
+        self.watch: list[dict[int, None]] = [{} for _ in range(m)]
         for sec, w in enumerate(self.wit):
-            self.watch[w].add(sec)
+            self.watch[w][sec] = None
         self.nodes = 0
         self.work = 0
         self.pause_at = 0
-        # the native steps' state (same values, int64 arrays), or None for the pure-Python steps
-        self.native: Any = None
-        if _NATIVE is not None and frame.fits_int64(capacity):
-            self.off, self.mo, self.total, self.wit = (array("q", x) for x in (self.off, self.mo, self.total, self.wit))
-            self.native = _NATIVE.exact_state((self.off, self.mo, self.total, self.wit, *frame.static64(), self.watch))
+        self.native = _NATIVE is not None and frame.fits_int64(capacity)  # run the search in C
 
     def solve(self) -> Generator[None, None, int]:
         """Run to completion (pausing whenever ``work`` reaches ``pause_at``); return _FOUND or _NOT_FOUND."""
@@ -1476,7 +1770,22 @@ class _Search:
             return _NOT_FOUND
         if any(o + s > self.capacity for o, s in zip(mo, self.f.size, strict=True)):
             return _NOT_FOUND
+        if self.native:
+            return (yield from self._solve_native())
         return (yield from self._subsolve(list(range(len(mo))), 0, len(self.total)))
+
+    def _solve_native(self) -> Generator[None, None, int]:
+        """:meth:`solve` by the extension: the same search, paused at the same points with the same counts."""
+        start = (array("q", self.mo), array("q", self.wit))
+        run = _NATIVE.exact_search((*self.f.static64(), *start), self.capacity, self.heuristic)
+        while True:
+            status, self.nodes, self.work, solution = _NATIVE.exact_resume(run, self.pause_at)
+            if status != _PAUSED:
+                break
+            yield
+        if solution is not None:
+            self.solution = solution
+        return int(status)
 
     def _preorder(self, items: Sequence[int]) -> list[int]:
         """Items in the static order named by the heuristic letters (T, W, A, Z size); index = rank."""
@@ -1487,7 +1796,7 @@ class _Search:
         self.work += (hi - lo) * max(hi - lo, 1).bit_length() + 12 * len(items)
         keys: dict[int, tuple[int, ...]] = {}
         for k, peak in zip(items, peaks, strict=True):
-            by = {"T": -peak, "W": -f.width[k], "A": -f.width[k] * f.size[k], "Z": -f.size[k]}
+            by = {"T": -peak, "W": -f.width[k], "A": -f.area[k], "Z": -f.size[k]}
             keys[k] = (*(by[c] for c in self.heuristic), k)
         return sorted(items, key=keys.__getitem__)
 
@@ -1537,9 +1846,6 @@ class _Search:
     def _candidates(self, items: list[int], ranks: list[int], lo: int, hi: int, scale: int, start: int) -> list[int]:
         """The keys to try, ascending: those >= ``start`` up to the first one beyond the section inference or
         the dominance bound (each a placement at offset key // scale of the item of rank key % scale)."""
-        if self.native is not None:
-            keys: list[int] = _NATIVE.exact_candidates(self.native, items, ranks, scale, start, self.capacity, lo, hi)
-            return keys
         mos = list(map(self.mo.__getitem__, items))
         keys = sorted(map(add, map(mul, mos, repeat(scale)), ranks))
         min_height = min(map(add, mos, map(self.f.size.__getitem__, items)))
@@ -1554,12 +1860,9 @@ class _Search:
                 return out[:k]
         return out
 
-    def _place(self, b: int, o: int) -> tuple[bool, int, Any]:
+    def _place(self, b: int, o: int) -> tuple[bool, int, _Undo]:
         """Place ``b`` at ``o``: raise its neighbours, take its size off its sections, find new witnesses.
         Return (still feasible, members looked at, what :meth:`_unplace` needs to take it back)."""
-        if self.native is not None:
-            ok, seen, changed, steps = _NATIVE.exact_place(self.native, b, o, self.capacity)
-            return ok, seen, (changed, steps)
         s = self.f.size[b]
         self.off[b] = o
         changed, ok = self._raise(b, o + s)
@@ -1572,21 +1875,15 @@ class _Search:
             ok, seen = self._rewatch([b] + [x for x, _ in changed], trail)
         return ok, seen, (changed, trail)
 
-    def _unplace(self, b: int, undo: Any) -> None:
-        """Take back :meth:`_place`."""
-        if self.native is not None:
-            _NATIVE.exact_undo(self.native, b, *undo)
-        else:
-            self._undo(b, *undo)
-
-    def _undo(self, b: int, changed: list[tuple[int, int]], trail: list[tuple[int, int, int]]) -> None:
+    def _unplace(self, b: int, undo: _Undo) -> None:
         """Take back the placement of ``b``: witnesses, section totals, neighbours' lowest offsets, offset."""
+        changed, trail = undo
         wit, watch, total, mo, f = self.wit, self.watch, self.total, self.mo, self.f
         for sec, w, nw in reversed(trail):
             wit[sec] = w
             if nw >= 0:
-                watch[nw].discard(sec)
-            watch[w].add(sec)
+                del watch[nw][sec]
+            watch[w][sec] = None
         s = f.size[b]
         for sec in range(f.lo[b], f.hi[b]):
             total[sec] += s
@@ -1642,10 +1939,10 @@ class _Search:
                 if found < 0 and pending:
                     return False, work
                 trail.append((sec, x, found))
-                watched.discard(sec)
+                del watched[sec]
                 wit[sec] = found
                 if found >= 0:
-                    watch[found].add(sec)
+                    watch[found][sec] = None
         return True, work
 
     def _place_next(
@@ -1762,6 +2059,12 @@ def planner_clock() -> Iterator[PlannerClock]:
         _CLOCKS.remove(clock)
 
 
+#: :func:`plan` pauses the cyclic garbage collector (restoring it on the way out) for inputs of at least this many
+#: buffers; a smaller one runs its quick try with it on (too few objects for a collection to cost more than the
+#: pause) and pauses it after that, for the search.
+GC_PAUSE_BUFFERS = 1000
+
+
 def plan(
     buffers: Sequence[Buffer],
     *,
@@ -1780,10 +2083,14 @@ def plan(
     exact search.
     """
     t0 = time.perf_counter()
+    collecting = gc.isenabled()
     try:
-        with gc_paused():  # millions of small lists and tuples, none of them cyclic garbage
-            return _plan(buffers, budget_s, exact_budget_s, exact_work, exact_max_buffers)
+        if len(buffers) >= GC_PAUSE_BUFFERS:
+            gc.disable()  # millions of small lists and tuples, none of them cyclic garbage
+        return _plan(buffers, budget_s, exact_budget_s, exact_work, exact_max_buffers)
     finally:
+        if collecting:
+            gc.enable()
         for clock in _CLOCKS:
             clock.seconds += time.perf_counter() - t0
             clock.calls += 1
@@ -1806,18 +2113,21 @@ def _plan(
     allowance.spend(INPUT_UNITS_PER_BUFFER * n)
     lb = _lower_bound(arr)
     off = [-1] * n
-    for i in range(n):
-        if arr.size[i] == 0:
-            off[i] = arr.fixed[i] if arr.fixed[i] >= 0 else 0
-    positive = [i for i in range(n) if arr.size[i] > 0]
+    positive = list(range(n))
+    if 0 in arr.size:
+        for i in range(n):
+            if arr.size[i] == 0:
+                off[i] = arr.fixed[i] if arr.fixed[i] >= 0 else 0
+        positive = [i for i in positive if arr.size[i] > 0]
     quick = _quick(arr, positive, off, lb, allowance)
     if quick is not None:
         return quick
+    gc.disable()  # plan() restores it
     pieces = _decompose(arr, positive, off)
     results = [_portfolio(arr, piece, lb, allowance) for piece in pieces]
     exact_cap = total if exact_budget_s is None else int(exact_budget_s * WORK_PER_SECOND)
     exact_cap = exact_cap if exact_work is None else exact_work
-    settled: set[tuple[int, int]] = set()
+    settled = _RepairMemo()
     _repair_highest(arr, pieces, results, lb, allowance, settled, REPAIR_SHARE)
     exact = _ExactPhase(arr, pieces, results, allowance, exact_max_buffers)
     exact.run(lb, max(0, min(exact_cap, allowance.left)))
@@ -1954,15 +2264,15 @@ def _quick(arr: _Arrays, positive: list[int], off: list[int], lb: int, budget: _
     cost = 2 * pairs + n
     if (pairs > QUICK_PAIRS_PER_BUFFER * n and pairs > QUICK_PAIRS) or not budget.allows(2 * cost):
         return None
-    adj = _neighbours(arr, positive)
-    keys = _order_keys(arr, positive, adj.degree)
-    for name in _QUICK_RUNS:
-        if not budget.allows(cost):
+    adj = _neighbours(arr, positive, pairs=pairs)
+    keys = _quick_keys(arr, adj.degree)
+    for k, name in enumerate(_QUICK_RUNS):
+        if k and not budget.allows(cost):  # the first order was allowed above
             return None
         budget.spend(cost)
         trial = list(off)
         if _place(sorted(positive, key=keys[name]), arr, adj, trial, 0, False, lb + 1) <= lb:
-            return Placement(
+            return _placement(
                 offsets=dict(zip(arr.ids, trial, strict=True)),
                 arena=lb,
                 lower_bound=lb,
@@ -1975,13 +2285,24 @@ def _quick(arr: _Arrays, positive: list[int], off: list[int], lb: int, budget: _
     return None
 
 
+class _RepairMemo(set[tuple[int, int]]):
+    """What the peak repair of one plan remembers between its calls: the (piece, height) pairs it gave up on
+    without the budget ever saying no (see :func:`_repair_highest`), and in ``orders`` each repaired piece's
+    :class:`_StartOrder` with the offsets it holds (the next repair of the piece starts from it while the piece's
+    offsets are still those: it is built once a plan, not once a call)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.orders: dict[int, tuple[list[int], _StartOrder]] = {}
+
+
 def _repair_highest(
     arr: _Arrays,
     pieces: list[_Piece],
     results: list[tuple[int, list[int], str]],
     lb: int,
     budget: _Budget,
-    settled: set[tuple[int, int]],
+    settled: _RepairMemo,
     share: float = 1.0,
 ) -> None:
     """Repair the highest piece while that lowers it (then the next highest, ...), within ``share`` of the
@@ -1993,7 +2314,7 @@ def _repair_highest(
         if results[k][0] <= lb or (k, results[k][0]) in settled:
             break
         mine.refused = False
-        better = _repair(arr, pieces[k], results[k], lb, mine)
+        better = _repair(arr, pieces[k], results[k], lb, mine, settled.orders)
         if better[0] >= results[k][0]:
             if not mine.refused:
                 settled.add((k, results[k][0]))

@@ -8,6 +8,7 @@ with the arena it reaches (equality with the lower bound where that is reached: 
 from __future__ import annotations
 
 import itertools
+import random
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,39 @@ def test_empty_input() -> None:
     p = plan([])
     assert (p.offsets, p.arena, p.lower_bound) == ({}, 0, 0)
     assert greedy_best_fit([]).arena == 0
+
+
+def test_fast_placement_equals_the_dataclass_one() -> None:
+    """The quick try's ``_placement`` (no frozen ``__init__``) makes the same, still frozen, Placement."""
+    import dataclasses
+
+    fast = planner._placement(offsets={"a": 0}, arena=4, lower_bound=4, strategy="portfolio", components=1, work=9)
+    slow = planner.Placement(offsets={"a": 0}, arena=4, lower_bound=4, strategy="portfolio", components=1, work=9)
+    assert fast == slow and repr(fast) == repr(slow) and dataclasses.asdict(fast) == dataclasses.asdict(slow)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.arena = 3  # type: ignore[misc]
+
+
+def test_plan_leaves_the_garbage_collector_as_it_found_it() -> None:
+    """plan() pauses the collector for big inputs and past a small one's quick try, and always restores it."""
+    import gc
+
+    small = [Buffer(f"b{i}", i % 7, i % 7 + 3, 10 + i, 1 + i % 3) for i in range(30)]  # past the quick try
+    big = [Buffer(f"b{i}", i % 70, i % 70 + 3, 10 + i) for i in range(planner.GC_PAUSE_BUFFERS)]
+    assert gc.isenabled()
+    try:
+        for bufs in (small, big):
+            plan(bufs, budget_s=0.01)
+            assert gc.isenabled()
+            gc.disable()
+            plan(bufs, budget_s=0.01)
+            assert not gc.isenabled()
+            gc.enable()
+        with pytest.raises(ValueError):
+            plan([Buffer("a", 0, 1, -1)])
+        assert gc.isenabled()
+    finally:
+        gc.enable()
 
 
 def test_disjoint_lifetimes_reuse_offset_zero() -> None:
@@ -536,3 +570,43 @@ def test_the_command_line_plans_by_work_units_unless_asked_for_a_deadline(monkey
     monkeypatch.setattr(planner.time, "perf_counter", lambda: float(next(ticks)))
     assert arena() == counted
     assert arena("--wall-clock") > counted
+
+
+def _training_step(layers: int, seed: int) -> list[Buffer]:
+    """A small training step: forward buffers living a step or two, activations saved until the backward pass
+    frees them in reverse order, each beside a short-lived gradient buffer."""
+    rng = random.Random(seed)
+    out: list[Buffer] = []
+    saved: list[tuple[int, int]] = []
+    t = 0
+    for _ in range(4 * layers):
+        size = rng.choice((64, 128, 256, 512))
+        if rng.random() < 0.5:
+            saved.append((t, size))
+        else:
+            out.append(Buffer(f"f{len(out)}", t, t + rng.randrange(1, 3), size))
+        t += 1
+    for k, (first, size) in enumerate(reversed(saved)):
+        out.append(Buffer(f"a{k}", first, t, size))
+        out.append(Buffer(f"d{len(out)}", t, t + rng.randrange(1, 3), rng.choice((64, 128, 256))))
+        t += 1
+    return out
+
+
+def test_a_lifetime_split_packs_a_training_step_the_sweeps_cannot(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Long-lived activations as a stack of their own, short-lived buffers above them: the lower bound, where
+    every time sweep ends above it (a piece too dense for neighbour lists, no quick try)."""
+    for name in ("PAIR_LIMIT", "DENSE_PAIRS_PER_BUFFER", "QUICK_PAIRS_PER_BUFFER", "QUICK_PAIRS"):
+        monkeypatch.setattr(planner, name, -1)
+    bufs = _training_step(40, 3)
+    arr = planner._Arrays(bufs)
+    items = list(range(len(bufs)))
+    sweeps = [
+        planner._sweep(sorted(items, key=key), arr, [-1] * len(bufs), 0, best_fit)
+        for key in planner._sweep_keys(arr).values()
+        for best_fit in (False, True)
+    ]
+    p = plan(bufs, exact_work=0)
+    assert min(sweeps) > p.lower_bound == p.arena
+    assert p.component_strategies == ("split-12-first-fit",)
+    assert check_placement(bufs, p.offsets) == []

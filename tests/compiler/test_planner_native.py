@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import random
 from array import array
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -75,6 +76,22 @@ def test_native_loops_match_the_python_ones_on_random_instances(monkeypatch: pyt
                     ha = planner._sweep(order, arr, a, 5, best_fit)
                     hb = planner._sweep_py(order, arr, b, 5, best_fit)
                     assert (ha, a) == (hb, b)
+            _check_split_twins(bufs, arr, items)
+
+
+def _check_split_twins(bufs: list[Buffer], arr: planner._Arrays, items: list[int]) -> None:
+    """The lifetime split's native short-lived phase gives the Python one's offsets, valid ones, at every cut."""
+    for threshold in (0, 1, 2, 6, 30):
+        for best_fit in (False, True):
+            a, b = [-1] * len(bufs), [-1] * len(bufs)
+            ha = planner._split_sweep(arr, items, threshold, a, 5, best_fit)
+            arr.native = False
+            hb = planner._split_sweep(arr, items, threshold, b, 5, best_fit)
+            arr.native = True
+            assert (ha, a) == (hb, b)
+            offsets = {arr.ids[i]: b[i] for i in items}
+            assert check_placement([bufs[i] for i in items], offsets) == []
+            assert ha == max((b[i] + arr.size[i] for i in items), default=5)
 
 
 @native
@@ -105,8 +122,19 @@ def test_values_beyond_int64_use_the_python_loops() -> None:
     assert check_placement(bufs, p.offsets) == [] and p.arena == p.lower_bound
 
 
+def test_order_keys_beyond_int64_keep_the_exact_search_in_python() -> None:
+    """Widths x sizes (the A order key) can pass int64 while every offset fits: then the search runs in Python."""
+    bufs = [Buffer(f"b{i}", i, (1 << 40) + i, (1 << 22) * (1 + i % 3)) for i in range(6)]
+    bufs += [Buffer("late", (1 << 40) + 3, (1 << 40) + 9, 1 << 22)]
+    arr = planner._Arrays(bufs)
+    frame = planner._Frame(arr, planner._decompose(arr, list(range(len(bufs))), [-1] * len(bufs))[0])
+    assert max(frame.area) >= 1 << 62 and not frame.fits_int64(lower_bound(bufs))
+    p = plan(bufs)
+    assert check_placement(bufs, p.offsets) == [] and p.arena == p.lower_bound
+
+
 def _python_exact_steps(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make the exact search use its pure-Python steps (the other native loops stay)."""
+    """Make the exact search run in Python (the other native loops stay)."""
     monkeypatch.setattr(planner._Frame, "fits_int64", lambda self, capacity: False)
 
 
@@ -122,28 +150,104 @@ def _packing_instance(rng: random.Random) -> list[Buffer]:
     return out
 
 
-@native
-def test_native_exact_steps_explore_like_the_python_ones(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Same outcome, nodes and work of every search, whether it finishes or a budget cuts it."""
-    rng = random.Random(5)
-    runs = 0
-    for _ in range(150):
+def _packing_pieces(seed: int, count: int) -> Iterator[tuple[int, planner._Arrays, planner._Piece, int]]:
+    """The exact search's pieces of ``count`` packing instances: (instance number, arrays, piece, its lower bound)."""
+    rng = random.Random(seed)
+    for n in range(count):
         bufs = _packing_instance(rng)
         arr = planner._Arrays(bufs)
         items = [i for i in range(len(bufs)) if arr.size[i] > 0]
         for piece in planner._decompose(arr, items, [-1] * len(bufs)):
             lb = max(planner._peak((arr.first[i], arr.last[i], arr.size[i]) for i in piece.items), 1) + piece.base
-            for capacity in (lb - 1, lb, lb + 3, lb + lb // 8):
-                for budget, quantum in ((100_000, 500_000), (400, 60), (3_000, 500)):
-                    frame = planner._Frame(arr, piece)
-                    fast = planner._exact(frame, capacity, budget, quantum)
-                    assert planner._Search(frame, capacity, "TWA").native is not None
-                    with monkeypatch.context() as m:
-                        _python_exact_steps(m)
-                        slow = planner._exact(planner._Frame(arr, piece), capacity, budget, quantum)
-                    assert fast == slow
-                    runs += fast.nodes > 1
+            yield n, arr, piece, lb
+
+
+@native
+def test_native_exact_search_explores_like_the_python_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Same outcome, nodes and work of every search, whether it finishes or a budget cuts it."""
+    runs = 0
+    for _, arr, piece, lb in _packing_pieces(5, 150):
+        for capacity in (lb - 1, lb, lb + 3, lb + lb // 8):
+            for budget, quantum in ((100_000, 500_000), (400, 60), (3_000, 500)):
+                frame = planner._Frame(arr, piece)
+                fast = planner._exact(frame, capacity, budget, quantum)
+                assert planner._Search(frame, capacity, "TWA").native
+                with monkeypatch.context() as m:
+                    _python_exact_steps(m)
+                    slow = planner._exact(planner._Frame(arr, piece), capacity, budget, quantum)
+                assert fast == slow
+                runs += fast.nodes > 1
     assert runs > 200  # the searches did branch
+
+
+def _trace(frame: planner._Frame, capacity: int, heuristic: str, quantum: int) -> list[tuple[int, ...]]:
+    """(nodes, work) at every pause of one search run ``quantum`` units at a time, then its outcome."""
+    search = planner._Search(frame, capacity, heuristic)
+    run = search.solve()
+    trace: list[tuple[int, ...]] = []
+    try:
+        while len(trace) < 3_000:
+            search.pause_at = search.work + quantum
+            next(run)
+            trace.append((search.nodes, search.work))
+    except StopIteration as stop:
+        found = stop.value == planner._FOUND
+        trace.append((stop.value, search.nodes, search.work, *(search.solution if found else ())))
+    finally:
+        run.close()
+    return trace
+
+
+@native
+def test_native_exact_search_pauses_like_the_python_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each search on its own, paused every unit or every few: same counts at every pause, same outcome; the
+    instances include splits into independent partitions at emptied cuts."""
+    subsolves: list[int] = []
+    define = planner._Search._subsolve
+
+    def counted(self: planner._Search, items: list[int], lo: int, hi: int) -> Generator[None, None, int]:
+        subsolves.append(len(items))
+        return define(self, items, lo, hi)
+
+    splits = found = 0
+    for n, arr, piece, lb in _packing_pieces(23, 80):
+        heuristic = ("TWA", "TAW", "WAT", "ZTW", "A", "")[n % 6]
+        for capacity, quantum in ((lb, 1), (lb + 2, 7), (lb - 1, 150), (lb + lb // 16, 1)):
+            frame = planner._Frame(arr, piece)
+            assert planner._Search(frame, capacity, heuristic).native
+            fast = _trace(frame, capacity, heuristic, quantum)
+            with monkeypatch.context() as m:
+                _python_exact_steps(m)
+                m.setattr(planner._Search, "_subsolve", counted)
+                subsolves.clear()
+                assert _trace(planner._Frame(arr, piece), capacity, heuristic, quantum) == fast
+            splits += len(subsolves) > 1
+            found += fast[-1][0] == planner._FOUND
+    assert splits > 30 and found > 100
+
+
+@native
+def test_native_exact_search_checks_its_arrays_and_frees_when_closed() -> None:
+    bufs = [Buffer("a", 0, 3, 8), Buffer("b", 2, 5, 8), Buffer("c", 4, 6, 8), Buffer("d", 0, 6, 4)]
+    arr = planner._Arrays(bufs)
+    frame = planner._Frame(arr, planner._decompose(arr, [0, 1, 2, 3], [-1] * 4)[0])
+    search = planner._Search(frame, 20, "TWA")
+    start = (*frame.static64(), array("q", search.mo), array("q", search.wit))
+    with pytest.raises(ValueError, match="heuristic"):
+        planner._NATIVE.exact_search(start, 20, "TQ")
+    with pytest.raises(ValueError, match="inconsistent"):
+        planner._NATIVE.exact_search((*start[:-1], array("q", [99] * len(search.wit))), 20, "TWA")
+    with pytest.raises(TypeError):
+        planner._NATIVE.exact_search(start[:-1], 20, "TWA")
+    run = planner._NATIVE.exact_search(start, 20, "TWA")
+    assert planner._NATIVE.exact_resume(run, 0)[0] == planner._PAUSED
+    del run  # a paused search: the capsule frees it
+    run = planner._NATIVE.exact_search(start, 20, "TWA")
+    done = planner._NATIVE.exact_resume(run, 1 << 40)
+    assert done[0] == planner._FOUND and planner._NATIVE.exact_resume(run, 1 << 40) == done
+    assert frame.items == [0, 1, 2] and frame.base == 4  # d, live throughout, lies below the piece
+    offsets = {bufs[i].id: o for i, o in zip(frame.items, done[3], strict=True)}
+    assert check_placement(bufs, {**offsets, "d": 0}) == [] and max(done[3]) + 8 <= 20
 
 
 @native
@@ -249,3 +353,112 @@ def test_native_arrays_and_offsets_match_the_python_ones(monkeypatch: pytest.Mon
         assert list(fast.items()) == list(zip(arr.ids, off, strict=True))
     with_huge = planner._Arrays([Buffer("a", 0, 3, 1 << 70)])
     assert with_huge.bounds is None and not with_huge.native
+
+
+def _scan_window(
+    arr: planner._Arrays, items: list[int], off: list[int], height: int, reach: int
+) -> tuple[list[int], list[int], list[tuple[int, int]]]:
+    """A repair window as the repair defined it by scanning the whole piece: (movers, partial, merged spans)."""
+    first, last, size = arr.first, arr.last, arr.size
+    by_start = sorted(items, key=lambda i: (first[i], i))
+    starts = [first[i] for i in by_start]
+    top_items: list[int] = []
+    for i in by_start:
+        if off[i] + size[i] >= height:
+            if top_items and first[i] > max(last[j] for j in top_items):
+                break
+            top_items.append(i)
+    a = starts.index(first[top_items[0]])
+    z = len(starts) - 1 - starts[::-1].index(first[top_items[-1]])
+    lo = starts[max(0, a - reach)]
+    hi = max(max(last[i] for i in top_items), starts[min(len(starts) - 1, z + reach)])
+    movers, partial, spans = [], [], []
+    for i in by_start:
+        if last[i] < lo or first[i] > hi:
+            continue
+        if first[i] >= lo and last[i] <= hi:
+            movers.append(i)
+        elif first[i] <= lo and last[i] >= hi:
+            spans.append((off[i], off[i] + size[i]))
+        else:
+            partial.append(i)
+    merged: list[tuple[int, int]] = []
+    for s, e in sorted(spans):
+        if merged and s <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(e, merged[-1][1]))
+        else:
+            merged.append((s, e))
+    return movers, partial, merged
+
+
+@pytest.mark.parametrize("native_loops", [False, True])
+def test_repair_windows_match_a_scan_of_the_piece(monkeypatch: pytest.MonkeyPatch, native_loops: bool) -> None:
+    """The start order's trees find the windows a scan finds, also after some buffers moved."""
+    if native_loops and planner._NATIVE is None:
+        pytest.skip("the native extension is not built here")
+    if not native_loops:
+        monkeypatch.setattr(planner, "_NATIVE", None)
+    rng = random.Random(23)
+    for _ in range(150):
+        bufs = [b for b in _random_instance(rng, rng.randrange(1, 150), fixed=False) if b.size]
+        if not bufs:
+            continue
+        arr = planner._Arrays(bufs)
+        items = list(range(len(bufs)))
+        off = [rng.randrange(0, 5000) for _ in items]
+        order = planner._StartOrder(arr, items, off)
+        for _ in range(6):
+            height = max(off[i] + arr.size[i] for i in items)
+            assert order.height() == height
+            reach = rng.choice([0, 1, 2, 5, 32, 200])
+            window = order.window(height, reach)
+            assert (window.movers, window.partial, window.spans) == _scan_window(arr, items, off, height, reach)
+            assert [order.by_start[p] for p in window.positions] == window.movers
+            moved = rng.sample(window.positions, min(len(window.positions), 3))
+            for p in moved:
+                off[order.by_start[p]] = rng.randrange(0, 6000)
+            order.moved(moved)
+
+
+def test_max_tree_searches_match_a_scan() -> None:
+    rng = random.Random(3)
+    for _ in range(200):
+        values = [rng.randrange(50) for _ in range(rng.randrange(1, 70))]
+        tree = planner._MaxTree.build(list(values), -1)
+        for _ in range(20):
+            p, value = rng.randrange(len(values) + 2), rng.randrange(55)
+            after = [q for q in range(p, len(values)) if values[q] >= value]
+            assert tree.next_at_least(p, value) == (after[0] if after else -1)
+            end = rng.randrange(len(values) + 2)
+            assert tree.at_least(end, value) == [q for q in range(min(end, len(values))) if values[q] >= value]
+            q = rng.randrange(len(values))
+            values[q] = rng.randrange(50)
+            tree.set(q, values[q])
+            assert tree.top() == max(values)
+
+
+@native
+def test_native_place_merges_unsorted_static_ranges() -> None:
+    rng = random.Random(8)
+    for bufs in _instances(60):
+        arr = planner._Arrays(bufs)
+        items = [i for i in range(len(bufs)) if arr.size[i] > 0 and arr.fixed[i] < 0]
+        static = sorted({(s, s + rng.randrange(1, 40)) for s in rng.sample(range(0, 400, 7), 8)}, key=lambda r: -r[0])
+        fast = planner._CSR(*planner._NATIVE.overlaps(array("q", items), arr.first64, arr.last64, len(bufs)))
+        slow = planner._overlaps(items, arr.first, arr.last)
+        for best_fit in (False, True):
+            a, b = [-1] * len(bufs), [-1] * len(bufs)
+            ha = planner._place(items, arr, fast, a, 0, best_fit, None, static)
+            hb = planner._place_py(items, arr, slow, b, (0, -1), best_fit, static)
+            assert (ha, a) == (hb, b)
+
+
+def test_sub_arrays_are_the_arrays_of_the_sub_input() -> None:
+    """A repair window's arrays hold every field the planner's arrays hold, as if made from its buffers alone
+    (a field added to _Arrays must be added to _sub_arrays too)."""
+    rng = random.Random(4)
+    for bufs in _instances(30):
+        arr = planner._Arrays([replace(b, offset=None) for b in bufs])
+        group = rng.sample(range(len(bufs)), rng.randrange(len(bufs) + 1))
+        alone = planner._Arrays([replace(bufs[i], offset=None) for i in group])
+        assert vars(planner._sub_arrays(arr, group)) == vars(alone)
