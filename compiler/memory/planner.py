@@ -1304,9 +1304,14 @@ def _sweeps(arr: _Arrays, m: _Members, cost: int, target: int, budget: _Budget, 
     for lists) the lifetime splits come second, each also paying its short-lived pairs. Return whether one reached
     ``target``."""
     members: list[tuple[str, bool, int]] = [(name, best_fit, -1) for name, best_fit in _SWEEPS]
-    if not paid:
-        members[1:1] = [("split", False, t) for t in _split_thresholds(arr, m.movable)]
-    for k, (name, best_fit, threshold) in enumerate(members):
+    k = -1
+    while k + 1 < len(members):
+        k += 1
+        if k == 1 and not paid:  # the splits' thresholds (a sort of the lifetimes) only once the budget pays more
+            if not budget.allows(cost):
+                return False
+            members[1:1] = [("split", False, t) for t in _split_thresholds(arr, m.movable)]
+        name, best_fit, threshold = members[k]
         extra = 0
         if threshold >= 0:
             extra = 2 * _pairs(arr, [i for i in m.movable if arr.last[i] - arr.first[i] < threshold])
