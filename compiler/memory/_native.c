@@ -12,6 +12,12 @@
  *   peak(first, last, size) -> int                         like planner._peak (the lower bound)
  *   count_pairs(items, first, last) -> int                 like planner._count_pairs
  *   sweep(order, first, last, size, align, off, base, best_fit) -> height   like planner._sweep_py
+ *   sort_items(items, ((column, descending), ...)) -> items   like planner._sweep_order's sorted()
+ *   components(items, first, last) -> (grouped, ends, spanning, span_ends)   like planner._groups
+ *   ingest(first, last, size, align) -> (4 arrays, bounds...) or None   planner._Arrays' arrays and checks
+ *   offsets_dict(ids, off) -> dict                         the plan's offsets by id (sized once)
+ *   exact_state / exact_candidates / exact_place / exact_undo   the exact search's inner steps, like
+ *                                                          planner._Search._candidates / _place / _unplace
  *   exact_search(arrays, capacity, heuristic) -> capsule   planner._Search's whole depth-first search, paused
  *   exact_resume(capsule, pause_at) -> (status, nodes, work, solution)   ... run on to its next pause or end
  *   start_order(by_start, off, first, last, size, leaves) -> (first, last, size, off, tops tree, lasts tree)
@@ -578,14 +584,11 @@ done:
 typedef struct {
     int64_t step, delta;
 } event_t;
+static void radix_pairs(uint64_t *k, int64_t *v, uint64_t *tk, int64_t *tv, Py_ssize_t n);
 
-static int cmp_event(const void *a, const void *b) {
-    const event_t *x = (const event_t *)a, *y = (const event_t *)b;
-    if (x->step != y->step) return x->step < y->step ? -1 : 1;
-    return (x->delta > y->delta) - (x->delta < y->delta);
-}
-
-/* planner._peak: the largest total size live at one step (releases first at equal steps). */
+/* planner._peak: the largest total size live at one step (releases first at equal steps: as the live total
+ * falls through a step's releases and then rises through its starts, its largest value there is the one after
+ * the whole step, so the events are sorted by step alone, by a radix sort). */
 static PyObject *native_peak(PyObject *self, PyObject *args) {
     PyObject *o[3];
     if (!PyArg_ParseTuple(args, "OOO", &o[0], &o[1], &o[2])) return NULL;
@@ -593,7 +596,8 @@ static PyObject *native_peak(PyObject *self, PyObject *args) {
     const char *names[3] = {"first", "last", "size"};
     int got = get_all(o, v, 3, names, -1);
     PyObject *result = NULL;
-    event_t *ev = NULL;
+    uint64_t *step = NULL, *tk = NULL;
+    int64_t *delta = NULL, *tv = NULL;
     if (got < 3) goto done;
     Py_ssize_t n = v[0].len / 8;
     if (v[1].len / 8 != n || v[2].len / 8 != n) {
@@ -601,28 +605,32 @@ static PyObject *native_peak(PyObject *self, PyObject *args) {
         goto done;
     }
     const int64_t *first = v[0].buf, *last = v[1].buf, *size = v[2].buf;
-    ev = (event_t *)malloc(sizeof(event_t) * (size_t)(2 * n + 1));
-    if (!ev) {
+    size_t bytes = sizeof(int64_t) * (size_t)(2 * n + 1);
+    step = malloc(bytes), tk = malloc(bytes), delta = malloc(bytes), tv = malloc(bytes);
+    if (!step || !tk || !delta || !tv) {
         PyErr_NoMemory();
         goto done;
     }
     Py_ssize_t m = 0;
     for (Py_ssize_t k = 0; k < n; k++)
         if (size[k]) {
-            ev[m].step = first[k];
-            ev[m++].delta = size[k];
-            ev[m].step = last[k] + 1;
-            ev[m++].delta = -size[k];
+            step[m] = (uint64_t)first[k] ^ 0x8000000000000000ull;
+            delta[m++] = size[k];
+            step[m] = (uint64_t)(last[k] + 1) ^ 0x8000000000000000ull;
+            delta[m++] = -size[k];
         }
-    qsort(ev, (size_t)m, sizeof(event_t), cmp_event);
+    radix_pairs(step, delta, tk, tv, m);
     int64_t live = 0, peak = 0;
     for (Py_ssize_t k = 0; k < m; k++) {
-        live += ev[k].delta;
-        if (live > peak) peak = live;
+        live += delta[k];
+        if ((k + 1 == m || step[k + 1] != step[k]) && live > peak) peak = live;
     }
     result = PyLong_FromLongLong(peak);
 done:
-    free(ev);
+    free(step);
+    free(tk);
+    free(delta);
+    free(tv);
     for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
     return result;
 }
@@ -635,7 +643,7 @@ static PyObject *native_count_pairs(PyObject *self, PyObject *args) {
     const char *names[3] = {"items", "first", "last"};
     int got = get_all(o, v, 3, names, -1);
     PyObject *result = NULL;
-    int64_t *starts = NULL, *ends = NULL;
+    uint64_t *starts = NULL, *ends = NULL, *scratch = NULL;
     if (got < 3) goto done;
     const int64_t *items = v[0].buf, *first = v[1].buf, *last = v[2].buf;
     Py_ssize_t m = v[0].len / 8, n = v[1].len / 8;
@@ -643,9 +651,10 @@ static PyObject *native_count_pairs(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "count_pairs: arrays of different lengths");
         goto done;
     }
-    starts = (int64_t *)malloc(sizeof(int64_t) * (size_t)(m + 1));
-    ends = (int64_t *)malloc(sizeof(int64_t) * (size_t)(m + 1));
-    if (!starts || !ends) {
+    starts = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)(m + 1));
+    ends = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)(m + 1));
+    scratch = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)(m + 1));
+    if (!starts || !ends || !scratch) {
         PyErr_NoMemory();
         goto done;
     }
@@ -654,11 +663,11 @@ static PyObject *native_count_pairs(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_IndexError, "count_pairs: item out of range");
             goto done;
         }
-        starts[k] = first[items[k]];
-        ends[k] = last[items[k]];
+        starts[k] = (uint64_t)first[items[k]] ^ 0x8000000000000000ull; /* in signed order */
+        ends[k] = (uint64_t)last[items[k]] ^ 0x8000000000000000ull;
     }
-    qsort(starts, (size_t)m, sizeof(int64_t), cmp_i64);
-    qsort(ends, (size_t)m, sizeof(int64_t), cmp_i64);
+    radix_pairs(starts, NULL, scratch, NULL, m);
+    radix_pairs(ends, NULL, scratch, NULL, m);
     /* the k-th item by start overlaps every earlier one except those that ended before it started */
     long long pairs = 0;
     Py_ssize_t gone = 0;
@@ -670,98 +679,221 @@ static PyObject *native_count_pairs(PyObject *self, PyObject *args) {
 done:
     free(starts);
     free(ends);
+    free(scratch);
     for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
     return result;
 }
 
-/* ---- time sweep (planner._sweep / planner._Gaps) ---- */
+/* ---- time sweep (planner._sweep / planner._Gaps) ----
+ *
+ * The live buffers are kept in offset order as a doubly linked list (positions in the order), so that a release
+ * finds the buffers below and above it at once; the free ranges between them (the gaps, below the top live
+ * buffer) are kept in treaps (randomised balanced search trees) keyed so that the fit queries take one descent:
+ * first fit keeps them by start, best fit by (length, start) and by (length class, start). Each node also holds
+ * the largest length of its subtree ("the lowest gap above some key of at least s bytes" skips whole subtrees)
+ * and the live buffer just above its gap. Adding, dropping or finding a gap costs O(log gaps). */
 
-/* int64 -> int64 hash map, open addressing with linear probing and backward-shift deletion; keys >= 0. */
 typedef struct {
-    int64_t *key, *val;
-    size_t mask;
-} map_t;
+    int64_t k1, k2, len, mx;
+    uint64_t classes; /* bit c set when a gap of the subtree has a length of bit length c */
+    int32_t l, r, above;
+    uint32_t pri;
+} tnode_t;
 
-static size_t map_slot(const map_t *m, int64_t k) { return (size_t)(((uint64_t)k * 0x9E3779B97F4A7C15ull) >> 20) & m->mask; }
+/* a treap in a pool of nodes (index 0 is the empty tree; freed nodes are chained by l) */
+typedef struct {
+    tnode_t *n;
+    int32_t root, free, used, cap;
+    uint32_t seed;
+} treap_t;
 
-static int map_init(map_t *m, Py_ssize_t items) {
-    size_t cap = 16;
-    while (cap < (size_t)(2 * items + 2)) cap <<= 1;
-    m->mask = cap - 1;
-    m->key = (int64_t *)malloc(sizeof(int64_t) * cap);
-    m->val = (int64_t *)malloc(sizeof(int64_t) * cap);
-    if (!m->key || !m->val) return -1;
-    memset(m->key, 0xff, sizeof(int64_t) * cap); /* every key -1: empty */
+static inline int key_less(int64_t a1, int64_t a2, int64_t b1, int64_t b2) { return a1 < b1 || (a1 == b1 && a2 < b2); }
+
+static inline int bitlen(int64_t v) { return v > 0 ? 64 - __builtin_clzll((uint64_t)v) : 0; }
+
+static inline void t_pull(tnode_t *n, int32_t t) {
+    int64_t m = n[t].len, a = n[n[t].l].mx, b = n[n[t].r].mx;
+    if (a > m) m = a;
+    if (b > m) m = b;
+    n[t].mx = m;
+    n[t].classes = n[n[t].l].classes | n[n[t].r].classes | (1ull << (bitlen(n[t].len) & 63));
+}
+
+static int t_init(treap_t *t) {
+    t->cap = 1024;
+    t->n = (tnode_t *)malloc(sizeof(tnode_t) * (size_t)t->cap);
+    if (!t->n) return -1;
+    memset(&t->n[0], 0, sizeof(tnode_t));
+    t->n[0].mx = INT64_MIN; /* the empty tree: no gap (and no class) */
+    t->root = t->free = 0;
+    t->used = 1;
+    t->seed = 2463534242u;
     return 0;
 }
 
-static void map_put(map_t *m, int64_t k, int64_t v) {
-    size_t i = map_slot(m, k);
-    while (m->key[i] != -1 && m->key[i] != k) i = (i + 1) & m->mask;
-    m->key[i] = k;
-    m->val[i] = v;
+/* a new node, or -1 when out of memory (the pool may move: take pointers into it only after this) */
+static int32_t t_node(treap_t *t, int64_t k1, int64_t k2, int64_t len, int32_t above) {
+    int32_t x = t->free;
+    if (x) {
+        t->free = t->n[x].l;
+    } else {
+        if (t->used == t->cap) {
+            if (t->cap > INT32_MAX / 2) return -1;
+            tnode_t *p = (tnode_t *)realloc(t->n, sizeof(tnode_t) * (size_t)(2 * t->cap));
+            if (!p) return -1;
+            t->n = p;
+            t->cap *= 2;
+        }
+        x = t->used++;
+    }
+    uint32_t s = t->seed; /* xorshift32: the shape decides the speed only, never an answer */
+    s ^= s << 13;
+    s ^= s >> 17;
+    s ^= s << 5;
+    t->seed = s;
+    tnode_t *p = &t->n[x];
+    p->k1 = k1;
+    p->k2 = k2;
+    p->len = p->mx = len;
+    p->classes = 1ull << (bitlen(len) & 63);
+    p->l = p->r = 0;
+    p->above = above;
+    p->pri = s;
+    return x;
 }
 
-static int map_get(const map_t *m, int64_t k, int64_t *v) {
-    size_t i = map_slot(m, k);
-    while (m->key[i] != -1) {
-        if (m->key[i] == k) {
-            *v = m->val[i];
-            return 1;
-        }
-        i = (i + 1) & m->mask;
+/* split t into the keys below (k1, k2) and the others */
+static void t_split(tnode_t *n, int32_t t, int64_t k1, int64_t k2, int32_t *l, int32_t *r) {
+    if (!t) {
+        *l = *r = 0;
+        return;
     }
+    if (key_less(n[t].k1, n[t].k2, k1, k2)) {
+        t_split(n, n[t].r, k1, k2, &n[t].r, r);
+        *l = t;
+    } else {
+        t_split(n, n[t].l, k1, k2, l, &n[t].l);
+        *r = t;
+    }
+    t_pull(n, t);
+}
+
+static int32_t t_merge(tnode_t *n, int32_t a, int32_t b) {
+    if (!a) return b;
+    if (!b) return a;
+    if (n[a].pri > n[b].pri) {
+        n[a].r = t_merge(n, n[a].r, b);
+        t_pull(n, a);
+        return a;
+    }
+    n[b].l = t_merge(n, a, n[b].l);
+    t_pull(n, b);
+    return b;
+}
+
+static int32_t t_insert(tnode_t *n, int32_t t, int32_t x) {
+    if (!t) return x;
+    if (n[x].pri > n[t].pri) {
+        t_split(n, t, n[x].k1, n[x].k2, &n[x].l, &n[x].r);
+        t_pull(n, x);
+        return x;
+    }
+    if (key_less(n[x].k1, n[x].k2, n[t].k1, n[t].k2))
+        n[t].l = t_insert(n, n[t].l, x);
+    else
+        n[t].r = t_insert(n, n[t].r, x);
+    t_pull(n, t);
+    return t;
+}
+
+/* drop the node of key (k1, k2) (it is there); *gone is its index */
+static int32_t t_erase(tnode_t *n, int32_t t, int64_t k1, int64_t k2, int32_t *gone) {
+    if (n[t].k1 == k1 && n[t].k2 == k2) {
+        *gone = t;
+        return t_merge(n, n[t].l, n[t].r);
+    }
+    if (key_less(k1, k2, n[t].k1, n[t].k2))
+        n[t].l = t_erase(n, n[t].l, k1, k2, gone);
+    else
+        n[t].r = t_erase(n, n[t].r, k1, k2, gone);
+    t_pull(n, t);
+    return t;
+}
+
+/* the node of key (k1, k2) (it is there) gets the key (nk1, nk2), length len and live buffer above; the new key
+ * must keep the node's place in the order */
+static void t_update(tnode_t *n, int32_t t, int64_t k1, int64_t k2, const tnode_t *to) {
+    if (n[t].k1 == k1 && n[t].k2 == k2) {
+        n[t].k1 = to->k1;
+        n[t].k2 = to->k2;
+        n[t].len = to->len;
+        n[t].above = to->above;
+    } else {
+        t_update(n, key_less(k1, k2, n[t].k1, n[t].k2) ? n[t].l : n[t].r, k1, k2, to);
+    }
+    t_pull(n, t);
+}
+
+static int t_add(treap_t *t, int64_t k1, int64_t k2, int64_t len, int32_t above) {
+    int32_t x = t_node(t, k1, k2, len, above);
+    if (x < 0) return -1;
+    t->root = t_insert(t->n, t->root, x);
     return 0;
 }
 
-static void map_del(map_t *m, int64_t k) {
-    size_t i = map_slot(m, k);
-    while (m->key[i] != k) {
-        if (m->key[i] == -1) return;
-        i = (i + 1) & m->mask;
-    }
-    size_t j = i;
-    for (;;) {
-        j = (j + 1) & m->mask;
-        if (m->key[j] == -1) break;
-        size_t h = map_slot(m, m->key[j]);
-        /* move key j back to the hole i unless its home slot lies cyclically in (i, j] */
-        int stays = i <= j ? (h > i && h <= j) : (h > i || h <= j);
-        if (!stays) {
-            m->key[i] = m->key[j];
-            m->val[i] = m->val[j];
-            i = j;
-        }
-    }
-    m->key[i] = -1;
+static void t_drop(treap_t *t, int64_t k1, int64_t k2) {
+    int32_t gone = 0;
+    t->root = t_erase(t->n, t->root, k1, k2, &gone);
+    t->n[gone].l = t->free;
+    t->free = gone;
 }
 
-typedef struct {
-    int64_t *lo, *hi;
-    Py_ssize_t n, cap;
-} gaplist_t; /* free ranges of one length class, ascending by start */
-
-/* The free ranges below the top live buffer, by start and by end, and by length class; and the top. */
-typedef struct {
-    int64_t base, top;
-    map_t by_lo, by_hi;
-    gaplist_t cls[65];
-} gaps_t;
-
-static int bitlen(int64_t v) {
-    int c = 0;
-    while (v) {
-        c++;
-        v >>= 1;
+/* the node of lowest key above (k1, k2) among those of length >= s, or 0 */
+static int32_t t_after(const tnode_t *n, int32_t t, int64_t k1, int64_t k2, int64_t s) {
+    if (!t || n[t].mx < s) return 0;
+    if (key_less(k1, k2, n[t].k1, n[t].k2)) {
+        int32_t found = t_after(n, n[t].l, k1, k2, s);
+        if (found) return found;
+        if (n[t].len >= s) return t;
     }
-    return c;
+    return t_after(n, n[t].r, k1, k2, s);
 }
 
-static Py_ssize_t lower(const int64_t *a, Py_ssize_t n, int64_t x) {
-    Py_ssize_t lo = 0, hi = n;
+/* the node of lowest key above (k1, k2) among those whose length has bit length c, or 0 */
+static int32_t t_after_class(const tnode_t *n, int32_t t, int64_t k1, int64_t k2, int c) {
+    if (!t || !(n[t].classes >> c & 1)) return 0;
+    if (key_less(k1, k2, n[t].k1, n[t].k2)) {
+        int32_t found = t_after_class(n, n[t].l, k1, k2, c);
+        if (found) return found;
+        if (bitlen(n[t].len) == c) return t;
+    }
+    return t_after_class(n, n[t].r, k1, k2, c);
+}
+
+/* A sorted list of (length, start, live buffer above) in blocks of at most BSL_B entries, with the last key of
+ * each block in one array: best fit's gaps by (length, start). Finding a key is two binary searches (blocks,
+ * then entries), and an add or a drop moves at most a block (a full block splits in two): cheaper than a tree
+ * for the few thousand gaps a sweep holds, and logarithmic in them but for the block. */
+#define BSL_B 64
+
+typedef struct {
+    int64_t len, lo;
+    int32_t above;
+} tentry_t;
+
+typedef struct {
+    tentry_t **blk;
+    int32_t *cnt;
+    int64_t *last1, *last2; /* each block's last key */
+    Py_ssize_t nb, cap;
+} bsl_t;
+
+/* the first block whose last key is >= (k1, k2) (nb if none) */
+static Py_ssize_t bsl_block(const bsl_t *l, int64_t k1, int64_t k2) {
+    Py_ssize_t lo = 0, hi = l->nb;
     while (lo < hi) {
         Py_ssize_t mid = (lo + hi) / 2;
-        if (a[mid] < x)
+        if (key_less(l->last1[mid], l->last2[mid], k1, k2))
             lo = mid + 1;
         else
             hi = mid;
@@ -769,135 +901,320 @@ static Py_ssize_t lower(const int64_t *a, Py_ssize_t n, int64_t x) {
     return lo;
 }
 
-static int add_gap(gaps_t *g, int64_t lo, int64_t hi) {
-    if (hi <= lo) return 0;
-    gaplist_t *l = &g->cls[bitlen(hi - lo)];
-    if (l->n == l->cap) {
+/* the first entry of block b whose key is >= (k1, k2) */
+static int32_t bsl_entry(const bsl_t *l, Py_ssize_t b, int64_t k1, int64_t k2) {
+    const tentry_t *e = l->blk[b];
+    int32_t lo = 0, hi = l->cnt[b];
+    while (lo < hi) {
+        int32_t mid = (lo + hi) / 2;
+        if (key_less(e[mid].len, e[mid].lo, k1, k2))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static void bsl_relast(bsl_t *l, Py_ssize_t b) {
+    const tentry_t *e = &l->blk[b][l->cnt[b] - 1];
+    l->last1[b] = e->len;
+    l->last2[b] = e->lo;
+}
+
+/* room for a block at b (the blocks from b move up) */
+static int bsl_open(bsl_t *l, Py_ssize_t b) {
+    if (l->nb == l->cap) {
         Py_ssize_t cap = l->cap ? 2 * l->cap : 16;
-        int64_t *a = (int64_t *)realloc(l->lo, sizeof(int64_t) * (size_t)cap);
-        if (!a) return -1;
-        l->lo = a;
-        a = (int64_t *)realloc(l->hi, sizeof(int64_t) * (size_t)cap);
-        if (!a) return -1;
-        l->hi = a;
+        tentry_t **blk = realloc(l->blk, sizeof(tentry_t *) * (size_t)cap);
+        if (blk) l->blk = blk;
+        int32_t *cnt = realloc(l->cnt, sizeof(int32_t) * (size_t)cap);
+        if (cnt) l->cnt = cnt;
+        int64_t *l1 = realloc(l->last1, sizeof(int64_t) * (size_t)cap);
+        if (l1) l->last1 = l1;
+        int64_t *l2 = realloc(l->last2, sizeof(int64_t) * (size_t)cap);
+        if (l2) l->last2 = l2;
+        if (!blk || !cnt || !l1 || !l2) return -1;
         l->cap = cap;
     }
-    Py_ssize_t j = lower(l->lo, l->n, lo);
-    memmove(l->lo + j + 1, l->lo + j, sizeof(int64_t) * (size_t)(l->n - j));
-    memmove(l->hi + j + 1, l->hi + j, sizeof(int64_t) * (size_t)(l->n - j));
-    l->lo[j] = lo;
-    l->hi[j] = hi;
-    l->n++;
-    map_put(&g->by_lo, lo, hi);
-    map_put(&g->by_hi, hi, lo);
+    tentry_t *fresh = malloc(sizeof(tentry_t) * BSL_B);
+    if (!fresh) return -1;
+    Py_ssize_t after = l->nb - b;
+    memmove(l->blk + b + 1, l->blk + b, sizeof(tentry_t *) * (size_t)after);
+    memmove(l->cnt + b + 1, l->cnt + b, sizeof(int32_t) * (size_t)after);
+    memmove(l->last1 + b + 1, l->last1 + b, sizeof(int64_t) * (size_t)after);
+    memmove(l->last2 + b + 1, l->last2 + b, sizeof(int64_t) * (size_t)after);
+    l->blk[b] = fresh;
+    l->cnt[b] = 0;
+    l->nb++;
     return 0;
+}
+
+static int bsl_add(bsl_t *l, int64_t len, int64_t lo, int32_t above) {
+    Py_ssize_t b = bsl_block(l, len, lo);
+    if (b == l->nb) {
+        if (b == 0) {
+            if (bsl_open(l, 0) < 0) return -1;
+        } else {
+            b--; /* above every key: at the end of the last block */
+        }
+    }
+    if (l->cnt[b] == BSL_B) { /* split: the upper half goes to a new block after it */
+        if (bsl_open(l, b + 1) < 0) return -1;
+        memcpy(l->blk[b + 1], l->blk[b] + BSL_B / 2, sizeof(tentry_t) * (BSL_B / 2));
+        l->cnt[b] = l->cnt[b + 1] = BSL_B / 2;
+        bsl_relast(l, b);
+        bsl_relast(l, b + 1);
+        if (!key_less(len, lo, l->last1[b], l->last2[b])) b++;
+    }
+    tentry_t *e = l->blk[b];
+    int32_t i = bsl_entry(l, b, len, lo);
+    memmove(e + i + 1, e + i, sizeof(tentry_t) * (size_t)(l->cnt[b] - i));
+    e[i].len = len;
+    e[i].lo = lo;
+    e[i].above = above;
+    l->cnt[b]++;
+    bsl_relast(l, b);
+    return 0;
+}
+
+/* drop the entry of key (len, lo) (it is there) */
+static void bsl_drop(bsl_t *l, int64_t len, int64_t lo) {
+    Py_ssize_t b = bsl_block(l, len, lo);
+    int32_t i = bsl_entry(l, b, len, lo);
+    tentry_t *e = l->blk[b];
+    memmove(e + i, e + i + 1, sizeof(tentry_t) * (size_t)(l->cnt[b] - i - 1));
+    if (--l->cnt[b]) {
+        bsl_relast(l, b);
+        return;
+    }
+    free(e);
+    Py_ssize_t after = l->nb - b - 1;
+    memmove(l->blk + b, l->blk + b + 1, sizeof(tentry_t *) * (size_t)after);
+    memmove(l->cnt + b, l->cnt + b + 1, sizeof(int32_t) * (size_t)after);
+    memmove(l->last1 + b, l->last1 + b + 1, sizeof(int64_t) * (size_t)after);
+    memmove(l->last2 + b, l->last2 + b + 1, sizeof(int64_t) * (size_t)after);
+    l->nb--;
+}
+
+static void bsl_free(bsl_t *l) {
+    for (Py_ssize_t b = 0; b < l->nb; b++) free(l->blk[b]);
+    free(l->blk);
+    free(l->cnt);
+    free(l->last1);
+    free(l->last2);
+}
+
+/* The sweep's state: the gaps (free ranges below the top live buffer) in a treap by start (``at``, with the
+ * largest length and the length classes of each subtree) and for best fit also in a block list by (length,
+ * start) (``tight``, for the size's own class), the live buffers by offset (``prev`` and
+ * ``next`` of each position in the order, -1 at the ends; ``last`` the highest), each placed buffer's range and
+ * the top (end of the highest live buffer, or the base). */
+typedef struct {
+    int64_t base, top;
+    int best_fit;
+    int32_t last;
+    int32_t *prev, *next;
+    int64_t *lo, *hi;
+    treap_t at;
+    bsl_t tight;
+} gaps_t;
+
+/* the gap a fit lands in: [lo, hi) below the live buffer ``above``, or above = -1 for the top */
+typedef struct {
+    int64_t lo, hi;
+    int32_t above;
+} gap_t;
+
+static int gaps_init(gaps_t *g, int64_t base, int best_fit, Py_ssize_t m) {
+    g->base = g->top = base;
+    g->best_fit = best_fit;
+    g->last = -1;
+    g->prev = (int32_t *)malloc(sizeof(int32_t) * (size_t)(m + 1));
+    g->next = (int32_t *)malloc(sizeof(int32_t) * (size_t)(m + 1));
+    g->lo = (int64_t *)malloc(sizeof(int64_t) * (size_t)(m + 1));
+    g->hi = (int64_t *)malloc(sizeof(int64_t) * (size_t)(m + 1));
+    if (!g->prev || !g->next || !g->lo || !g->hi) return -1;
+    return t_init(&g->at);
+}
+
+static void gaps_free(gaps_t *g) {
+    free(g->prev);
+    free(g->next);
+    free(g->lo);
+    free(g->hi);
+    free(g->at.n);
+    bsl_free(&g->tight);
+}
+
+/* record the free range [lo, hi) below the live buffer ``above`` (nothing if empty) */
+static int add_gap(gaps_t *g, int64_t lo, int64_t hi, int32_t above) {
+    if (hi <= lo) return 0;
+    int64_t len = hi - lo;
+    if (t_add(&g->at, lo, 0, len, above) < 0) return -1;
+    return g->best_fit ? bsl_add(&g->tight, len, lo, above) : 0;
 }
 
 /* forget the free range [lo, hi) */
 static void drop_gap(gaps_t *g, int64_t lo, int64_t hi) {
-    gaplist_t *l = &g->cls[bitlen(hi - lo)];
-    Py_ssize_t j = lower(l->lo, l->n, lo);
-    memmove(l->lo + j, l->lo + j + 1, sizeof(int64_t) * (size_t)(l->n - j - 1));
-    memmove(l->hi + j, l->hi + j + 1, sizeof(int64_t) * (size_t)(l->n - j - 1));
-    l->n--;
-    map_del(&g->by_lo, lo);
-    map_del(&g->by_hi, hi);
+    t_drop(&g->at, lo, 0);
+    if (g->best_fit) bsl_drop(&g->tight, hi - lo, lo);
 }
 
-/* Lowest aligned offset where s bytes are free (or, best fit, one in the tightest gap of the size's class,
- * else the lowest of the next class): planner._Gaps.find. *glo is the gap's start, or -1 for the top. */
-static int64_t gaps_find(const gaps_t *g, int64_t s, int64_t a, int best_fit, int64_t *glo) {
+/* the free range [lo, hi) becomes [nlo, nhi) below ``above``, no other one starting between lo and nlo: one
+ * descent by start (the order is kept), and for best fit a drop and an add by length */
+static int move_gap(gaps_t *g, int64_t lo, int64_t hi, int64_t nlo, int64_t nhi, int32_t above) {
+    tnode_t to = {.k1 = nlo, .k2 = 0, .len = nhi - nlo, .above = above};
+    t_update(g->at.n, g->at.root, lo, 0, &to);
+    if (!g->best_fit) return 0;
+    bsl_drop(&g->tight, hi - lo, lo);
+    return bsl_add(&g->tight, nhi - nlo, nlo, above);
+}
+
+static void gap_of(const tnode_t *p, int64_t lo, gap_t *gap) {
+    gap->lo = lo;
+    gap->hi = lo + p->len;
+    gap->above = p->above;
+}
+
+/* planner._Gaps._find_tight: the tightest gap of the size's class (aligned room, ties by the lowest start),
+ * else the lowest fitting gap of the lowest larger class that has one, else the top */
+static int64_t gaps_find_tight(const gaps_t *g, int64_t s, int64_t a, gap_t *gap) {
+    const bsl_t *l = &g->tight;
     int cs = bitlen(s);
-    *glo = -1;
-    if (best_fit) {
-        for (int c = cs; c < 65; c++) {
-            const gaplist_t *l = &g->cls[c];
-            int64_t best = -1, room = 0;
-            for (Py_ssize_t k = 0; k < l->n; k++) {
-                int64_t x = align_up(l->lo[k], a), r = l->hi[k] - x;
-                if (r >= s && (best < 0 || r < room)) {
-                    best = x;
-                    room = r;
-                    *glo = l->lo[k];
-                    if (c > cs) break;
-                }
-            }
-            if (best >= 0) return best;
-        }
-        return align_up(g->top, a);
-    }
-    int64_t best = align_up(g->top, a);
-    for (int c = cs; c < 65; c++) {
-        const gaplist_t *l = &g->cls[c];
-        for (Py_ssize_t k = 0; k < l->n; k++) {
-            int64_t lo = l->lo[k];
-            if (lo >= best) break;
-            int64_t x = align_up(lo, a);
-            if (x + s <= l->hi[k]) {
+    int64_t best = -1, room = 0;
+    Py_ssize_t b = bsl_block(l, s, INT64_MIN);
+    for (int32_t i = b < l->nb ? bsl_entry(l, b, s, INT64_MIN) : 0; b < l->nb; i = 0, b++) {
+        const tentry_t *e = l->blk[b];
+        for (; i < l->cnt[b]; i++) {
+            int64_t len = e[i].len, lo = e[i].lo;
+            if (bitlen(len) != cs || (best >= 0 && len - (a - 1) > room)) goto done; /* none after is tighter */
+            int64_t x = align_up(lo, a), r = lo + len - x;
+            if (r >= s && (best < 0 || r < room || (r == room && lo < gap->lo))) {
                 best = x;
-                *glo = lo;
-                break;
+                room = r;
+                gap->lo = lo;
+                gap->hi = lo + len;
+                gap->above = e[i].above;
+            }
+            if (a == 1) goto done; /* by length, then start: the first is the tightest */
+        }
+    }
+done:
+    if (best >= 0) return best;
+    const tnode_t *n = g->at.n;
+    int32_t t;
+    int32_t root = g->at.root;
+    for (int c = cs + 1; c < 64; c++) {
+        if (!(n[root].classes >> c & 1)) continue;
+        for (t = t_after_class(n, root, INT64_MIN, INT64_MIN, c); t; t = t_after_class(n, root, n[t].k1, 0, c)) {
+            int64_t x = align_up(n[t].k1, a);
+            if (x + s <= n[t].k1 + n[t].len) {
+                gap_of(&n[t], n[t].k1, gap);
+                return x;
             }
         }
     }
-    return best;
+    return align_up(g->top, a);
 }
 
-/* [x, x+s) is taken, inside the gap starting at glo (or above the top when glo < 0): planner._Gaps.occupy */
-static int gaps_occupy(gaps_t *g, int64_t x, int64_t s, int64_t glo) {
-    if (glo < 0) {
-        if (add_gap(g, g->top, x) < 0) return -1;
-        g->top = x + s;
-        return 0;
+/* Lowest aligned offset where s bytes are free (or, best fit, see gaps_find_tight): planner._Gaps.find; *gap is
+ * where (above = -1: the top). Every gap that fits is in the size's class or a larger one, and the lowest fitting
+ * gap of all holds the lowest offset: the first node by start of length >= s that fits. */
+static int64_t gaps_find(const gaps_t *g, int64_t s, int64_t a, int best_fit, gap_t *gap) {
+    gap->above = -1;
+    if (best_fit) return gaps_find_tight(g, s, a, gap);
+    const tnode_t *n = g->at.n;
+    for (int32_t t = t_after(n, g->at.root, INT64_MIN, INT64_MIN, s); t; t = t_after(n, g->at.root, n[t].k1, 0, s)) {
+        int64_t x = align_up(n[t].k1, a);
+        if (x + s <= n[t].k1 + n[t].len) {
+            gap_of(&n[t], n[t].k1, gap);
+            return x;
+        }
     }
-    int64_t ghi = 0;
-    map_get(&g->by_lo, glo, &ghi);
-    drop_gap(g, glo, ghi);
-    if (add_gap(g, glo, x) < 0 || add_gap(g, x + s, ghi) < 0) return -1;
+    return align_up(g->top, a);
+}
+
+/* the buffer at position k takes [x, x+s), inside *gap: planner._Gaps.occupy */
+static int gaps_occupy(gaps_t *g, int32_t k, int64_t x, int64_t s, const gap_t *gap) {
+    g->lo[k] = x;
+    g->hi[k] = x + s;
+    if (gap->above < 0) { /* above every live buffer */
+        g->prev[k] = g->last;
+        g->next[k] = -1;
+        if (g->last >= 0) g->next[g->last] = k;
+        g->last = k;
+        int64_t below = g->top;
+        g->top = x + s;
+        return add_gap(g, below, x, k);
+    }
+    int32_t up = gap->above, down = g->prev[up];
+    g->prev[k] = down;
+    g->next[k] = up;
+    g->prev[up] = k;
+    if (down >= 0) g->next[down] = k;
+    if (x > gap->lo) {
+        if (move_gap(g, gap->lo, gap->hi, gap->lo, x, k) < 0) return -1;
+        return add_gap(g, x + s, gap->hi, up);
+    }
+    if (x + s < gap->hi) return move_gap(g, gap->lo, gap->hi, x + s, gap->hi, up);
+    drop_gap(g, gap->lo, gap->hi);
     return 0;
 }
 
-/* the live buffer [x, end) is freed: planner._Gaps.release */
-static int gaps_release(gaps_t *g, int64_t x, int64_t end) {
-    int64_t below = x, next = end;
-    if (map_get(&g->by_hi, x, &below)) drop_gap(g, below, x);
-    if (end == g->top) {
+/* the buffer at position k is freed: planner._Gaps.release (the range from the end of the live buffer below it,
+ * or the base, to the start of the one above becomes one gap; or the top comes down) */
+static int gaps_release(gaps_t *g, int32_t k) {
+    int64_t x = g->lo[k], end = g->hi[k];
+    int32_t down = g->prev[k], up = g->next[k];
+    int64_t below = down >= 0 ? g->hi[down] : g->base;
+    if (down >= 0) g->next[down] = up;
+    if (up < 0) {
+        g->last = down;
+        if (below < x) drop_gap(g, below, x);
         g->top = below;
         return 0;
     }
-    if (map_get(&g->by_lo, end, &next)) drop_gap(g, end, next);
-    return add_gap(g, below, next);
-}
-
-/* min-heap of (last step, offset, end) */
-static void heap_push(int64_t *h, Py_ssize_t *n, int64_t last, int64_t off, int64_t end) {
-    Py_ssize_t k = (*n)++;
-    while (k) {
-        Py_ssize_t p = (k - 1) / 2;
-        if (h[3 * p] <= last) break;
-        memcpy(h + 3 * k, h + 3 * p, 3 * sizeof(int64_t));
-        k = p;
+    g->prev[up] = down;
+    int64_t next = g->lo[up];
+    if (below < x) {
+        if (next > end) drop_gap(g, end, next);
+        return move_gap(g, below, x, below, next, up);
     }
-    h[3 * k] = last;
-    h[3 * k + 1] = off;
-    h[3 * k + 2] = end;
+    if (next > end) return move_gap(g, end, next, x, next, up);
+    return add_gap(g, x, end, up);
 }
 
-static void heap_pop(int64_t *h, Py_ssize_t *n, int64_t *off, int64_t *end) {
-    *off = h[1];
-    *end = h[2];
+/* min-heap of (last step, position in the order) */
+static void heap_push(int64_t *h, Py_ssize_t *n, int64_t last, int64_t k) {
+    Py_ssize_t i = (*n)++;
+    while (i) {
+        Py_ssize_t p = (i - 1) / 2;
+        if (h[2 * p] <= last) break;
+        h[2 * i] = h[2 * p];
+        h[2 * i + 1] = h[2 * p + 1];
+        i = p;
+    }
+    h[2 * i] = last;
+    h[2 * i + 1] = k;
+}
+
+static int64_t heap_pop(int64_t *h, Py_ssize_t *n) {
+    int64_t top = h[1];
     Py_ssize_t m = --(*n);
-    int64_t last[3] = {h[3 * m], h[3 * m + 1], h[3 * m + 2]};
-    Py_ssize_t k = 0;
+    int64_t last = h[2 * m], k = h[2 * m + 1];
+    Py_ssize_t i = 0;
     for (;;) {
-        Py_ssize_t c = 2 * k + 1;
+        Py_ssize_t c = 2 * i + 1;
         if (c >= m) break;
-        if (c + 1 < m && h[3 * (c + 1)] < h[3 * c]) c++;
-        if (h[3 * c] >= last[0]) break;
-        memcpy(h + 3 * k, h + 3 * c, 3 * sizeof(int64_t));
-        k = c;
+        if (c + 1 < m && h[2 * (c + 1)] < h[2 * c]) c++;
+        if (h[2 * c] >= last) break;
+        h[2 * i] = h[2 * c];
+        h[2 * i + 1] = h[2 * c + 1];
+        i = c;
     }
-    memcpy(h + 3 * k, last, 3 * sizeof(int64_t));
+    h[2 * i] = last;
+    h[2 * i + 1] = k;
+    return top;
 }
 
 static PyObject *native_sweep(PyObject *self, PyObject *args) {
@@ -911,7 +1228,6 @@ static PyObject *native_sweep(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     gaps_t g;
     memset(&g, 0, sizeof g);
-    g.base = g.top = base;
     int64_t *heap = NULL;
     if (got < 6) goto done;
     const int64_t *order = v[0].buf, *first = v[1].buf, *last = v[2].buf, *size = v[3].buf, *align = v[4].buf;
@@ -926,8 +1242,12 @@ static PyObject *native_sweep(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "sweep: item out of range or of no size");
             goto done;
         }
-    heap = (int64_t *)malloc(sizeof(int64_t) * 3 * (size_t)(m + 1));
-    if (!heap || map_init(&g.by_lo, m + 1) < 0 || map_init(&g.by_hi, m + 1) < 0) {
+    if (m >= INT32_MAX / 2) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    heap = (int64_t *)malloc(sizeof(int64_t) * 2 * (size_t)(m + 1));
+    if (!heap || gaps_init(&g, base, best_fit, m) < 0) {
         PyErr_NoMemory();
         goto done;
     }
@@ -936,14 +1256,13 @@ static PyObject *native_sweep(PyObject *self, PyObject *args) {
     int failed = 0;
     Py_BEGIN_ALLOW_THREADS;
     for (Py_ssize_t k = 0; k < m && !failed; k++) {
-        int64_t b = order[k], f = first[b], glo, x, end;
-        while (nheap && heap[0] < f) {
-            heap_pop(heap, &nheap, &x, &end);
-            if (gaps_release(&g, x, end) < 0) failed = 1;
-        }
-        x = gaps_find(&g, size[b], align[b], best_fit, &glo);
-        if (gaps_occupy(&g, x, size[b], glo) < 0) failed = 1;
-        heap_push(heap, &nheap, last[b], x, x + size[b]);
+        int64_t b = order[k], f = first[b];
+        gap_t gap;
+        while (nheap && heap[0] < f)
+            if (gaps_release(&g, (int32_t)heap_pop(heap, &nheap)) < 0) failed = 1;
+        int64_t x = gaps_find(&g, size[b], align[b], best_fit, &gap);
+        if (gaps_occupy(&g, (int32_t)k, x, size[b], &gap) < 0) failed = 1;
+        heap_push(heap, &nheap, last[b], k);
         off[b] = x;
         if (x + size[b] > height) height = x + size[b];
     }
@@ -954,18 +1273,307 @@ static PyObject *native_sweep(PyObject *self, PyObject *args) {
         result = PyLong_FromLongLong(height);
 done:
     free(heap);
-    free(g.by_lo.key);
-    free(g.by_lo.val);
-    free(g.by_hi.key);
-    free(g.by_hi.val);
-    for (int c = 0; c < 65; c++) {
-        free(g.cls[c].lo);
-        free(g.cls[c].hi);
-    }
+    gaps_free(&g);
     for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
     return result;
 }
 
+/* ---- sorting and the planner's O(n) passes (planner._sorted, _groups, _Arrays, _offsets_dict) ---- */
+
+#define SIGN_BIT 0x8000000000000000ull
+
+/* Stable LSD radix sort of n (key, val) pairs by unsigned key, a byte a pass (passes where every key has the
+ * same byte are skipped); tk and tv are scratch of n; v and tv may be NULL (keys alone). */
+static void radix_pairs(uint64_t *k, int64_t *v, uint64_t *tk, int64_t *tv, Py_ssize_t n) {
+    Py_ssize_t count[8][256];
+    if (n < 2) return;
+    memset(count, 0, sizeof count);
+    for (Py_ssize_t i = 0; i < n; i++)
+        for (int d = 0; d < 8; d++) count[d][(k[i] >> (8 * d)) & 255]++;
+    uint64_t *sk = k, *dk = tk;
+    int64_t *sv = v, *dv = tv;
+    for (int d = 0; d < 8; d++) {
+        if (count[d][(k[0] >> (8 * d)) & 255] == n) continue;
+        Py_ssize_t pos[256], at = 0;
+        for (int b = 0; b < 256; b++) {
+            pos[b] = at;
+            at += count[d][b];
+        }
+        if (v) {
+            for (Py_ssize_t i = 0; i < n; i++) {
+                Py_ssize_t p = pos[(sk[i] >> (8 * d)) & 255]++;
+                dk[p] = sk[i];
+                dv[p] = sv[i];
+            }
+        } else {
+            for (Py_ssize_t i = 0; i < n; i++) dk[pos[(sk[i] >> (8 * d)) & 255]++] = sk[i];
+        }
+        uint64_t *t1 = sk;
+        sk = dk;
+        dk = t1;
+        int64_t *t2 = sv;
+        sv = dv;
+        dv = t2;
+    }
+    if (sk != k) {
+        memcpy(k, sk, sizeof(uint64_t) * (size_t)n);
+        if (v) memcpy(v, sv, sizeof(int64_t) * (size_t)n);
+    }
+}
+
+/* items (m of them, each in [0, n)) sorted by the columns (keys[c][item], descending where desc[c]), most
+ * significant first, ties by the item: into out (and scratch k, tk, tv of m) */
+static void sort_by(const int64_t *items, Py_ssize_t m, const int64_t **keys, const int *desc, int ncols,
+                    int64_t *out, uint64_t *k, uint64_t *tk, int64_t *tv) {
+    int ascending = 1;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        out[i] = items[i];
+        if (i && items[i] <= items[i - 1]) ascending = 0;
+    }
+    if (!ascending) {
+        for (Py_ssize_t i = 0; i < m; i++) k[i] = (uint64_t)out[i] ^ SIGN_BIT;
+        radix_pairs(k, out, tk, tv, m);
+    }
+    for (int c = ncols - 1; c >= 0; c--) {
+        for (Py_ssize_t i = 0; i < m; i++) {
+            uint64_t key = (uint64_t)keys[c][out[i]] ^ SIGN_BIT;
+            k[i] = desc[c] ? ~key : key;
+        }
+        radix_pairs(k, out, tk, tv, m);
+    }
+}
+
+/* sort_items(items, columns) -> array: planner._sorted (columns: ((array, descending), ...)) */
+static PyObject *native_sort_items(PyObject *self, PyObject *args) {
+    PyObject *items_obj, *cols;
+    if (!PyArg_ParseTuple(args, "OO!", &items_obj, &PyTuple_Type, &cols)) return NULL;
+    int ncols = (int)PyTuple_GET_SIZE(cols);
+    if (ncols < 1 || ncols > 6) {
+        PyErr_SetString(PyExc_ValueError, "sort_items: 1 to 6 columns");
+        return NULL;
+    }
+    Py_buffer v[7];
+    int got = 0, desc[6];
+    const int64_t *keys[6];
+    PyObject *result = NULL;
+    uint64_t *k = NULL, *tk = NULL;
+    int64_t *tv = NULL;
+    if (get_i64(items_obj, &v[got], 0, "items") < 0) goto done;
+    got++;
+    for (int c = 0; c < ncols; c++) {
+        PyObject *col = PyTuple_GET_ITEM(cols, c);
+        if (!PyTuple_Check(col) || PyTuple_GET_SIZE(col) != 2) {
+            PyErr_SetString(PyExc_TypeError, "sort_items: a column is (array, descending)");
+            goto done;
+        }
+        if (get_i64(PyTuple_GET_ITEM(col, 0), &v[got], 0, "column") < 0) goto done;
+        got++;
+        desc[c] = PyObject_IsTrue(PyTuple_GET_ITEM(col, 1));
+        keys[c] = v[c + 1].buf;
+    }
+    const int64_t *items = v[0].buf;
+    Py_ssize_t m = v[0].len / 8, n = v[1].len / 8;
+    for (int c = 1; c < ncols; c++)
+        if (v[c + 1].len / 8 != n) {
+            PyErr_SetString(PyExc_ValueError, "sort_items: columns of different lengths");
+            goto done;
+        }
+    for (Py_ssize_t i = 0; i < m; i++)
+        if (items[i] < 0 || items[i] >= n) {
+            PyErr_SetString(PyExc_IndexError, "sort_items: item out of range");
+            goto done;
+        }
+    int64_t *out;
+    result = new_i64_array(m, &out);
+    if (!result) goto done;
+    k = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)(m + 1));
+    tk = (uint64_t *)malloc(sizeof(uint64_t) * (size_t)(m + 1));
+    tv = (int64_t *)malloc(sizeof(int64_t) * (size_t)(m + 1));
+    if (!k || !tk || !tv) {
+        Py_CLEAR(result);
+        PyErr_NoMemory();
+        goto done;
+    }
+    sort_by(items, m, keys, desc, ncols, out, k, tk, tv);
+done:
+    free(k);
+    free(tk);
+    free(tv);
+    for (int c = 0; c < got; c++) PyBuffer_Release(&v[c]);
+    return result;
+}
+
+/* components(items, first, last) -> (grouped, ends, spanning, span_ends): planner._groups. The items split into
+ * groups whose lifetimes chain-overlap, in time order, each ascending (grouped[ends[g-1]:ends[g]]), and per
+ * group its items live over all of it (first at its first step, last at its last), ascending
+ * (spanning[span_ends[g-1]:span_ends[g]]). */
+static PyObject *native_components(PyObject *self, PyObject *args) {
+    PyObject *o[3];
+    if (!PyArg_ParseTuple(args, "OOO", &o[0], &o[1], &o[2])) return NULL;
+    Py_buffer v[3];
+    const char *names[3] = {"items", "first", "last"};
+    int got = get_all(o, v, 3, names, -1);
+    PyObject *result = NULL, *grouped = NULL, *ends = NULL, *spanning = NULL, *span_ends = NULL;
+    uint64_t *k = NULL, *tk = NULL;
+    int64_t *byidx = NULL, *bytime = NULL, *tv = NULL, *gid = NULL, *glo = NULL, *ghi = NULL, *fill = NULL;
+    if (got < 3) goto done;
+    const int64_t *items = v[0].buf, *first = v[1].buf, *last = v[2].buf;
+    Py_ssize_t m = v[0].len / 8, n = v[1].len / 8;
+    if (v[2].len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "components: arrays of different lengths");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < m; i++)
+        if (items[i] < 0 || items[i] >= n) {
+            PyErr_SetString(PyExc_IndexError, "components: item out of range");
+            goto done;
+        }
+    size_t bytes = sizeof(int64_t) * (size_t)(m + 1);
+    k = malloc(bytes), tk = malloc(bytes), tv = malloc(bytes), byidx = malloc(bytes), bytime = malloc(bytes);
+    gid = malloc(bytes), glo = malloc(bytes), ghi = malloc(bytes), fill = malloc(bytes);
+    if (!k || !tk || !tv || !byidx || !bytime || !gid || !glo || !ghi || !fill) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* by index (byidx), then the positions in byidx stably by first step (bytime): the order of
+     * planner._time_components, ties by the item */
+    sort_by(items, m, NULL, NULL, 0, byidx, k, tk, tv);
+    for (Py_ssize_t i = 0; i < m; i++) {
+        k[i] = (uint64_t)first[byidx[i]] ^ SIGN_BIT;
+        bytime[i] = i;
+    }
+    radix_pairs(k, bytime, tk, tv, m);
+    Py_ssize_t groups = 0; /* gid: the group of each position in byidx */
+    int64_t reach = 0;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        int64_t it = byidx[bytime[i]];
+        if (!groups || first[it] > reach) {
+            glo[groups] = first[it];
+            ghi[groups] = last[it];
+            reach = last[it];
+            groups++;
+        } else if (last[it] > reach) {
+            reach = last[it];
+            ghi[groups - 1] = reach;
+        }
+        gid[bytime[i]] = groups - 1;
+    }
+    int64_t *pg, *pe, *ps, *pse;
+    grouped = new_i64_array(m, &pg);
+    ends = new_i64_array(groups, &pe);
+    if (!grouped || !ends) goto done;
+    for (Py_ssize_t g = 0; g < groups; g++) fill[g] = 0;
+    Py_ssize_t nspan = 0;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        int64_t g = gid[i], it = byidx[i];
+        fill[g]++;
+        if (first[it] == glo[g] && last[it] == ghi[g]) nspan++;
+    }
+    for (Py_ssize_t g = 0, at = 0; g < groups; g++) {
+        at += fill[g];
+        pe[g] = at;
+        fill[g] = at - fill[g]; /* next free slot of group g */
+    }
+    spanning = new_i64_array(nspan, &ps);
+    span_ends = new_i64_array(groups, &pse);
+    if (!spanning || !span_ends) goto done;
+    for (Py_ssize_t i = 0; i < m; i++) pg[fill[gid[i]]++] = byidx[i];
+    for (Py_ssize_t g = 0; g < groups; g++) fill[g] = 0;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        int64_t g = gid[i], it = byidx[i];
+        if (first[it] == glo[g] && last[it] == ghi[g]) fill[g]++;
+    }
+    for (Py_ssize_t g = 0, at = 0; g < groups; g++) {
+        at += fill[g];
+        pse[g] = at;
+        fill[g] = at - fill[g];
+    }
+    for (Py_ssize_t i = 0; i < m; i++) {
+        int64_t g = gid[i], it = byidx[i];
+        if (first[it] == glo[g] && last[it] == ghi[g]) ps[fill[g]++] = it;
+    }
+    result = PyTuple_Pack(4, grouped, ends, spanning, span_ends);
+done:
+    Py_XDECREF(grouped);
+    Py_XDECREF(ends);
+    Py_XDECREF(spanning);
+    Py_XDECREF(span_ends);
+    free(k), free(tk), free(tv), free(byidx), free(bytime), free(gid), free(glo), free(ghi), free(fill);
+    for (int c = 0; c < got; c++) PyBuffer_Release(&v[c]);
+    return result;
+}
+
+/* ingest(first, last, size, align) -> (first64, last64, size64, align64, min_size, min_align, min_length,
+ * sum_size, max_size, max_align, max_last, min_first), or None when a value (or the sum of the sizes, or a
+ * length) does not fit int64: planner._Arrays' int64 arrays and the figures its checks need, in one pass. */
+static PyObject *native_ingest(PyObject *self, PyObject *args) {
+    PyObject *lists[4];
+    if (!PyArg_ParseTuple(args, "O!O!O!O!", &PyList_Type, &lists[0], &PyList_Type, &lists[1], &PyList_Type, &lists[2],
+                          &PyList_Type, &lists[3]))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(lists[0]);
+    for (int c = 1; c < 4; c++)
+        if (PyList_GET_SIZE(lists[c]) != n) {
+            PyErr_SetString(PyExc_ValueError, "ingest: lists of different lengths");
+            return NULL;
+        }
+    PyObject *arrays[4] = {NULL, NULL, NULL, NULL}, *result = NULL;
+    int64_t *data[4];
+    for (int c = 0; c < 4; c++)
+        if (!(arrays[c] = new_i64_array(n, &data[c]))) goto done;
+    for (int c = 0; c < 4; c++)
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int overflow = 0;
+            long long x = PyLong_AsLongLongAndOverflow(PyList_GET_ITEM(lists[c], i), &overflow);
+            if (overflow) goto none;
+            if (x == -1 && PyErr_Occurred()) goto done;
+            data[c][i] = x;
+        }
+    int64_t min_size = INT64_MAX, min_align = INT64_MAX, min_length = INT64_MAX, sum_size = 0, max_size = INT64_MIN;
+    int64_t max_align = INT64_MIN, max_last = INT64_MIN, min_first = INT64_MAX;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t f = data[0][i], l = data[1][i], s = data[2][i], a = data[3][i], length;
+        if (__builtin_sub_overflow(l, f, &length) || __builtin_add_overflow(sum_size, s, &sum_size)) goto none;
+        if (s < min_size) min_size = s;
+        if (s > max_size) max_size = s;
+        if (a < min_align) min_align = a;
+        if (a > max_align) max_align = a;
+        if (length < min_length) min_length = length;
+        if (l > max_last) max_last = l;
+        if (f < min_first) min_first = f;
+    }
+    result = Py_BuildValue("(OOOOLLLLLLLL)", arrays[0], arrays[1], arrays[2], arrays[3], (long long)min_size,
+                           (long long)min_align, (long long)min_length, (long long)sum_size, (long long)max_size,
+                           (long long)max_align, (long long)max_last, (long long)min_first);
+    goto done;
+none:
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    for (int c = 0; c < 4; c++) Py_XDECREF(arrays[c]);
+    return result;
+}
+
+/* offsets_dict(ids, off) -> {ids[i]: off[i]}, in order, sized once: planner.Placement.offsets */
+static PyObject *native_offsets_dict(PyObject *self, PyObject *args) {
+    PyObject *ids, *off;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyList_Type, &ids, &PyList_Type, &off)) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(ids);
+    if (PyList_GET_SIZE(off) != n) {
+        PyErr_SetString(PyExc_ValueError, "offsets_dict: lists of different lengths");
+        return NULL;
+    }
+    PyObject *d = _PyDict_NewPresized(n);
+    if (!d) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (PyDict_SetItem(d, PyList_GET_ITEM(ids, i), PyList_GET_ITEM(off, i)) < 0) {
+            Py_DECREF(d);
+            return NULL;
+        }
+    return d;
+}
+
+/* ---- The exact search's inner steps (planner._Search, native state; see _Search._place / _candidates) ----
 /* ---- The exact search (planner._Search), whole: an iterative depth-first search that can pause ----
  *
  * exact_search(arrays, capacity, heuristic) -> capsule; exact_resume(capsule, pause_at) -> (status, nodes, work,
@@ -1589,6 +2197,10 @@ static PyMethodDef methods[] = {
     {"exact_resume", native_exact_resume, METH_VARARGS, "Run a paused exact search on to its next pause or end."},
     {"place_dense", native_place_dense, METH_VARARGS, "place() without neighbour lists, for dense inputs."},
     {"sweep", native_sweep, METH_VARARGS, "First or best fit in start order over the live gaps (see planner._sweep)."},
+    {"sort_items", native_sort_items, METH_VARARGS, "Items sorted by key columns, ties by item (see planner._sorted)."},
+    {"components", native_components, METH_VARARGS, "Time components and their spanning items (see planner._groups)."},
+    {"ingest", native_ingest, METH_VARARGS, "The buffers' int64 arrays and bounds (see planner._Arrays)."},
+    {"offsets_dict", native_offsets_dict, METH_VARARGS, "The plan's offsets by id, in input order."},
     {"peak", native_peak, METH_VARARGS, "Largest total size live at one step (see planner._peak)."},
     {"count_pairs", native_count_pairs, METH_VARARGS, "Number of time-overlapping pairs (see planner._count_pairs)."},
     {"place", native_place, METH_VARARGS, "First or best fit of an order over neighbour lists (see planner.py)."},

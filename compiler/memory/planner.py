@@ -302,26 +302,55 @@ class _Arrays:
         offsets = [b.offset for b in buffers]
         self.has_fixed = offsets.count(None) != len(offsets)
         self.fixed = [-1 if o is None else o for o in offsets] if self.has_fixed else [-1] * len(offsets)
-        self.native = _NATIVE is not None and _fits_int64(self)
-        # the same lists as int64 arrays, for the native loops (empty when they do not run)
-        self.first64 = array("q", self.first if self.native else ())
-        self.last64 = array("q", self.last if self.native else ())
-        self.size64 = array("q", self.size if self.native else ())
-        self.align64 = array("q", self.align if self.native else ())
+        self.pair_counts: list[tuple[list[int], int]] = []  # :func:`_pairs`' last answers (copies of the items)
+        self.arrays()
+
+    def arrays(self, native: bool | None = None) -> None:
+        """Set the lists' int64 arrays for the native loops (empty when they do not run), ``native`` (whether they
+        do: given, or :func:`_fits_int64`) and ``bounds``: (smallest size, smallest alignment, smallest last -
+        first) when the native pass that makes the arrays found them (else None)."""
+        ingested = _NATIVE.ingest(self.first, self.last, self.size, self.align) if _NATIVE and self.size else None
+        self.bounds: tuple[int, int, int] | None = None
+        if ingested is None:
+            self.native = (_NATIVE is not None and _fits_int64(self)) if native is None else native
+            self.first64 = array("q", self.first if self.native else ())
+            self.last64 = array("q", self.last if self.native else ())
+            self.size64 = array("q", self.size if self.native else ())
+            self.align64 = array("q", self.align if self.native else ())
+            return
+        made, (min_size, min_align, min_length, total, max_size, max_align, max_last, min_first) = (
+            ingested[:4],
+            ingested[4:],
+        )
+        self.bounds = (min_size, min_align, min_length)
+        if native is None:  # as _fits_int64, from the native pass's figures
+            reach = total + len(self.size) * max_align + (max(self.fixed) if self.has_fixed else -1) + max_size
+            native = max(reach, max_last, -min_first) < 1 << 62
+        self.native = native
+        self.first64, self.last64, self.size64, self.align64 = made if native else [array("q")] * 4
 
 
 def _checked_arrays(buffers: Sequence[Buffer]) -> _Arrays:
     """The buffers as arrays, checked as :func:`_validate` checks them (in bulk; its loop names the culprit)."""
     arr = _Arrays(buffers)
+    bounds = arr.bounds
     if arr.size and (
         arr.has_fixed
         or len(set(arr.ids)) != len(arr.ids)
-        or min(arr.size) < 0
-        or min(arr.align) < 1
-        or min(map(sub, arr.last, arr.first)) < 0
+        or (bounds[0] if bounds else min(arr.size)) < 0
+        or (bounds[1] if bounds else min(arr.align)) < 1
+        or (bounds[2] if bounds else min(map(sub, arr.last, arr.first))) < 0
     ):
         _validate(buffers)
     return arr
+
+
+def _offsets_dict(arr: _Arrays, off: list[int]) -> dict[str, int]:
+    """The offsets by buffer id, in input order (the native loops build the dict at its final size)."""
+    if arr.native and _NATIVE is not None:
+        offsets: dict[str, int] = _NATIVE.offsets_dict(arr.ids, off)
+        return offsets
+    return dict(zip(arr.ids, off, strict=True))
 
 
 def _fits_int64(arr: _Arrays) -> bool:
@@ -473,12 +502,26 @@ def _count_pairs(items: Sequence[int], first: Sequence[int], last: Sequence[int]
     return pairs
 
 
+#: :func:`_pairs` remembers its answer for item lists at least this long (a plan counts the same ones up to
+#: three times: the quick try, the portfolio of a single piece, the safety net).
+PAIRS_MEMO_ITEMS = 4096
+
+
 def _pairs(arr: _Arrays, items: Sequence[int]) -> int:
-    """:func:`_count_pairs` over the buffers' steps, by the native loops when the extension is there."""
+    """:func:`_count_pairs` over the buffers' steps, by the native loops when the extension is there (a long
+    list's count is kept in ``arr``: the next call with an equal list reuses it)."""
+    memo = len(items) >= PAIRS_MEMO_ITEMS
+    if memo:
+        for seen, count in arr.pair_counts:
+            if len(seen) == len(items) and seen == items:
+                return count
     if arr.native and _NATIVE is not None:
         pairs: int = _NATIVE.count_pairs(array("q", items), arr.first64, arr.last64)
-        return pairs
-    return _count_pairs(items, arr.first, arr.last)
+    else:
+        pairs = _count_pairs(items, arr.first, arr.last)
+    if memo:
+        arr.pair_counts[:] = [(list(items), pairs), *arr.pair_counts[:1]]
+    return pairs
 
 
 def _lower_bound(arr: _Arrays) -> int:
@@ -805,9 +848,8 @@ def _sweep(order: Sequence[int], arr: _Arrays, off: list[int], base: int, best_f
     if not _worth_native(arr, len(order)):
         return _sweep_py(order, arr, off, base, best_fit)
     placed = array("q", off)
-    height: int = _NATIVE.sweep(
-        array("q", order), arr.first64, arr.last64, arr.size64, arr.align64, placed, base, best_fit
-    )
+    order64 = order if isinstance(order, array) and order.typecode == "q" else array("q", order)
+    height: int = _NATIVE.sweep(order64, arr.first64, arr.last64, arr.size64, arr.align64, placed, base, best_fit)
     off[:] = placed.tolist()
     return height
 
@@ -901,10 +943,9 @@ def greedy_best_fit(buffers: Sequence[Buffer]) -> Placement:
     arr = _checked_arrays(buffers)
     off = _baseline(arr)
     assert off is not None  # no limit: always placed
-    n = len(buffers)
     return Placement(
-        offsets={arr.ids[i]: off[i] for i in range(n)},
-        arena=max((off[i] + arr.size[i] for i in range(n)), default=0),
+        offsets=_offsets_dict(arr, off),
+        arena=max(map(add, off, arr.size), default=0),
         lower_bound=_lower_bound(arr),
         strategy="greedy-size-first-fit",
         components=1 if any(arr.size) else 0,
@@ -939,6 +980,26 @@ def _time_components(items: Sequence[int], first: Sequence[int], last: Sequence[
     return groups
 
 
+def _groups(arr: _Arrays, items: Sequence[int]) -> list[tuple[list[int], list[int]]]:
+    """The time components of ``items`` (see :func:`_time_components`), each as (its items, those of them live
+    over all of it), both ascending; by the native loops when the extension is there (the same groups)."""
+    if not _worth_native(arr, len(items)):
+        first, last = arr.first, arr.last
+        out: list[tuple[list[int], list[int]]] = []
+        for group in _time_components(items, first, last):
+            lo = min(first[i] for i in group)
+            hi = max(last[i] for i in group)
+            out.append((sorted(group), sorted(i for i in group if first[i] <= lo and last[i] >= hi)))
+        return out
+    grouped, ends, spanning, span_ends = _NATIVE.components(array("q", items), arr.first64, arr.last64)
+    cut = [0, *ends]
+    span_cut = [0, *span_ends]
+    return [
+        (grouped[cut[g] : cut[g + 1]].tolist(), spanning[span_cut[g] : span_cut[g + 1]].tolist())
+        for g in range(len(ends))
+    ]
+
+
 def _decompose(arr: _Arrays, items: list[int], off: list[int]) -> list[_Piece]:
     """Split into independent leaf pieces, stacking whole-component buffers at each piece's bottom.
 
@@ -948,30 +1009,26 @@ def _decompose(arr: _Arrays, items: list[int], off: list[int]) -> list[_Piece]:
     component and the current bottom is aligned for it.
     """
     pieces: list[_Piece] = []
-    stack: list[tuple[list[int], int]] = [(g, 0) for g in _time_components(items, arr.first, arr.last)]
+    stack = [(group, spanning, 0) for group, spanning in _groups(arr, items)]
     while stack:
-        group, base = stack.pop()
-        if any(arr.fixed[i] >= 0 for i in group):
-            pieces.append(_Piece(sorted(group), base, True))
+        group, spanning, base = stack.pop()
+        if arr.has_fixed and any(arr.fixed[i] >= 0 for i in group):
+            pieces.append(_Piece(group, base, True))
             continue
-        lo = min(arr.first[i] for i in group)
-        hi = max(arr.last[i] for i in group)
-        spanning = sorted(
-            (i for i in group if arr.first[i] <= lo and arr.last[i] >= hi),
-            key=lambda i: (-arr.align[i], -arr.size[i], i),
-        )
-        common = math.lcm(*(arr.align[i] for i in group))
         taken: set[int] = set()
-        for i in spanning:
-            if base % arr.align[i] == 0 and arr.size[i] % common == 0:
-                off[i] = base
-                base += arr.size[i]
-                taken.add(i)
+        if spanning:
+            spanning.sort(key=lambda i: (-arr.align[i], -arr.size[i], i))
+            common = math.lcm(*(arr.align[i] for i in group))
+            for i in spanning:
+                if base % arr.align[i] == 0 and arr.size[i] % common == 0:
+                    off[i] = base
+                    base += arr.size[i]
+                    taken.add(i)
         if not taken:
-            pieces.append(_Piece(sorted(group), base, False))
+            pieces.append(_Piece(group, base, False))
             continue
         rest = [i for i in group if i not in taken]
-        stack.extend((g, base) for g in reversed(_time_components(rest, arr.first, arr.last)))
+        stack.extend((g, sp, base) for g, sp in reversed(_groups(arr, rest)))
     pieces.sort(key=lambda p: p.items[0])
     return pieces
 
@@ -1031,8 +1088,11 @@ class _Members:
         self.arr = arr
         self.piece = piece
         self.off = [-1] * len(arr.size)
-        self.fixed = [i for i in piece.items if arr.fixed[i] >= 0]
-        self.movable = [i for i in piece.items if arr.fixed[i] < 0]
+        if arr.has_fixed:
+            self.fixed = [i for i in piece.items if arr.fixed[i] >= 0]
+            self.movable = [i for i in piece.items if arr.fixed[i] < 0]
+        else:  # every item moves (the list is only read)
+            self.fixed, self.movable = [], piece.items
         self.best: tuple[int, list[int], str] | None = None
 
     def reset(self) -> list[int]:
@@ -1176,6 +1236,26 @@ def _sweep_keys(arr: _Arrays) -> dict[str, _Key]:
     }
 
 
+#: :func:`_sweep_keys` as columns for the native sort: (column, descending), most significant first (ties by
+#: the item, as there).
+_SWEEP_COLUMNS = {
+    "start": (("first", False), ("size", True)),
+    "start-lifetime": (("first", False), ("last", True), ("size", True)),
+    "start-short": (("first", False), ("last", False), ("size", True)),
+}
+
+
+def _sweep_order(arr: _Arrays, items: Sequence[int], name: str) -> Sequence[int]:
+    """``items`` sorted by the sweep key ``name`` (an int64 array when the native loops sort them)."""
+    if not _worth_native(arr, len(items)):
+        return sorted(items, key=_sweep_keys(arr)[name])
+    columns = {"first": arr.first64, "last": arr.last64, "size": arr.size64}
+    order: array[int] = _NATIVE.sort_items(
+        array("q", items), tuple((columns[c], desc) for c, desc in _SWEEP_COLUMNS[name])
+    )
+    return order
+
+
 def _portfolio(arr: _Arrays, piece: _Piece, target: int, budget: _Budget) -> tuple[int, list[int], str]:
     """Run the greedy members on a piece; return (height, offsets of its items, member name) of the best.
 
@@ -1223,11 +1303,15 @@ def _sweeps(arr: _Arrays, m: _Members, cost: int, target: int, budget: _Budget, 
     always runs unless ``paid`` (members over neighbour lists ran before). Without such members (a piece too dense
     for lists) the lifetime splits come second, each also paying its short-lived pairs. Return whether one reached
     ``target``."""
-    skeys = _sweep_keys(arr)
     members: list[tuple[str, bool, int]] = [(name, best_fit, -1) for name, best_fit in _SWEEPS]
-    if not paid:
-        members[1:1] = [("split", False, t) for t in _split_thresholds(arr, m.movable)]
-    for k, (name, best_fit, threshold) in enumerate(members):
+    k = -1
+    while k + 1 < len(members):
+        k += 1
+        if k == 1 and not paid:  # the splits' thresholds (a sort of the lifetimes) only once the budget pays more
+            if not budget.allows(cost):
+                return False
+            members[1:1] = [("split", False, t) for t in _split_thresholds(arr, m.movable)]
+        name, best_fit, threshold = members[k]
         extra = 0
         if threshold >= 0:
             extra = 2 * _pairs(arr, [i for i in m.movable if arr.last[i] - arr.first[i] < threshold])
@@ -1238,7 +1322,7 @@ def _sweeps(arr: _Arrays, m: _Members, cost: int, target: int, budget: _Budget, 
             height = _split_sweep(arr, m.movable, threshold, m.reset(), m.piece.base, best_fit)
             name = f"{threshold}"
         else:
-            height = _sweep(sorted(m.movable, key=skeys[name]), arr, m.reset(), m.piece.base, best_fit)
+            height = _sweep(_sweep_order(arr, m.movable, name), arr, m.reset(), m.piece.base, best_fit)
         m.consider(f"{'split' if threshold >= 0 else 'sweep'}-{name}-{'best' if best_fit else 'first'}-fit", height)
         if m.best is not None and m.best[0] <= target:
             return True
@@ -1537,10 +1621,7 @@ def _sub_arrays(arr: _Arrays, group: list[int]) -> _Arrays:
     sub.align = [arr.align[i] for i in group]
     sub.fixed = [-1] * len(group)
     sub.has_fixed = False
-    sub.native = arr.native
-    if sub.native:
-        sub.first64, sub.last64 = array("q", sub.first), array("q", sub.last)
-        sub.size64, sub.align64 = array("q", sub.size), array("q", sub.align)
+    sub.arrays(arr.native)
     return sub
 
 
@@ -2063,7 +2144,7 @@ def _plan(
     strategies = tuple(r[2] for r in results)
     arena, off, strategy = _safety_net(arr, positive, off, lb, _strategy(strategies, bool(positive)), allowance)
     return Placement(
-        offsets={arr.ids[i]: off[i] for i in range(n)},
+        offsets=_offsets_dict(arr, off),
         arena=arena,
         lower_bound=lb,
         strategy=strategy,
@@ -2095,13 +2176,13 @@ def _safety_net(
     baseline reaching the arena found is left unfinished, as it cannot be chosen).
     """
     n = len(off)
-    arena = max((off[i] + arr.size[i] for i in range(n)), default=0)
+    arena = max(map(add, off, arr.size), default=0)
     charge = 2 * _pairs(arr, positive) + n if arena > lb else 0
     baseline = _baseline(arr, arena) if arena > lb and allowance.allows(charge) else None
     if baseline is None:
         return arena, off, strategy
     allowance.spend(charge)
-    baseline_arena = max((baseline[i] + arr.size[i] for i in range(n)), default=0)
+    baseline_arena = max(map(add, baseline, arr.size), default=0)
     if baseline_arena < arena:
         return baseline_arena, baseline, "greedy-size-first-fit"
     return arena, off, strategy

@@ -274,6 +274,87 @@ def test_native_exact_steps_give_the_same_plans_at_the_default_budget(monkeypatc
     assert [plan(bufs) for bufs in cases] == fast
 
 
+def _long_instance(rng: random.Random, n: int) -> list[Buffer]:
+    """Many buffers live at once (hundreds of gaps: deep sweep trees), mixed sizes and alignments."""
+    out = []
+    for i in range(n):
+        first = rng.randrange(n // 4)
+        last = first + rng.choice([0, 1, 3, 10, 60, n // 8])
+        size = rng.choice([1, 3, 8, 64, 100, 512, 4096, 5000]) * rng.choice([1, 1, 7])
+        out.append(Buffer(f"b{i}", first, last, size, rng.choice([1, 1, 1, 2, 8, 64])))
+    return out
+
+
+@native
+def test_native_sweep_matches_the_python_one_with_many_gaps() -> None:
+    rng = random.Random(11)
+    for n in (400, 3000, 16000):  # up to ~400 gaps at once: best fit's blocks of 64 split and empty
+        bufs = _long_instance(rng, n)
+        arr = planner._Arrays(bufs)
+        items = [i for i in range(n) if arr.size[i] > 0]
+        for name in planner._SWEEP_COLUMNS if n < 10000 else ["start"]:
+            order = planner._sweep_order(arr, items, name)
+            assert list(order) == sorted(items, key=planner._sweep_keys(arr)[name])
+            for best_fit in (False, True):
+                a, b = [-1] * n, [-1] * n
+                assert (planner._sweep(order, arr, a, 3, best_fit), a) == (
+                    planner._sweep_py(order, arr, b, 3, best_fit),
+                    b,
+                )
+
+
+@native
+def test_native_groups_and_orders_match_the_python_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(5)
+    for bufs in _instances(200):
+        arr = planner._Arrays(bufs)
+        items = [i for i in range(len(bufs)) if arr.size[i] > 0]
+        rng.shuffle(items)  # any order in, ascending out
+        with monkeypatch.context() as m:
+            m.setattr(planner, "_worth_native", lambda arr, items: False)
+            slow = planner._groups(arr, items)
+            slow_orders = {name: list(planner._sweep_order(arr, items, name)) for name in planner._SWEEP_COLUMNS}
+        with monkeypatch.context() as m:
+            m.setattr(planner, "_worth_native", lambda arr, items: arr.native)
+            assert planner._groups(arr, items) == slow
+            assert {
+                name: list(planner._sweep_order(arr, items, name)) for name in planner._SWEEP_COLUMNS
+            } == slow_orders
+        assert sorted(i for group, _ in slow for i in group) == sorted(items)
+
+
+def test_pair_counts_are_remembered_for_equal_lists_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(planner, "PAIRS_MEMO_ITEMS", 2)
+    bufs = [Buffer("a", 0, 3, 1), Buffer("b", 2, 5, 1), Buffer("c", 4, 6, 1), Buffer("d", 0, 6, 1)]
+    arr = planner._Arrays(bufs)
+    items = [0, 1, 2, 3]
+    assert planner._pairs(arr, items) == 5
+    items.pop()  # a changed list is counted again
+    assert planner._pairs(arr, items) == 2
+    assert planner._pairs(arr, [0, 1, 2, 3]) == 5 and planner._pairs(arr, [0, 1]) == 1
+
+
+@native
+def test_native_arrays_and_offsets_match_the_python_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    for bufs in [*_instances(60), [Buffer("a", 0, 3, 1 << 61), Buffer("b", -2, 5, 1 << 61, 4)]]:
+        arr = planner._Arrays(bufs)
+        assert arr.bounds == (
+            min(arr.size),
+            min(arr.align),
+            min(b - a for a, b in zip(arr.first, arr.last, strict=True)),
+        )
+        assert arr.native == planner._fits_int64(arr)
+        if arr.native:
+            assert (arr.first64.tolist(), arr.last64.tolist(), arr.size64.tolist(), arr.align64.tolist()) == (
+                arr.first, arr.last, arr.size, arr.align
+            )  # fmt: skip
+        off = [7 * i for i in range(len(bufs))]
+        fast = planner._offsets_dict(arr, off)
+        assert list(fast.items()) == list(zip(arr.ids, off, strict=True))
+    with_huge = planner._Arrays([Buffer("a", 0, 3, 1 << 70)])
+    assert with_huge.bounds is None and not with_huge.native
+
+
 def _scan_window(
     arr: planner._Arrays, items: list[int], off: list[int], height: int, reach: int
 ) -> tuple[list[int], list[int], list[tuple[int, int]]]:
