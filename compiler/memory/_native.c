@@ -1573,7 +1573,6 @@ static PyObject *native_offsets_dict(PyObject *self, PyObject *args) {
     return d;
 }
 
-/* ---- The exact search's inner steps (planner._Search, native state; see _Search._place / _candidates) ----
 /* ---- The exact search (planner._Search), whole: an iterative depth-first search that can pause ----
  *
  * exact_search(arrays, capacity, heuristic) -> capsule; exact_resume(capsule, pause_at) -> (status, nodes, work,

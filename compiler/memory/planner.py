@@ -649,25 +649,40 @@ def _place(
     extension is there (:func:`_place_py` is its pure-Python twin: the same offsets).
     """
     stop = -1 if limit is None else limit
+    if type(adj) is not _Dense and not isinstance(adj, _CSR):
+        return _place_py(order, arr, adj, off, (base, stop), best_fit, static)
+    placed = array("q", off)
+    height = _place_native(order, arr, adj, placed, base, best_fit, stop, static)
+    off[:] = placed.tolist()
+    return height
+
+
+def _place_native(
+    order: Sequence[int],
+    arr: _Arrays,
+    adj: _Adj,
+    placed: array[int],
+    base: int,
+    best_fit: bool,
+    stop: int,
+    static: list[tuple[int, int]] | None = None,
+) -> int:
+    """:func:`_place`'s native loop over neighbour lists (or the dense scan), on offsets held in an int64 array
+    (``stop``: the limit, or -1)."""
     height: int
     if type(adj) is _Dense:
         assert not static  # the repair asks for lists (dense_ok=False)
-        placed = array("q", off)
         height = _NATIVE.place_dense(
             array("q", order), adj.items, arr.first64, arr.last64, arr.size64, arr.align64, placed, base,
             best_fit, stop,
         )  # fmt: skip
-        off[:] = placed.tolist()
         return height
-    if not isinstance(adj, _CSR):
-        return _place_py(order, arr, adj, off, (base, stop), best_fit, static)
-    placed = array("q", off)
+    assert isinstance(adj, _CSR)
     flat = array("q", [x for span in static for x in span] if static else [])
     height = _NATIVE.place(
         array("q", order), arr.size64, arr.align64, adj.indptr, adj.indices, placed, base,
         best_fit, stop, flat,
     )  # fmt: skip
-    off[:] = placed.tolist()
     return height
 
 
@@ -2271,12 +2286,20 @@ def _quick(arr: _Arrays, positive: list[int], off: list[int], lb: int, budget: _
         return None
     adj = _neighbours(arr, positive, pairs=pairs)
     keys = _quick_keys(arr, adj.degree)
+    native = array("q", off) if type(adj) is _Dense or isinstance(adj, _CSR) else None
     for k, name in enumerate(_QUICK_RUNS):
         if k and not budget.allows(cost):  # the first order was allowed above
             return None
         budget.spend(cost)
-        trial = list(off)
-        if _place(sorted(positive, key=keys[name]), arr, adj, trial, 0, False, lb + 1) <= lb:
+        order = sorted(positive, key=keys[name])
+        trial: Sequence[int]
+        if native is not None:  # the offsets stay an int64 array (what _place does, without its list round trip)
+            trial = placed = array("q", native)
+            height = _place_native(order, arr, adj, placed, 0, False, lb + 1)
+        else:
+            trial = listed = list(off)
+            height = _place(order, arr, adj, listed, 0, False, lb + 1)
+        if height <= lb:
             return _placement(
                 offsets=dict(zip(arr.ids, trial, strict=True)),
                 arena=lb,
