@@ -2291,7 +2291,7 @@ def _quick(arr: _Arrays, positive: list[int], off: list[int], lb: int, budget: _
         if k and not budget.allows(cost):  # the first order was allowed above
             return None
         budget.spend(cost)
-        order = sorted(positive, key=keys[name])
+        order = _quick_order(arr, positive, adj, name, keys[name])
         trial: Sequence[int]
         if native is not None:  # the offsets stay an int64 array (what _place does, without its list round trip)
             trial = placed = array("q", native)
@@ -2311,6 +2311,34 @@ def _quick(arr: _Arrays, positive: list[int], off: list[int], lb: int, budget: _
                 budget=budget.spent + budget.left,
             )
     return None
+
+
+#: Inputs of fewer buffers sort the quick try's orders in Python (the native sort's columns cost more there).
+QUICK_NATIVE_SORT = 64
+
+
+def _quick_order(arr: _Arrays, items: list[int], adj: _Adj, name: str, key: _Key) -> Sequence[int]:
+    """``items`` sorted by the quick try's order ``name`` (``key``): by the native radix sort over int64 key
+    columns when the native loops run and the keys fit, else by ``key`` (the same order: ties by the item)."""
+    if not arr.native or _NATIVE is None or len(items) < QUICK_NATIVE_SORT:
+        return sorted(items, key=key)
+    size, first = arr.size64, arr.first64
+    columns: tuple[tuple[array[int], bool], ...]
+    try:
+        if name == "size":
+            columns = ((size, True), (first, False))
+        elif name == "area":
+            area = array("q", [s * (t - f + 1) for s, f, t in zip(arr.size, arr.first, arr.last, strict=True)])
+            columns = ((area, True), (size, True), (first, False))
+        else:
+            weight = array("q", bytes(8 * len(arr.size)))  # the items' degree x size (others are not sorted)
+            for i in items:
+                weight[i] = adj.degree(i) * arr.size[i]
+            columns = ((weight, True), (size, True), (first, False))
+    except OverflowError:  # a key beyond int64
+        return sorted(items, key=key)
+    order: Sequence[int] = _NATIVE.sort_items(array("q", items), columns)
+    return order
 
 
 class _RepairMemo(set[tuple[int, int]]):

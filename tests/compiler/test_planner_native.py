@@ -462,3 +462,24 @@ def test_sub_arrays_are_the_arrays_of_the_sub_input() -> None:
         group = rng.sample(range(len(bufs)), rng.randrange(len(bufs) + 1))
         alone = planner._Arrays([replace(bufs[i], offset=None) for i in group])
         assert vars(planner._sub_arrays(arr, group)) == vars(alone)
+
+
+@native
+def test_quick_orders_sorted_natively_are_the_keys_orders(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The quick try's orders from the native radix sort over key columns equal ``sorted`` by their keys, over
+    neighbour lists and the dense scan alike, and a key beyond int64 falls back to ``sorted``."""
+    monkeypatch.setattr(planner, "QUICK_NATIVE_SORT", 0)
+    for bufs in _instances(200):
+        arr = planner._Arrays(bufs)
+        items = [i for i in range(len(bufs)) if arr.size[i] > 0]
+        for dense_ok in (False, True):
+            adj = planner._neighbours(arr, items, dense_ok=dense_ok)
+            keys = planner._quick_keys(arr, adj.degree)
+            for name in planner._QUICK_RUNS:
+                assert list(planner._quick_order(arr, items, adj, name, keys[name])) == sorted(items, key=keys[name])
+    bufs = [Buffer("a", 0, 1 << 40, 1 << 30), Buffer("b", 1, 3, 5), Buffer("c", 2, 9, 7)]
+    arr = planner._Arrays(bufs)
+    assert arr.native  # every offset fits: only the area key (size x lifetime) does not
+    adj = planner._neighbours(arr, [0, 1, 2])
+    keys = planner._quick_keys(arr, adj.degree)
+    assert planner._quick_order(arr, [0, 1, 2], adj, "area", keys["area"]) == [0, 2, 1]
