@@ -12,12 +12,10 @@
  *   peak(first, last, size) -> int                         like planner._peak (the lower bound)
  *   count_pairs(items, first, last) -> int                 like planner._count_pairs
  *   sweep(order, first, last, size, align, off, base, best_fit) -> height   like planner._sweep_py
- *   sort_items(items, ((column, descending), ...)) -> items   like planner._sweep_order's sorted()
+ *   sort_items(items, ((column, descending), ...)) -> items   like sorted() by planner._sweep_keys / _order_keys
  *   components(items, first, last) -> (grouped, ends, spanning, span_ends)   like planner._groups
  *   ingest(first, last, size, align) -> (4 arrays, bounds...) or None   planner._Arrays' arrays and checks
  *   offsets_dict(ids, off) -> dict                         the plan's offsets by id (sized once)
- *   exact_state / exact_candidates / exact_place / exact_undo   the exact search's inner steps, like
- *                                                          planner._Search._candidates / _place / _unplace
  *   exact_search(arrays, capacity, heuristic) -> capsule   planner._Search's whole depth-first search, paused
  *   exact_resume(capsule, pause_at) -> (status, nodes, work, solution)   ... run on to its next pause or end
  *   start_order(by_start, off, first, last, size, leaves) -> (first, last, size, off, tops tree, lasts tree)
@@ -26,6 +24,7 @@
  *                                                          like planner._StartOrder.window's members
  *   split_place(short, long, first, last, size, align, off, base, best_fit) -> height
  *                                                          the short-lived phase of planner._split_sweep
+ *   live_max(items, first, last, size) -> array            like planner._live_max
  *
  * Every array is an int64 buffer (array.array('q')); ``off`` is written in place. The caller guarantees that
  * every value and every offset reached fits in int64 (planner._Arrays.native).
@@ -2190,7 +2189,100 @@ done:
     return result;
 }
 
+/* ---- planner._live_max ---- */
+
+static Py_ssize_t step_index(const int64_t *times, Py_ssize_t n, int64_t t) {
+    Py_ssize_t a = 0, z = n;
+    while (a < z) {
+        Py_ssize_t mid = (a + z) / 2;
+        if (times[mid] < t)
+            a = mid + 1;
+        else
+            z = mid;
+    }
+    return a;
+}
+
+/* the live total after each distinct event step (times ascending, *nt of them), from m items' events */
+static void live_profile(const int64_t *items, Py_ssize_t m, const int64_t *first, const int64_t *last,
+                         const int64_t *size, uint64_t *step, int64_t *delta, uint64_t *tk, int64_t *tv,
+                         int64_t *times, int64_t *profile, Py_ssize_t *nt) {
+    for (Py_ssize_t k = 0; k < m; k++) {
+        step[2 * k] = (uint64_t)first[items[k]] ^ SIGN_BIT;
+        delta[2 * k] = size[items[k]];
+        step[2 * k + 1] = (uint64_t)(last[items[k]] + 1) ^ SIGN_BIT;
+        delta[2 * k + 1] = -size[items[k]];
+    }
+    radix_pairs(step, delta, tk, tv, 2 * m);
+    int64_t live = 0;
+    *nt = 0;
+    for (Py_ssize_t k = 0; k < 2 * m; k++) {
+        live += delta[k];
+        if (k + 1 == 2 * m || step[k + 1] != step[k]) {
+            times[*nt] = (int64_t)(step[k] ^ SIGN_BIT);
+            profile[(*nt)++] = live;
+        }
+    }
+}
+
+/* live_max(items, first, last, size) -> array: planner._live_max (a max segment tree over the profile) */
+static PyObject *native_live_max(PyObject *self, PyObject *args) {
+    PyObject *o[4];
+    if (!PyArg_ParseTuple(args, "OOOO", &o[0], &o[1], &o[2], &o[3])) return NULL;
+    Py_buffer v[4];
+    const char *names[4] = {"items", "first", "last", "size"};
+    int got = get_all(o, v, 4, names, -1);
+    PyObject *result = NULL;
+    uint64_t *step = NULL, *tk = NULL;
+    int64_t *delta = NULL, *tv = NULL, *times = NULL, *tree = NULL;
+    if (got < 4) goto done;
+    const int64_t *items = v[0].buf, *first = v[1].buf, *last = v[2].buf, *size = v[3].buf;
+    Py_ssize_t m = v[0].len / 8, n = v[1].len / 8;
+    if (v[2].len / 8 != n || v[3].len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "live_max: arrays of different lengths");
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < m; k++)
+        if (items[k] < 0 || items[k] >= n) {
+            PyErr_SetString(PyExc_IndexError, "live_max: item out of range");
+            goto done;
+        }
+    Py_ssize_t leaves = 1;
+    while (leaves < 2 * m) leaves *= 2;
+    size_t bytes = sizeof(int64_t) * (size_t)(2 * m + 1);
+    step = malloc(bytes), tk = malloc(bytes), delta = malloc(bytes), tv = malloc(bytes), times = malloc(bytes);
+    tree = calloc((size_t)(2 * leaves), sizeof(int64_t));
+    int64_t *out;
+    if (!step || !tk || !delta || !tv || !times || !tree || !(result = new_i64_array(m, &out))) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t nt;
+    live_profile(items, m, first, last, size, step, delta, tk, tv, times, tree + leaves, &nt);
+    for (Py_ssize_t k = leaves - 1; k > 0; k--) tree[k] = tree[2 * k] > tree[2 * k + 1] ? tree[2 * k] : tree[2 * k + 1];
+    for (Py_ssize_t k = 0; k < m; k++) {
+        Py_ssize_t lo = step_index(times, nt, first[items[k]]) + leaves;
+        Py_ssize_t hi = step_index(times, nt, last[items[k]] + 1) + leaves; /* max over [lo, hi) */
+        int64_t best = INT64_MIN;
+        for (; lo < hi; lo >>= 1, hi >>= 1) {
+            if (lo & 1) best = tree[lo] > best ? tree[lo] : best, lo++;
+            if (hi & 1) --hi, best = tree[hi] > best ? tree[hi] : best;
+        }
+        out[k] = best;
+    }
+done:
+    free(step);
+    free(tk);
+    free(delta);
+    free(tv);
+    free(times);
+    free(tree);
+    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"live_max", native_live_max, METH_VARARGS, "The largest live total in each item's lifetime (planner._live_max)."},
     {"split_place", native_split_place, METH_VARARGS, "The short-lived phase of planner._split_sweep."},
     {"exact_search", native_exact_search, METH_VARARGS, "A paused exact search (see planner._Search)."},
     {"exact_resume", native_exact_resume, METH_VARARGS, "Run a paused exact search on to its next pause or end."},

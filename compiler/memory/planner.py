@@ -1111,7 +1111,11 @@ class _Members:
         self.best: tuple[int, list[int], str] | None = None
 
     def reset(self) -> list[int]:
-        """Offsets with only the fixed buffers placed (the others at -1)."""
+        """Offsets with only the fixed buffers placed (the others at -1); a piece of a fair share of the buffers
+        has them all reset by one copy (the members read no offset outside their piece)."""
+        if 4 * len(self.piece.items) >= len(self.off):
+            self.off[:] = self.arr.fixed
+            return self.off
         for i in self.piece.items:
             self.off[i] = self.arr.fixed[i]
         return self.off
@@ -1157,6 +1161,83 @@ def _quick_keys(arr: _Arrays, degree: Callable[[int], int]) -> dict[str, _Key]:
         "area": lambda i: (-size[i] * (last[i] - first[i] + 1), -size[i], first[i], i),
         "conflict-size": lambda i: (-degree(i) * size[i], -size[i], first[i], i),
     }
+
+
+#: :func:`_order_keys` as int64 key columns for the native radix sort: (column, descending), most significant first,
+#: ties by the item as there (``length``: last - first + 1 steps; ``total``: the largest live total in the
+#: lifetime; ``degree``: overlapping items; products as named). A test holds the two to the same orders.
+_ORDER_COLUMNS: dict[str, tuple[tuple[str, bool], ...]] = {
+    "size": (("size", True), ("first", False)),
+    "area": (("area", True), ("size", True), ("first", False)),
+    "conflict-size": (("degree-size", True), ("size", True), ("first", False)),
+    "lifetime": (("length", True), ("size", True), ("first", False)),
+    "start": (("first", False), ("size", True)),
+    "total": (("total", True), ("size", True), ("first", False)),
+    "total-lifetime": (("total", True), ("length", True), ("size", True)),
+    "end": (("last", True), ("size", True)),
+    "conflict": (("degree", True), ("size", True), ("first", False)),
+}
+
+#: Orders of fewer items are sorted in Python (the native sort's columns cost more there).
+NATIVE_SORT_ITEMS = 64
+
+
+class _Orders:
+    """The greedy orders of ``items`` by name (each made once): :func:`_order_keys`' sorts, or the native radix
+    sort over :data:`_ORDER_COLUMNS` when the native loops run, there are enough items and the keys fit int64."""
+
+    def __init__(
+        self, arr: _Arrays, items: Sequence[int], keys: dict[str, _Key], adj: _Adj, scope: Sequence[int] | None = None
+    ) -> None:
+        """``adj``: the items' overlaps (their degrees); ``scope``: the items the keys were made over (their live
+        totals), if more than ``items``."""
+        self.arr, self.items, self.keys, self.adj = arr, items, keys, adj
+        self.scope = items if scope is None else scope
+        self.native = arr.native and _NATIVE is not None and len(items) >= NATIVE_SORT_ITEMS
+        self.columns: dict[str, array[int]] = {}
+        self.made: dict[str, Sequence[int]] = {}
+
+    def __getitem__(self, name: str) -> Sequence[int]:
+        """The items in order ``name``."""
+        if name not in self.made:
+            order = self._native(name) if self.native else None
+            self.made[name] = sorted(self.items, key=self.keys[name]) if order is None else order
+        return self.made[name]
+
+    def _native(self, name: str) -> Sequence[int] | None:
+        """The order by the native sort, or None when a key column does not fit int64."""
+        try:
+            spec = tuple((self._column(c), desc) for c, desc in _ORDER_COLUMNS[name])
+        except OverflowError:
+            return None
+        order: Sequence[int] = _NATIVE.sort_items(array("q", self.items), spec)
+        return order
+
+    def _column(self, name: str) -> array[int]:
+        """The key column ``name`` over every buffer index (0 off the items where it depends on them)."""
+        arr = self.arr
+        if name in ("size", "first", "last"):
+            return {"size": arr.size64, "first": arr.first64, "last": arr.last64}[name]
+        if name not in self.columns:
+            size, first, last, items = arr.size, arr.first, arr.last, self.scope
+            col = array("q", bytes(8 * len(size)))
+            if name == "length":
+                col = array("q", map(add, map(sub, last, first), itertools.repeat(1)))
+            elif name == "area":
+                col = array("q", map(mul, size, self._column("length")))
+            elif name == "total":
+                totals = _NATIVE.live_max(array("q", items), arr.first64, arr.last64, arr.size64)
+                for i, t in zip(items, totals, strict=True):
+                    col[i] = t
+            elif name == "degree" and isinstance(self.adj, _CSR):  # list lengths, at C speed
+                col = array("q", map(sub, self.adj.indptr[1:], self.adj.indptr[:-1]))
+            elif name == "degree-size" and isinstance(self.adj, _CSR):
+                col = array("q", map(mul, self._column("degree"), size))
+            else:
+                for i in self.items:
+                    col[i] = self.adj.degree(i) * (size[i] if name == "degree-size" else 1)
+            self.columns[name] = col
+        return self.columns[name]
 
 
 #: Orders over neighbour lists, most useful first: the portfolio is cut short on dense pieces.
@@ -1291,15 +1372,12 @@ def _portfolio(arr: _Arrays, piece: _Piece, target: int, budget: _Budget) -> tup
     if lists:
         budget.spend(cost)  # building the lists; the first order below is always run (and charged)
         adj = _neighbours(arr, piece.items)
-        keys = _order_keys(arr, piece.items, adj.degree)
-        orders: dict[str, list[int]] = {}
+        orders = _Orders(arr, m.movable, _order_keys(arr, piece.items, adj.degree), adj, piece.items)
         visits = max(PORTFOLIO_PAIR_VISITS, PORTFOLIO_VISITS_PER_BUFFER * n)
         for k, (name, best_fit) in enumerate(_RUNS[: max(1, visits // max(pairs, 1))]):
             if k and not budget.allows(cost):
                 break
             budget.spend(cost)
-            if name not in orders:
-                orders[name] = sorted(m.movable, key=keys[name])
             height = _place(orders[name], arr, adj, m.reset(), piece.base, best_fit, m.limit())
             m.consider(f"greedy-{name}-{'best' if best_fit else 'first'}-fit", height)
             if m.best is not None and m.best[0] <= target:
@@ -2285,13 +2363,13 @@ def _quick(arr: _Arrays, positive: list[int], off: list[int], lb: int, budget: _
     if (pairs > QUICK_PAIRS_PER_BUFFER * n and pairs > QUICK_PAIRS) or not budget.allows(2 * cost):
         return None
     adj = _neighbours(arr, positive, pairs=pairs)
-    keys = _quick_keys(arr, adj.degree)
+    orders = _Orders(arr, positive, _quick_keys(arr, adj.degree), adj)
     native = array("q", off) if type(adj) is _Dense or isinstance(adj, _CSR) else None
     for k, name in enumerate(_QUICK_RUNS):
         if k and not budget.allows(cost):  # the first order was allowed above
             return None
         budget.spend(cost)
-        order = _quick_order(arr, positive, adj, name, keys[name])
+        order = orders[name]
         trial: Sequence[int]
         if native is not None:  # the offsets stay an int64 array (what _place does, without its list round trip)
             trial = placed = array("q", native)
@@ -2311,34 +2389,6 @@ def _quick(arr: _Arrays, positive: list[int], off: list[int], lb: int, budget: _
                 budget=budget.spent + budget.left,
             )
     return None
-
-
-#: Inputs of fewer buffers sort the quick try's orders in Python (the native sort's columns cost more there).
-QUICK_NATIVE_SORT = 64
-
-
-def _quick_order(arr: _Arrays, items: list[int], adj: _Adj, name: str, key: _Key) -> Sequence[int]:
-    """``items`` sorted by the quick try's order ``name`` (``key``): by the native radix sort over int64 key
-    columns when the native loops run and the keys fit, else by ``key`` (the same order: ties by the item)."""
-    if not arr.native or _NATIVE is None or len(items) < QUICK_NATIVE_SORT:
-        return sorted(items, key=key)
-    size, first = arr.size64, arr.first64
-    columns: tuple[tuple[array[int], bool], ...]
-    try:
-        if name == "size":
-            columns = ((size, True), (first, False))
-        elif name == "area":
-            area = array("q", [s * (t - f + 1) for s, f, t in zip(arr.size, arr.first, arr.last, strict=True)])
-            columns = ((area, True), (size, True), (first, False))
-        else:
-            weight = array("q", bytes(8 * len(arr.size)))  # the items' degree x size (others are not sorted)
-            for i in items:
-                weight[i] = adj.degree(i) * arr.size[i]
-            columns = ((weight, True), (size, True), (first, False))
-    except OverflowError:  # a key beyond int64
-        return sorted(items, key=key)
-    order: Sequence[int] = _NATIVE.sort_items(array("q", items), columns)
-    return order
 
 
 class _RepairMemo(set[tuple[int, int]]):

@@ -465,21 +465,26 @@ def test_sub_arrays_are_the_arrays_of_the_sub_input() -> None:
 
 
 @native
-def test_quick_orders_sorted_natively_are_the_keys_orders(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The quick try's orders from the native radix sort over key columns equal ``sorted`` by their keys, over
-    neighbour lists and the dense scan alike, and a key beyond int64 falls back to ``sorted``."""
-    monkeypatch.setattr(planner, "QUICK_NATIVE_SORT", 0)
+def test_orders_sorted_natively_are_the_keys_orders(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every greedy order from the native radix sort over key columns equals ``sorted`` by its key, over neighbour
+    lists and the dense scan alike, with fixed buffers left out of the sort but in the live totals; a key beyond
+    int64 falls back to ``sorted``."""
+    monkeypatch.setattr(planner, "NATIVE_SORT_ITEMS", 0)
+    assert set(planner._ORDER_COLUMNS) == set(planner._order_keys(planner._Arrays([]), [], len))
     for bufs in _instances(200):
         arr = planner._Arrays(bufs)
         items = [i for i in range(len(bufs)) if arr.size[i] > 0]
+        movable = [i for i in items if arr.fixed[i] < 0]
         for dense_ok in (False, True):
             adj = planner._neighbours(arr, items, dense_ok=dense_ok)
-            keys = planner._quick_keys(arr, adj.degree)
-            for name in planner._QUICK_RUNS:
-                assert list(planner._quick_order(arr, items, adj, name, keys[name])) == sorted(items, key=keys[name])
+            keys = planner._order_keys(arr, items, adj.degree)
+            orders = planner._Orders(arr, movable, keys, adj, items)
+            assert orders.native == arr.native
+            for name in planner._ORDER_COLUMNS:
+                assert list(orders[name]) == sorted(movable, key=keys[name]), name
     bufs = [Buffer("a", 0, 1 << 40, 1 << 30), Buffer("b", 1, 3, 5), Buffer("c", 2, 9, 7)]
     arr = planner._Arrays(bufs)
     assert arr.native  # every offset fits: only the area key (size x lifetime) does not
     adj = planner._neighbours(arr, [0, 1, 2])
-    keys = planner._quick_keys(arr, adj.degree)
-    assert planner._quick_order(arr, [0, 1, 2], adj, "area", keys["area"]) == [0, 2, 1]
+    orders = planner._Orders(arr, [0, 1, 2], planner._order_keys(arr, [0, 1, 2], adj.degree), adj)
+    assert orders["area"] == [0, 2, 1]
