@@ -45,10 +45,10 @@ the budget.
 Fixed-offset buffers are honoured (placed first), offsets respect each buffer's alignment, and the same input
 always gives the same output.
 
-The hot loops (neighbour lists, first/best fit over them, the time sweep, the lower bound, the pair count, the
-repair's window members, the whole exact search) have native twins in the optional C extension ``_native``
-(``_native.c``, built by ``pip install`` when a compiler is there); they give the same offsets, and the
-pure-Python loops run when it is absent or a value exceeds int64.
+The hot loops (neighbour lists, first/best fit over them, the time sweep and the lifetime split, the greedy
+orders' sorts, the lower bound, the pair count, the repair's window members, the whole exact search) have native
+twins in the optional C extension ``_native`` (``_native.c``, built by ``pip install`` when a compiler is there);
+they give the same offsets, and the pure-Python loops run when it is absent or a value exceeds int64.
 The work units stay those of the Python loops, so the plans do not depend on it: with it, the budget is spent
 in a fraction of its seconds.
 """
