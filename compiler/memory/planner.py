@@ -20,11 +20,11 @@ Google's MiniMalloc and TelaMalloc, and omnimalloc's greedy orders):
    is the overlapping pairs, and time sweeps (start order, ties by size or lifetime; first and best fit over
    the gaps between the buffers live at each step), whose cost is n log n whatever the overlaps. Dense
    components (more than :data:`PAIR_LIMIT` pairs and :data:`DENSE_PAIRS_PER_BUFFER` a buffer) get the
-   sweeps first, with lifetime splits second (the long-lived buffers swept as a stack of their own, then the
-   short-lived ones above the long-lived ones they meet: a training step's saved activations below its
-   transient tensors; cut at a few multiples of the median lifetime), then the size, conflict x size, area,
-   ... orders over a time index while the budget pays their pairs. The best height is kept: the result is
-   never worse than any member.
+   size order over a time index first when the budget pays for it and a sweep, then the sweeps, with lifetime
+   splits second (the long-lived buffers swept as a stack of their own, then the short-lived ones above the
+   long-lived ones they meet: a training step's saved activations below its transient tensors; cut at a few
+   multiples of the median lifetime), then the conflict x size, area, ... orders over a time index while the
+   budget pays their pairs. The best height is kept: the result is never worse than any member.
 3. Peak repair. The buffers living inside a window of steps around the first ones at the top are lifted out
    and placed again by several orders among the buffers crossing the window's borders and those spanning it;
    a re-pack below the top is kept (one place fewer at the top: a layered model has one a layer) and the next
@@ -1358,8 +1358,9 @@ def _portfolio(arr: _Arrays, piece: _Piece, target: int, budget: _Budget) -> tup
     Members: orders over neighbour lists (first and best fit, size/conflict/area/... orders, most useful
     first) while their pair visits fit in the budget and :data:`PORTFOLIO_PAIR_VISITS` (or
     :data:`PORTFOLIO_VISITS_PER_BUFFER` a buffer, if more); then n log n time sweeps. A huge piece (more
-    than :data:`PAIR_LIMIT` overlapping pairs and :data:`DENSE_PAIRS_PER_BUFFER` a buffer) skips the lists:
-    sweeps first, then the size order over a time index if its pairs fit in the budget. The first member
+    than :data:`PAIR_LIMIT` overlapping pairs and :data:`DENSE_PAIRS_PER_BUFFER` a buffer) skips the lists: the
+    size order over a time index first if it and a sweep fit the budget, then sweeps and lifetime splits, then the
+    other orders over the time index while the budget pays their pairs. The first member
     always runs; every member is charged to ``budget``. Stops as soon as one reaches ``target``.
     """
     m = _Members(arr, piece)
@@ -1382,25 +1383,33 @@ def _portfolio(arr: _Arrays, piece: _Piece, target: int, budget: _Budget) -> tup
             m.consider(f"greedy-{name}-{'best' if best_fit else 'first'}-fit", height)
             if m.best is not None and m.best[0] <= target:
                 return m.best
-    if not m.fixed and _sweeps(arr, m, sweep_cost, target, budget, lists):
+    index_cost = 3 * pairs + sweep_cost  # an order over a time index: gather, sort, fit
+    indexed = _INDEXED_RUNS
+    if not lists and not m.fixed and budget.allows(index_cost + sweep_cost):
+        # the baseline's order (size, first fit) before the sweeps and splits, while it and a sweep fit the
+        # budget: they must not leave it unpaid (the safety net, its twin, is skipped when the budget is spent)
+        _indexed_orders(arr, m, index_cost, target, budget, indexed[:1])
+        indexed = indexed[1:]
+    if m.best is not None and m.best[0] <= target:
+        return m.best
+    if not m.fixed and _sweeps(arr, m, sweep_cost, target, budget, lists or m.best is not None, not lists):
         assert m.best is not None
         return m.best
     if not lists:
-        _indexed_orders(arr, m, 3 * pairs + sweep_cost, target, budget)  # gather, sort, fit
+        _indexed_orders(arr, m, index_cost, target, budget, indexed)
     assert m.best is not None
     return m.best
 
 
-def _sweeps(arr: _Arrays, m: _Members, cost: int, target: int, budget: _Budget, paid: bool) -> bool:
+def _sweeps(arr: _Arrays, m: _Members, cost: int, target: int, budget: _Budget, paid: bool, splits: bool) -> bool:
     """Run the time sweeps on a piece without fixed offsets while the budget pays ``cost`` a sweep; the first
-    always runs unless ``paid`` (members over neighbour lists ran before). Without such members (a piece too dense
-    for lists) the lifetime splits come second, each also paying its short-lived pairs. Return whether one reached
-    ``target``."""
+    always runs unless ``paid`` (members ran before). With ``splits`` (a piece too dense for neighbour lists) the
+    lifetime splits come second, each also paying its short-lived pairs. Return whether one reached ``target``."""
     members: list[tuple[str, bool, int]] = [(name, best_fit, -1) for name, best_fit in _SWEEPS]
     k = -1
     while k + 1 < len(members):
         k += 1
-        if k == 1 and not paid:  # the splits' thresholds (a sort of the lifetimes) only once the budget pays more
+        if k == 1 and splits:  # the splits' thresholds (a sort of the lifetimes) only once the budget pays more
             if not budget.allows(cost):
                 return False
             members[1:1] = [("split", False, t) for t in _split_thresholds(arr, m.movable)]
@@ -1429,13 +1438,16 @@ _INDEXED_RUNS = [
 ]  # fmt: skip
 
 
-def _indexed_orders(arr: _Arrays, m: _Members, cost: int, target: int, budget: _Budget) -> None:
-    """Greedy orders over a :class:`_TimeIndex` (size, conflict x size, ... as omnimalloc's greedies order),
-    while the budget pays ``cost`` an order; the first always runs if the piece has no plan yet."""
+def _indexed_orders(
+    arr: _Arrays, m: _Members, cost: int, target: int, budget: _Budget, runs: list[tuple[str, bool]]
+) -> None:
+    """Greedy orders ``runs`` (of :data:`_INDEXED_RUNS`) over a :class:`_TimeIndex` (size, conflict x size, ...
+    as omnimalloc's greedies order), while the budget pays ``cost`` an order; the first always runs if the piece
+    has no plan yet."""
     items = m.piece.items
     degree: dict[int, int] = {}
     keys = _order_keys(arr, items, lambda i: degree[i])
-    for name, best_fit in _INDEXED_RUNS:
+    for name, best_fit in runs:
         if m.best is not None and (m.best[0] <= target or not budget.allows(cost)):
             return
         budget.spend(cost)

@@ -528,7 +528,7 @@ def test_property_huge_pieces_run_the_indexed_orders_validly(bufs: list[Buffer],
     assert members.best is not None
     swept = members.best[0]
     budget = planner._Budget(units)
-    planner._indexed_orders(arr, members, 100, 0, budget)
+    planner._indexed_orders(arr, members, 100, 0, budget, planner._INDEXED_RUNS)
     height, offsets, _ = members.best
     assert height <= swept and budget.spent <= units
     got = {b.id: 0 for b in bufs} | {bufs[i].id: o for i, o in zip(items, offsets, strict=True)}
@@ -610,3 +610,34 @@ def test_a_lifetime_split_packs_a_training_step_the_sweeps_cannot(monkeypatch: p
     assert min(sweeps) > p.lower_bound == p.arena
     assert p.component_strategies == ("split-12-first-fit",)
     assert check_placement(bufs, p.offsets) == []
+
+
+def _inference_like(n: int, seed: int) -> list[Buffer]:
+    """Mostly short-lived buffers, a few skip connections and fewer long-lived ones, of sizes 512 B to 4 MiB."""
+    rng = random.Random(seed)
+    steps = n * 3 // 5
+    out = []
+    for i in range(n):
+        u, first = rng.random(), rng.randrange(steps)
+        if u < 0.0005:
+            first, last = rng.randrange(steps // 4), steps - 1 - rng.randrange(steps // 4)
+        else:
+            last = min(steps - 1, first + (rng.randrange(8, 300) if u < 0.03 else rng.randrange(0, 8)))
+        out.append(Buffer(f"t{i}", first, last, (int(2 ** rng.uniform(9, 22)) + 511) // 512 * 512))
+    return out
+
+
+def test_a_dense_piece_runs_the_baselines_order_before_its_sweeps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a piece too dense for neighbour lists, a budget that pays for reading the input, the size order over a
+    time index and a sweep or two (not for the safety net after them) still gives no more than greedy by size:
+    the sweeps and splits come after that order, not before it."""
+    for name in ("PAIR_LIMIT", "DENSE_PAIRS_PER_BUFFER", "QUICK_PAIRS_PER_BUFFER", "QUICK_PAIRS"):
+        monkeypatch.setattr(planner, name, -1)
+    for seed in range(6):
+        bufs = _inference_like(2000, seed)
+        arr = planner._Arrays(bufs)
+        pairs = planner._count_pairs(range(len(bufs)), arr.first, arr.last)
+        units = (planner.INPUT_UNITS_PER_BUFFER + 2 * planner.SWEEP_UNITS_PER_BUFFER) * len(bufs) + 3 * pairs
+        p = plan(bufs, budget_s=units / planner.WORK_PER_SECOND, exact_work=0)
+        assert check_placement(bufs, p.offsets) == []
+        assert p.arena <= greedy_best_fit(bufs).arena
