@@ -1282,7 +1282,7 @@ def _split_sweep(arr: _Arrays, items: Sequence[int], threshold: int, off: list[i
     """
     first, last, size = arr.first, arr.last, arr.size
     long_ = sorted((i for i in items if last[i] - first[i] + 1 > threshold), key=lambda i: (first[i], -last[i], i))
-    short = sorted((i for i in items if last[i] - first[i] + 1 <= threshold), key=lambda i: (first[i], -size[i], i))
+    short = sorted(_short_lived(arr, items, threshold), key=lambda i: (first[i], -size[i], i))
     height = _sweep(long_, arr, off, base, best_fit) if long_ else base
     if _worth_native(arr, len(items)):
         placed = array("q", off)
@@ -1293,6 +1293,12 @@ def _split_sweep(arr: _Arrays, items: Sequence[int], threshold: int, off: list[i
         off[:] = placed.tolist()
         return max(height, top)
     return max(height, _split_short(arr, short, long_, off, base, best_fit))
+
+
+def _short_lived(arr: _Arrays, items: Sequence[int], threshold: int) -> list[int]:
+    """The ``items`` living at most ``threshold`` steps (the short-lived side of a lifetime split)."""
+    first, last = arr.first, arr.last
+    return [i for i in items if last[i] - first[i] + 1 <= threshold]
 
 
 def _split_short(arr: _Arrays, short: list[int], long_: list[int], off: list[int], base: int, best_fit: bool) -> int:
@@ -1405,30 +1411,33 @@ def _sweeps(arr: _Arrays, m: _Members, cost: int, target: int, budget: _Budget, 
     """Run the time sweeps on a piece without fixed offsets while the budget pays ``cost`` a sweep; the first
     always runs unless ``paid`` (members ran before). With ``splits`` (a piece too dense for neighbour lists) the
     lifetime splits come second, each also paying its short-lived pairs. Return whether one reached ``target``."""
-    members: list[tuple[str, bool, int]] = [(name, best_fit, -1) for name, best_fit in _SWEEPS]
-    k = -1
-    while k + 1 < len(members):
-        k += 1
-        if k == 1 and splits:  # the splits' thresholds (a sort of the lifetimes) only once the budget pays more
-            if not budget.allows(cost):
-                return False
-            members[1:1] = [("split", False, t) for t in _split_thresholds(arr, m.movable)]
-        name, best_fit, threshold = members[k]
-        extra = 0
-        if threshold >= 0:
-            extra = 2 * _pairs(arr, [i for i in m.movable if arr.last[i] - arr.first[i] < threshold])
+    for k, (name, best_fit, threshold) in enumerate(_sweep_members(arr, m, cost, budget, splits)):
+        short = _short_lived(arr, m.movable, threshold) if threshold >= 0 else []
+        extra = 2 * _pairs(arr, short) if short else 0
         if (k or paid) and not budget.allows(cost + extra):
             return False
         budget.spend(cost + extra)
         if threshold >= 0:
             height = _split_sweep(arr, m.movable, threshold, m.reset(), m.piece.base, best_fit)
-            name = f"{threshold}"
+            name = f"split-{threshold}"
         else:
             height = _sweep(_sweep_order(arr, m.movable, name), arr, m.reset(), m.piece.base, best_fit)
-        m.consider(f"{'split' if threshold >= 0 else 'sweep'}-{name}-{'best' if best_fit else 'first'}-fit", height)
+            name = f"sweep-{name}"
+        m.consider(f"{name}-{'best' if best_fit else 'first'}-fit", height)
         if m.best is not None and m.best[0] <= target:
             return True
     return False
+
+
+def _sweep_members(
+    arr: _Arrays, m: _Members, cost: int, budget: _Budget, splits: bool
+) -> Iterator[tuple[str, bool, int]]:
+    """The sweeps as (name, best fit, -1), with the lifetime splits as ("split", False, threshold) second when
+    ``splits``; the thresholds (a sort of the lifetimes) are made only once the budget pays for a second member."""
+    yield (*_SWEEPS[0], -1)
+    if splits and budget.allows(cost):
+        yield from (("split", False, t) for t in _split_thresholds(arr, m.movable))
+    yield from ((name, best_fit, -1) for name, best_fit in _SWEEPS[1:])
 
 
 #: Orders run over a time index on a huge piece (no neighbour lists), most useful first.
