@@ -2201,6 +2201,9 @@ def plan(
     (default: no cap beyond the budget). Components with more than ``exact_max_buffers`` buffers skip the
     exact search.
     """
+    for name, value in (("budget_s", budget_s), ("exact_budget_s", exact_budget_s)):
+        if value is not None and not math.isfinite(value):
+            raise ValueError(f"plan: {name} must be a finite number of seconds, got {value!r}")
     t0 = time.perf_counter()
     collecting = gc.isenabled()
     try:

@@ -641,3 +641,11 @@ def test_a_dense_piece_runs_the_baselines_order_before_its_sweeps(monkeypatch: p
         p = plan(bufs, budget_s=units / planner.WORK_PER_SECOND, exact_work=0)
         assert check_placement(bufs, p.offsets) == []
         assert p.arena <= greedy_best_fit(bufs).arena
+
+
+@pytest.mark.parametrize("name", ["budget_s", "exact_budget_s"])
+@pytest.mark.parametrize("value", [float("inf"), float("nan")])
+def test_a_budget_that_is_not_finite_is_refused_by_name(name: str, value: float) -> None:
+    bufs = [Buffer("a", 0, 1, 8), Buffer("b", 1, 2, 8), Buffer("c", 0, 2, 4)]
+    with pytest.raises(ValueError, match=f"plan: {name} must be a finite number of seconds"):
+        plan(bufs, **{name: value})
