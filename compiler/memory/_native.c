@@ -142,6 +142,34 @@ static int get_all(PyObject **objs, Py_buffer *v, int n, const char **names, int
     return got;
 }
 
+/* planner._place_py's loop over neighbour lists (CSR over n buffers), the ``fixed`` ranges (sorted) occupied for
+ * every buffer; ``obs`` has room for the longest list. Stops once the height reaches ``limit`` (if >= 0). */
+static int64_t place_lists(const int64_t *order, Py_ssize_t n_order, const int64_t *size, const int64_t *align,
+                           const int64_t *indptr, const int64_t *indices, Py_ssize_t n, int64_t *off, range_t *obs,
+                           const range_t *fixed, Py_ssize_t n_static, int64_t base, int best_fit, int64_t limit) {
+    int64_t height = base;
+    for (Py_ssize_t k = 0; k < n_order; k++) {
+        int64_t b = order[k];
+        Py_ssize_t m = 0;
+        for (int64_t e = indptr[b]; e < indptr[b + 1]; e++) {
+            int64_t o = indices[e];
+            if (o >= 0 && o < n && off[o] >= 0) {
+                obs[m].lo = off[o];
+                obs[m].hi = off[o] + size[o];
+                m++;
+            }
+        }
+        sort_ranges(obs, m);
+        int64_t cand = lowest_fit(obs, m, fixed, n_static, size[b], align[b], base, best_fit);
+        off[b] = cand;
+        if (cand + size[b] > height) {
+            height = cand + size[b];
+            if (limit >= 0 && height >= limit) break;
+        }
+    }
+    return height;
+}
+
 static PyObject *native_place(PyObject *self, PyObject *args) {
     PyObject *o_order, *o_size, *o_align, *o_indptr, *o_indices, *o_off, *o_static;
     long long base, limit;
@@ -185,27 +213,10 @@ static PyObject *native_place(PyObject *self, PyObject *args) {
         fixed[e].hi = stat[2 * e + 1];
     }
     sort_ranges(fixed, n_static);
-    int64_t height = base;
+    int64_t height;
     Py_BEGIN_ALLOW_THREADS;
-    for (Py_ssize_t k = 0; k < n_order; k++) {
-        int64_t b = order[k];
-        Py_ssize_t m = 0;
-        for (int64_t e = indptr[b]; e < indptr[b + 1]; e++) {
-            int64_t o = indices[e];
-            if (o >= 0 && o < n && off[o] >= 0) {
-                obs[m].lo = off[o];
-                obs[m].hi = off[o] + size[o];
-                m++;
-            }
-        }
-        sort_ranges(obs, m);
-        int64_t cand = lowest_fit(obs, m, fixed, n_static, size[b], align[b], base, best_fit);
-        off[b] = cand;
-        if (cand + size[b] > height) {
-            height = cand + size[b];
-            if (limit >= 0 && height >= limit) break;
-        }
-    }
+    height = place_lists(order, n_order, size, align, indptr, indices, n, off, obs, fixed, n_static, base, best_fit,
+                         limit);
     Py_END_ALLOW_THREADS;
     result = PyLong_FromLongLong(height);
 done:
@@ -217,6 +228,47 @@ done:
 typedef struct {
     int64_t lo, hi, first, last;
 } placed_t;
+
+/* Insert t into pl[0..*np) (ascending by offset; after those at the same offset). */
+static inline void placed_insert(placed_t *pl, Py_ssize_t *np, placed_t t) {
+    Py_ssize_t j = (*np)++;
+    while (j > 0 && pl[j - 1].lo > t.lo) {
+        pl[j] = pl[j - 1];
+        j--;
+    }
+    pl[j] = t;
+}
+
+/* place_dense's loop: ``pl`` holds the np buffers placed so far by offset (room for n_order more). */
+static int64_t place_scan(const int64_t *order, Py_ssize_t n_order, const int64_t *first, const int64_t *last,
+                          const int64_t *size, const int64_t *align, int64_t *off, placed_t *pl, Py_ssize_t np,
+                          int64_t base, int best_fit, int64_t limit) {
+    int64_t height = base;
+    for (Py_ssize_t k = 0; k < n_order; k++) {
+        int64_t b = order[k], s = size[b], a = align[b], f = first[b], l = last[b];
+        int64_t cand = align_up(base, a), best = -1, best_gap = 0;
+        for (Py_ssize_t q = 0; q < np; q++) {
+            const placed_t *o = &pl[q];
+            if (o->last < f || o->first > l) continue;
+            if (o->lo >= cand + s) {
+                if (!best_fit) break;
+                if (best < 0 || o->lo - cand < best_gap) {
+                    best = cand;
+                    best_gap = o->lo - cand;
+                }
+            }
+            if (o->hi > cand) cand = align_up(o->hi, a);
+        }
+        int64_t x = best_fit && best >= 0 ? best : cand;
+        off[b] = x;
+        placed_insert(pl, &np, (placed_t){x, x + s, f, l});
+        if (x + s > height) {
+            height = x + s;
+            if (limit >= 0 && height >= limit) break;
+        }
+    }
+    return height;
+}
 
 /* planner._place without neighbour lists, for dense inputs: every placed item of ``items`` is kept in one
  * array ascending by offset, and each buffer scans it, skipping those not live with it. The obstacles seen are
@@ -260,46 +312,11 @@ static PyObject *native_place_dense(PyObject *self, PyObject *args) {
     Py_ssize_t np = 0;
     for (Py_ssize_t k = 0; k < n_items; k++) {
         int64_t i = items[k];
-        if (off[i] < 0) continue;
-        placed_t t = {off[i], off[i] + size[i], first[i], last[i]};
-        Py_ssize_t j = np++;
-        while (j > 0 && pl[j - 1].lo > t.lo) {
-            pl[j] = pl[j - 1];
-            j--;
-        }
-        pl[j] = t;
+        if (off[i] >= 0) placed_insert(pl, &np, (placed_t){off[i], off[i] + size[i], first[i], last[i]});
     }
-    int64_t height = base;
+    int64_t height;
     Py_BEGIN_ALLOW_THREADS;
-    for (Py_ssize_t k = 0; k < n_order; k++) {
-        int64_t b = order[k], s = size[b], a = align[b], f = first[b], l = last[b];
-        int64_t cand = align_up(base, a), best = -1, best_gap = 0;
-        for (Py_ssize_t q = 0; q < np; q++) {
-            const placed_t *o = &pl[q];
-            if (o->last < f || o->first > l) continue;
-            if (o->lo >= cand + s) {
-                if (!best_fit) break;
-                if (best < 0 || o->lo - cand < best_gap) {
-                    best = cand;
-                    best_gap = o->lo - cand;
-                }
-            }
-            if (o->hi > cand) cand = align_up(o->hi, a);
-        }
-        int64_t x = best_fit && best >= 0 ? best : cand;
-        off[b] = x;
-        placed_t t = {x, x + s, f, l};
-        Py_ssize_t j = np++;
-        while (j > 0 && pl[j - 1].lo > x) {
-            pl[j] = pl[j - 1];
-            j--;
-        }
-        pl[j] = t;
-        if (x + s > height) {
-            height = x + s;
-            if (limit >= 0 && height >= limit) break;
-        }
-    }
+    height = place_scan(order, n_order, first, last, size, align, off, pl, np, base, best_fit, limit);
     Py_END_ALLOW_THREADS;
     result = PyLong_FromLongLong(height);
 done:
@@ -334,37 +351,15 @@ static PyObject *new_i64_array(Py_ssize_t n, int64_t **data) {
     return arr;
 }
 
-static PyObject *native_overlaps(PyObject *self, PyObject *args) {
-    PyObject *o_items, *o_first, *o_last;
-    Py_ssize_t n;
-    if (!PyArg_ParseTuple(args, "OOOn", &o_items, &o_first, &o_last, &n)) return NULL;
-    Py_buffer v[3];
-    PyObject *objs[3] = {o_items, o_first, o_last};
-    const char *names[3] = {"items", "first", "last"};
-    int got = get_all(objs, v, 3, names, -1);
-    PyObject *result = NULL, *a_ptr = NULL, *a_ind = NULL;
-    start_t *starts = NULL;
-    int64_t *live = NULL, *pairs = NULL, *fill = NULL;
-    if (got < 3) goto done;
-    const int64_t *items = v[0].buf, *first = v[1].buf, *last = v[2].buf;
-    Py_ssize_t m = v[0].len / 8;
-    if (v[1].len / 8 < n || v[2].len / 8 < n) {
-        PyErr_SetString(PyExc_ValueError, "overlaps: arrays shorter than n");
-        goto done;
-    }
-    for (Py_ssize_t k = 0; k < m; k++)
-        if (items[k] < 0 || items[k] >= n) {
-            PyErr_SetString(PyExc_IndexError, "overlaps: item out of range");
-            goto done;
-        }
-    starts = (start_t *)malloc(sizeof(start_t) * (size_t)(m + 1));
-    live = (int64_t *)malloc(sizeof(int64_t) * (size_t)(m + 1));
+/* The time-overlapping pairs (i, j) among the m items, by a sweep in (first, item) order keeping the live ones,
+ * into *pairs (malloc'd: the caller frees it, also on failure); their number, or -1 (MemoryError set). */
+static Py_ssize_t overlap_pairs(const int64_t *items, Py_ssize_t m, const int64_t *first, const int64_t *last,
+                                int64_t **pairs_out) {
+    start_t *starts = (start_t *)malloc(sizeof(start_t) * (size_t)(m + 1));
+    int64_t *live = (int64_t *)malloc(sizeof(int64_t) * (size_t)(m + 1));
     Py_ssize_t npairs = 0, cap = 1024;
-    pairs = (int64_t *)malloc(sizeof(int64_t) * 2 * (size_t)cap);
-    if (!starts || !live || !pairs) {
-        PyErr_NoMemory();
-        goto done;
-    }
+    int64_t *pairs = *pairs_out = (int64_t *)malloc(sizeof(int64_t) * 2 * (size_t)cap);
+    if (!starts || !live || !pairs) goto fail;
     for (Py_ssize_t k = 0; k < m; k++) {
         starts[k].first = first[items[k]];
         starts[k].item = items[k];
@@ -381,11 +376,8 @@ static PyObject *native_overlaps(PyObject *self, PyObject *args) {
             if (npairs == cap) {
                 cap *= 2;
                 int64_t *grown = (int64_t *)realloc(pairs, sizeof(int64_t) * 2 * (size_t)cap);
-                if (!grown) {
-                    PyErr_NoMemory();
-                    goto done;
-                }
-                pairs = grown;
+                if (!grown) goto fail;
+                pairs = *pairs_out = grown;
             }
             pairs[2 * npairs] = i;
             pairs[2 * npairs + 1] = j;
@@ -394,20 +386,27 @@ static PyObject *native_overlaps(PyObject *self, PyObject *args) {
         nlive = keep;
         live[nlive++] = i;
     }
-    int64_t *ptr, *ind;
-    a_ptr = new_i64_array(n + 1, &ptr);
-    if (!a_ptr) goto done;
-    a_ind = new_i64_array(2 * npairs, &ind);
-    if (!a_ind) goto done;
+    free(starts);
+    free(live);
+    return npairs;
+fail:
+    free(starts);
+    free(live);
+    PyErr_NoMemory();
+    return -1;
+}
+
+/* The neighbour lists of ``pairs`` in CSR form over n buffers: ptr (n + 1, zeroed) and ind (2 * npairs). */
+static int fill_csr(const int64_t *pairs, Py_ssize_t npairs, Py_ssize_t n, int64_t *ptr, int64_t *ind) {
     for (Py_ssize_t p = 0; p < npairs; p++) {
         ptr[pairs[2 * p] + 1]++;
         ptr[pairs[2 * p + 1] + 1]++;
     }
     for (Py_ssize_t k = 0; k < n; k++) ptr[k + 1] += ptr[k];
-    fill = (int64_t *)malloc(sizeof(int64_t) * (size_t)(n + 1));
+    int64_t *fill = (int64_t *)malloc(sizeof(int64_t) * (size_t)(n + 1));
     if (!fill) {
         PyErr_NoMemory();
-        goto done;
+        return -1;
     }
     memcpy(fill, ptr, sizeof(int64_t) * (size_t)(n + 1));
     for (Py_ssize_t p = 0; p < npairs; p++) {
@@ -415,14 +414,45 @@ static PyObject *native_overlaps(PyObject *self, PyObject *args) {
         ind[fill[i]++] = j;
         ind[fill[j]++] = i;
     }
+    free(fill);
+    return 0;
+}
+
+static PyObject *native_overlaps(PyObject *self, PyObject *args) {
+    PyObject *o_items, *o_first, *o_last;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "OOOn", &o_items, &o_first, &o_last, &n)) return NULL;
+    Py_buffer v[3];
+    PyObject *objs[3] = {o_items, o_first, o_last};
+    const char *names[3] = {"items", "first", "last"};
+    int got = get_all(objs, v, 3, names, -1);
+    PyObject *result = NULL, *a_ptr = NULL, *a_ind = NULL;
+    int64_t *pairs = NULL;
+    if (got < 3) goto done;
+    const int64_t *items = v[0].buf, *first = v[1].buf, *last = v[2].buf;
+    Py_ssize_t m = v[0].len / 8;
+    if (v[1].len / 8 < n || v[2].len / 8 < n) {
+        PyErr_SetString(PyExc_ValueError, "overlaps: arrays shorter than n");
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < m; k++)
+        if (items[k] < 0 || items[k] >= n) {
+            PyErr_SetString(PyExc_IndexError, "overlaps: item out of range");
+            goto done;
+        }
+    Py_ssize_t npairs = overlap_pairs(items, m, first, last, &pairs);
+    if (npairs < 0) goto done;
+    int64_t *ptr, *ind;
+    a_ptr = new_i64_array(n + 1, &ptr);
+    if (!a_ptr) goto done;
+    a_ind = new_i64_array(2 * npairs, &ind);
+    if (!a_ind) goto done;
+    if (fill_csr(pairs, npairs, n, ptr, ind) < 0) goto done;
     result = PyTuple_Pack(2, a_ptr, a_ind);
 done:
     Py_XDECREF(a_ptr);
     Py_XDECREF(a_ind);
-    free(starts);
-    free(live);
     free(pairs);
-    free(fill);
     for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
     return result;
 }
