@@ -25,6 +25,10 @@
  *   split_place(short, long, first, last, size, align, off, base, best_fit) -> height
  *                                                          the short-lived phase of planner._split_sweep
  *   live_max(items, first, last, size) -> array            like planner._live_max
+ *   quick(items, first, last, size, align, off, lb, dense) -> (k, offsets) or None
+ *                                                          planner._quick's orders (size, area, conflict-size;
+ *                                                          first fit, stopping above lb) in one call: the first
+ *                                                          order k reaching lb and its offsets
  *
  * Every array is an int64 buffer (array.array('q')); ``off`` is written in place. The caller guarantees that
  * every value and every offset reached fits in int64 (planner._Arrays.native).
@@ -709,6 +713,228 @@ done:
     free(starts);
     free(ends);
     free(scratch);
+    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+/* ---- the quick try (planner._quick): its orders, first fit, in one call ---- */
+
+/* A quick order's sort key: planner._quick_keys' tuple (a, b, c, item), ascending; ``a`` is a product of two
+ * int64 values (the area, the conflicts times the size), exact in 128 bits. */
+typedef struct {
+    __int128 a;
+    int64_t b, c, item;
+} qkey_t;
+
+static inline int qkey_less(const qkey_t *x, const qkey_t *y) {
+    if (x->a != y->a) return x->a < y->a;
+    if (x->b != y->b) return x->b < y->b;
+    if (x->c != y->c) return x->c < y->c;
+    return x->item < y->item;
+}
+
+/* Sort m keys ascending (tmp: scratch of m): insertion sort of runs of 16, merged bottom-up. */
+static void sort_qkeys(qkey_t *k, qkey_t *tmp, Py_ssize_t m) {
+    enum { RUN = 16 };
+    for (Py_ssize_t lo = 0; lo < m; lo += RUN) {
+        Py_ssize_t hi = lo + RUN < m ? lo + RUN : m;
+        for (Py_ssize_t i = lo + 1; i < hi; i++) {
+            qkey_t t = k[i];
+            Py_ssize_t j = i;
+            while (j > lo && qkey_less(&t, &k[j - 1])) {
+                k[j] = k[j - 1];
+                j--;
+            }
+            k[j] = t;
+        }
+    }
+    qkey_t *src = k, *dst = tmp;
+    for (Py_ssize_t w = RUN; w < m; w *= 2) {
+        for (Py_ssize_t lo = 0; lo < m; lo += 2 * w) {
+            Py_ssize_t mid = lo + w < m ? lo + w : m, hi = lo + 2 * w < m ? lo + 2 * w : m, i = lo, j = mid, o = lo;
+            while (i < mid && j < hi) dst[o++] = qkey_less(&src[j], &src[i]) ? src[j++] : src[i++];
+            while (i < mid) dst[o++] = src[i++];
+            while (j < hi) dst[o++] = src[j++];
+        }
+        qkey_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != k) memcpy(k, src, sizeof(qkey_t) * (size_t)m);
+}
+
+static void sort_i64(int64_t *a, Py_ssize_t m) {
+    if (m > 32) {
+        qsort(a, (size_t)m, sizeof(int64_t), cmp_i64);
+        return;
+    }
+    for (Py_ssize_t i = 1; i < m; i++) {
+        int64_t t = a[i];
+        Py_ssize_t j = i;
+        while (j > 0 && a[j - 1] > t) {
+            a[j] = a[j - 1];
+            j--;
+        }
+        a[j] = t;
+    }
+}
+
+/* How many of the m sorted values are < x (below = 1) or <= x (below = 0). */
+static Py_ssize_t count_below(const int64_t *a, Py_ssize_t m, int64_t x, int below) {
+    Py_ssize_t lo = 0, hi = m;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (below ? a[mid] < x : a[mid] <= x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* planner._degrees: deg[q] = the number of other items overlapping items[q] (starts, ends: scratch of m). */
+static void item_degrees(const int64_t *items, Py_ssize_t m, const int64_t *first, const int64_t *last, int64_t *deg,
+                         int64_t *starts, int64_t *ends) {
+    for (Py_ssize_t q = 0; q < m; q++) {
+        starts[q] = first[items[q]];
+        ends[q] = last[items[q]];
+    }
+    sort_i64(starts, m);
+    sort_i64(ends, m);
+    for (Py_ssize_t q = 0; q < m; q++)
+        deg[q] = count_below(starts, m, last[items[q]], 0) - count_below(ends, m, first[items[q]], 1) - 1;
+}
+
+/* The keys of quick order k (0: size, 1: area, 2: conflict-size, as planner._quick_keys) over the items. */
+static void quick_keys(int k, const int64_t *items, Py_ssize_t m, const int64_t *first, const int64_t *last,
+                       const int64_t *size, const int64_t *deg, qkey_t *keys) {
+    for (Py_ssize_t q = 0; q < m; q++) {
+        int64_t i = items[q], s = size[i];
+        qkey_t *key = &keys[q];
+        key->item = i;
+        if (k == 0) {
+            key->a = -(__int128)s;
+            key->b = first[i];
+            key->c = 0;
+            continue;
+        }
+        key->a = -(__int128)s * (k == 1 ? (__int128)last[i] - first[i] + 1 : (__int128)deg[q]);
+        key->b = -s;
+        key->c = first[i];
+    }
+}
+
+#define QUICK_ORDERS 3
+
+/* quick(items, first, last, size, align, off, lb, dense) -> (k, offsets) or None: planner._quick's orders
+ * (_QUICK_RUNS) in one call. Order k of the items (keys as planner._quick_keys) is placed first fit from the
+ * offsets ``off`` (read only) over the items' neighbour lists (``dense``: by place_dense's scan; the same
+ * offsets), stopping once the height passes ``lb``; the first order that stays within it and its offsets (a list
+ * over every buffer) are returned, or None when none does. */
+static PyObject *native_quick(PyObject *self, PyObject *args) {
+    PyObject *objs[6];
+    long long lb;
+    int dense;
+    if (!PyArg_ParseTuple(args, "OOOOOOLp", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &lb, &dense))
+        return NULL;
+    Py_buffer v[6];
+    const char *names[6] = {"items", "first", "last", "size", "align", "off"};
+    int got = get_all(objs, v, 6, names, -1);
+    PyObject *result = NULL;
+    qkey_t *keys = NULL;
+    int64_t *scratch = NULL, *pairs = NULL, *ptr = NULL, *ind = NULL;
+    placed_t *pl = NULL;
+    range_t *obs = NULL;
+    if (got < 6) goto done;
+    const int64_t *items = v[0].buf, *first = v[1].buf, *last = v[2].buf, *size = v[3].buf, *align = v[4].buf;
+    const int64_t *off = v[5].buf;
+    Py_ssize_t m = v[0].len / 8, n = v[1].len / 8;
+    for (int c = 2; c < 6; c++)
+        if (v[c].len / 8 != n) {
+            PyErr_SetString(PyExc_ValueError, "quick: arrays of different lengths");
+            goto done;
+        }
+    for (Py_ssize_t q = 0; q < m; q++)
+        if (items[q] < 0 || items[q] >= n) {
+            PyErr_SetString(PyExc_IndexError, "quick: item out of range");
+            goto done;
+        }
+    keys = (qkey_t *)malloc(sizeof(qkey_t) * (size_t)(2 * m + 1));
+    scratch = (int64_t *)malloc(sizeof(int64_t) * (size_t)(4 * m + n + 1)); /* order, deg, starts, ends, work */
+    if (!keys || !scratch) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t *order = scratch, *deg = scratch + m, *work = scratch + 4 * m;
+    Py_ssize_t cap = 0;
+    if (dense) {
+        if (!(pl = (placed_t *)malloc(sizeof(placed_t) * (size_t)(m + 1)))) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    } else {
+        Py_ssize_t npairs = overlap_pairs(items, m, first, last, &pairs);
+        if (npairs < 0) goto done;
+        ptr = (int64_t *)calloc((size_t)(n + 1), sizeof(int64_t));
+        ind = (int64_t *)malloc(sizeof(int64_t) * (size_t)(2 * npairs + 1));
+        if (!ptr || !ind) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        if (fill_csr(pairs, npairs, n, ptr, ind) < 0) goto done;
+        for (Py_ssize_t q = 0; q < m; q++)
+            if (ptr[items[q] + 1] - ptr[items[q]] > cap) cap = ptr[items[q] + 1] - ptr[items[q]];
+        if (!(obs = (range_t *)malloc(sizeof(range_t) * (size_t)(cap + 1)))) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    int found = -1;
+    Py_BEGIN_ALLOW_THREADS;
+    for (int k = 0; k < QUICK_ORDERS && found < 0; k++) {
+        if (k == 2) item_degrees(items, m, first, last, deg, scratch + 2 * m, scratch + 3 * m);
+        quick_keys(k, items, m, first, last, size, deg, keys);
+        sort_qkeys(keys, keys + m, m);
+        for (Py_ssize_t q = 0; q < m; q++) order[q] = keys[q].item;
+        memcpy(work, off, sizeof(int64_t) * (size_t)n);
+        int64_t height;
+        if (dense) {
+            Py_ssize_t np = 0;
+            for (Py_ssize_t q = 0; q < m; q++) {
+                int64_t i = items[q];
+                if (work[i] >= 0) placed_insert(pl, &np, (placed_t){work[i], work[i] + size[i], first[i], last[i]});
+            }
+            height = place_scan(order, m, first, last, size, align, work, pl, np, 0, 0, (int64_t)lb + 1);
+        } else {
+            height = place_lists(order, m, size, align, ptr, ind, n, work, obs, NULL, 0, 0, 0, (int64_t)lb + 1);
+        }
+        if (height <= lb) found = k;
+    }
+    Py_END_ALLOW_THREADS;
+    if (found < 0) {
+        result = Py_None;
+        Py_INCREF(result);
+        goto done;
+    }
+    PyObject *offsets = PyList_New(n);
+    if (!offsets) goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = PyLong_FromLongLong(work[i]);
+        if (!x) {
+            Py_DECREF(offsets);
+            goto done;
+        }
+        PyList_SET_ITEM(offsets, i, x);
+    }
+    result = Py_BuildValue("(iN)", found, offsets);
+done:
+    free(keys);
+    free(scratch);
+    free(pairs);
+    free(ptr);
+    free(ind);
+    free(pl);
+    free(obs);
     for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
     return result;
 }
@@ -2323,6 +2549,7 @@ static PyMethodDef methods[] = {
     {"ingest", native_ingest, METH_VARARGS, "The buffers' int64 arrays and bounds (see planner._Arrays)."},
     {"offsets_dict", native_offsets_dict, METH_VARARGS, "The plan's offsets by id, in input order."},
     {"peak", native_peak, METH_VARARGS, "Largest total size live at one step (see planner._peak)."},
+    {"quick", native_quick, METH_VARARGS, "The quick try's orders, first fit, in one call (see planner._quick)."},
     {"count_pairs", native_count_pairs, METH_VARARGS, "Number of time-overlapping pairs (see planner._count_pairs)."},
     {"place", native_place, METH_VARARGS, "First or best fit of an order over neighbour lists (see planner.py)."},
     {"overlaps", native_overlaps, METH_VARARGS, "Neighbour lists (CSR) of time-overlapping items (see planner.py)."},

@@ -456,6 +456,12 @@ class _Dense(_Adj):
 DENSE_SCAN_RATIO = 40
 
 
+def _dense(pairs: int, items: int) -> bool:
+    """Whether ``items`` buffers with ``pairs`` overlapping (unordered) pairs are dense (see
+    :data:`DENSE_SCAN_RATIO`)."""
+    return 2 * pairs * DENSE_SCAN_RATIO >= items**2
+
+
 def _neighbours(arr: _Arrays, items: Sequence[int], dense_ok: bool = True, pairs: int | None = None) -> _Adj:
     """Neighbour lists of time-overlapping pairs among ``items`` (cost n log n + pairs), by the native loops
     when the extension is there (the same lists as :func:`_overlaps`, in another order; or, for a dense input,
@@ -463,7 +469,7 @@ def _neighbours(arr: _Arrays, items: Sequence[int], dense_ok: bool = True, pairs
     if not _worth_native(arr, len(items)):
         return _overlaps(items, arr.first, arr.last)
     items64 = array("q", items)
-    if dense_ok and 2 * (_pairs(arr, items) if pairs is None else pairs) * DENSE_SCAN_RATIO >= len(items) ** 2:
+    if dense_ok and _dense(_pairs(arr, items) if pairs is None else pairs, len(items)):
         return _Dense(items64, lambda: _degrees(items, arr.first, arr.last))
     indptr, indices = _NATIVE.overlaps(items64, arr.first64, arr.last64, len(arr.size))
     return _CSR(indptr, indices)
@@ -2386,13 +2392,12 @@ def _quick(arr: _Arrays, positive: list[int], off: list[int], lb: int, budget: _
     cost = 2 * pairs + n
     if (pairs > QUICK_PAIRS_PER_BUFFER * n and pairs > QUICK_PAIRS) or not budget.allows(2 * cost):
         return None
+    if len(arr.size) <= QUICK_NATIVE_BUFFERS and arr.native and _NATIVE is not None:
+        return _quick_native(arr, positive, off, (lb, cost), budget, _dense(pairs, n))
     adj = _neighbours(arr, positive, pairs=pairs)
     orders = _Orders(arr, positive, _quick_keys(arr, adj.degree), adj)
     native = array("q", off) if type(adj) is _Dense or isinstance(adj, _CSR) else None
-    for k, name in enumerate(_QUICK_RUNS):
-        if k and not budget.allows(cost):  # the first order was allowed above
-            return None
-        budget.spend(cost)
+    for name in _quick_charges(budget, cost):
         order = orders[name]
         trial: Sequence[int]
         if native is not None:  # the offsets stay an int64 array (what _place does, without its list round trip)
@@ -2402,16 +2407,51 @@ def _quick(arr: _Arrays, positive: list[int], off: list[int], lb: int, budget: _
             trial = listed = list(off)
             height = _place(order, arr, adj, listed, 0, False, lb + 1)
         if height <= lb:
-            return _placement(
-                offsets=dict(zip(arr.ids, trial, strict=True)),
-                arena=lb,
-                lower_bound=lb,
-                strategy="portfolio",
-                components=1,
-                component_strategies=(f"greedy-{name}-first-fit",),
-                work=budget.spent,
-                budget=budget.spent + budget.left,
-            )
+            return _quick_plan(arr, trial, lb, name, budget)
+    return None
+
+
+def _quick_charges(budget: _Budget, cost: int) -> Iterator[str]:
+    """The quick try's orders by name, each charged ``cost`` to ``budget`` before it runs; they stop
+    where the budget refuses one (the first was allowed by the caller)."""
+    for k, name in enumerate(_QUICK_RUNS):
+        if k and not budget.allows(cost):
+            return
+        budget.spend(cost)
+        yield name
+
+
+def _quick_plan(arr: _Arrays, trial: Sequence[int], lb: int, name: str, budget: _Budget) -> Placement:
+    """The quick try's plan: the offsets ``trial`` (at the lower bound) found by order ``name``."""
+    return _placement(
+        offsets=dict(zip(arr.ids, trial, strict=True)),
+        arena=lb,
+        lower_bound=lb,
+        strategy="portfolio",
+        components=1,
+        component_strategies=(f"greedy-{name}-first-fit",),
+        work=budget.spent,
+        budget=budget.spent + budget.left,
+    )
+
+
+#: Inputs of at most this many buffers run the quick try in one native call (:func:`_quick_native`).
+QUICK_NATIVE_BUFFERS = 4096
+
+
+def _quick_native(
+    arr: _Arrays, positive: list[int], off: list[int], bounds: tuple[int, int], budget: _Budget, dense: bool
+) -> Placement | None:
+    """:func:`_quick`'s orders by the native loops in one call (the same offsets: a test holds them together),
+    charged as there, ``cost`` each (``bounds``: lower bound, cost): every order up to the winner (or all of
+    them), as far as the budget allows; ``dense``: place without neighbour lists (the same offsets)."""
+    lb, cost = bounds
+    found = _NATIVE.quick(
+        array("q", positive), arr.first64, arr.last64, arr.size64, arr.align64, array("q", off), lb, dense
+    )
+    for name in _quick_charges(budget, cost):
+        if found is not None and _QUICK_RUNS[found[0]] == name:
+            return _quick_plan(arr, found[1], lb, name, budget)
     return None
 
 
