@@ -92,11 +92,44 @@ typedef struct {
     int64_t first, item;
 } start_t;
 
-static int cmp_start(const void *a, const void *b) {
-    const start_t *x = (const start_t *)a, *y = (const start_t *)b;
-    if (x->first != y->first) return x->first < y->first ? -1 : 1;
-    return (x->item > y->item) - (x->item < y->item);
+static inline int start_less(const start_t *x, const start_t *y) {
+    return x->first < y->first || (x->first == y->first && x->item < y->item);
 }
+
+/* NAME(a, tmp, n): sort n values of TYPE ascending by LESS (a strict order; tmp: scratch of n): insertion sort of
+ * runs of 16, merged bottom-up (stable; faster than qsort's calls through a pointer on short arrays). */
+#define DEFINE_MERGE_SORT(NAME, TYPE, LESS)                                                                      \
+    static void NAME(TYPE *a, TYPE *tmp, Py_ssize_t n) {                                                       \
+        enum { RUN = 16 };                                                                                     \
+        for (Py_ssize_t lo = 0; lo < n; lo += RUN) {                                                           \
+            Py_ssize_t hi = lo + RUN < n ? lo + RUN : n;                                                       \
+            for (Py_ssize_t i = lo + 1; i < hi; i++) {                                                         \
+                TYPE t = a[i];                                                                                 \
+                Py_ssize_t j = i;                                                                              \
+                while (j > lo && LESS(&t, &a[j - 1])) {                                                        \
+                    a[j] = a[j - 1];                                                                           \
+                    j--;                                                                                       \
+                }                                                                                              \
+                a[j] = t;                                                                                      \
+            }                                                                                                  \
+        }                                                                                                      \
+        TYPE *src = a, *dst = tmp;                                                                             \
+        for (Py_ssize_t w = RUN; w < n; w *= 2) {                                                              \
+            for (Py_ssize_t lo = 0; lo < n; lo += 2 * w) {                                                     \
+                Py_ssize_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;                \
+                Py_ssize_t i = lo, j = mid, o = lo;                                                            \
+                while (i < mid && j < hi) dst[o++] = LESS(&src[j], &src[i]) ? src[j++] : src[i++];             \
+                while (i < mid) dst[o++] = src[i++];                                                           \
+                while (j < hi) dst[o++] = src[j++];                                                            \
+            }                                                                                                  \
+            TYPE *t = src;                                                                                     \
+            src = dst;                                                                                         \
+            dst = t;                                                                                           \
+        }                                                                                                      \
+        if (src != a) memcpy(a, src, sizeof(TYPE) * (size_t)n);                                                \
+    }
+
+DEFINE_MERGE_SORT(sort_starts, start_t, start_less)
 
 static inline int64_t align_up(int64_t v, int64_t a) {
     if (a == 1) return v;
@@ -359,16 +392,16 @@ static PyObject *new_i64_array(Py_ssize_t n, int64_t **data) {
  * into *pairs (malloc'd: the caller frees it, also on failure); their number, or -1 (MemoryError set). */
 static Py_ssize_t overlap_pairs(const int64_t *items, Py_ssize_t m, const int64_t *first, const int64_t *last,
                                 int64_t **pairs_out) {
-    start_t *starts = (start_t *)malloc(sizeof(start_t) * (size_t)(m + 1));
+    start_t *starts = (start_t *)malloc(sizeof(start_t) * (size_t)(2 * m + 1));
     int64_t *live = (int64_t *)malloc(sizeof(int64_t) * (size_t)(m + 1));
-    Py_ssize_t npairs = 0, cap = 1024;
+    Py_ssize_t npairs = 0, cap = 64 + m;
     int64_t *pairs = *pairs_out = (int64_t *)malloc(sizeof(int64_t) * 2 * (size_t)cap);
     if (!starts || !live || !pairs) goto fail;
     for (Py_ssize_t k = 0; k < m; k++) {
         starts[k].first = first[items[k]];
         starts[k].item = items[k];
     }
-    qsort(starts, (size_t)m, sizeof(start_t), cmp_start);
+    sort_starts(starts, starts + m, m);
     Py_ssize_t nlive = 0;
     for (Py_ssize_t k = 0; k < m; k++) {
         int64_t i = starts[k].item, f = starts[k].first;
@@ -733,35 +766,7 @@ static inline int qkey_less(const qkey_t *x, const qkey_t *y) {
     return x->item < y->item;
 }
 
-/* Sort m keys ascending (tmp: scratch of m): insertion sort of runs of 16, merged bottom-up. */
-static void sort_qkeys(qkey_t *k, qkey_t *tmp, Py_ssize_t m) {
-    enum { RUN = 16 };
-    for (Py_ssize_t lo = 0; lo < m; lo += RUN) {
-        Py_ssize_t hi = lo + RUN < m ? lo + RUN : m;
-        for (Py_ssize_t i = lo + 1; i < hi; i++) {
-            qkey_t t = k[i];
-            Py_ssize_t j = i;
-            while (j > lo && qkey_less(&t, &k[j - 1])) {
-                k[j] = k[j - 1];
-                j--;
-            }
-            k[j] = t;
-        }
-    }
-    qkey_t *src = k, *dst = tmp;
-    for (Py_ssize_t w = RUN; w < m; w *= 2) {
-        for (Py_ssize_t lo = 0; lo < m; lo += 2 * w) {
-            Py_ssize_t mid = lo + w < m ? lo + w : m, hi = lo + 2 * w < m ? lo + 2 * w : m, i = lo, j = mid, o = lo;
-            while (i < mid && j < hi) dst[o++] = qkey_less(&src[j], &src[i]) ? src[j++] : src[i++];
-            while (i < mid) dst[o++] = src[i++];
-            while (j < hi) dst[o++] = src[j++];
-        }
-        qkey_t *t = src;
-        src = dst;
-        dst = t;
-    }
-    if (src != k) memcpy(k, src, sizeof(qkey_t) * (size_t)m);
-}
+DEFINE_MERGE_SORT(sort_qkeys, qkey_t, qkey_less)
 
 static void sort_i64(int64_t *a, Py_ssize_t m) {
     if (m > 32) {
@@ -1537,11 +1542,36 @@ done:
 
 #define SIGN_BIT 0x8000000000000000ull
 
+#define RADIX_MIN 256
+
+typedef struct {
+    uint64_t key;
+    int64_t val;
+} ukv_t;
+
+static inline int ukv_less(const ukv_t *x, const ukv_t *y) { return x->key < y->key; }
+
+DEFINE_MERGE_SORT(sort_ukv, ukv_t, ukv_less)
+
 /* Stable LSD radix sort of n (key, val) pairs by unsigned key, a byte a pass (passes where every key has the
- * same byte are skipped); tk and tv are scratch of n; v and tv may be NULL (keys alone). */
+ * same byte are skipped; below RADIX_MIN pairs, a merge sort); tk and tv are scratch of n; v and tv may be NULL
+ * (keys alone). */
 static void radix_pairs(uint64_t *k, int64_t *v, uint64_t *tk, int64_t *tv, Py_ssize_t n) {
     Py_ssize_t count[8][256];
     if (n < 2) return;
+    if (n < RADIX_MIN) { /* the same stable order by merging: cheaper than the counts on short arrays */
+        ukv_t *pairs = (ukv_t *)malloc(sizeof(ukv_t) * 2 * (size_t)n);
+        if (pairs) {
+            for (Py_ssize_t i = 0; i < n; i++) pairs[i] = (ukv_t){k[i], v ? v[i] : 0};
+            sort_ukv(pairs, pairs + n, n);
+            for (Py_ssize_t i = 0; i < n; i++) {
+                k[i] = pairs[i].key;
+                if (v) v[i] = pairs[i].val;
+            }
+            free(pairs);
+            return;
+        }
+    }
     memset(count, 0, sizeof count);
     for (Py_ssize_t i = 0; i < n; i++)
         for (int d = 0; d < 8; d++) count[d][(k[i] >> (8 * d)) & 255]++;
