@@ -363,20 +363,16 @@ done:
 }
 
 static PyObject *new_i64_array(Py_ssize_t n, int64_t **data) {
-    /* array.array('q', bytes(8 * n)) */
-    static PyObject *array_type = NULL;
-    if (!array_type) {
+    /* array.array('q', [0]) * n: a repeat, cheaper than calling the type with a zeroed bytes object */
+    static PyObject *zero = NULL;
+    if (!zero) {
         PyObject *mod = PyImport_ImportModule("array");
         if (!mod) return NULL;
-        array_type = PyObject_GetAttrString(mod, "array");
+        zero = PyObject_CallMethod(mod, "array", "s[i]", "q", 0);
         Py_DECREF(mod);
-        if (!array_type) return NULL;
+        if (!zero) return NULL;
     }
-    PyObject *zeros = PyBytes_FromStringAndSize(NULL, n * 8);
-    if (!zeros) return NULL;
-    memset(PyBytes_AS_STRING(zeros), 0, (size_t)n * 8);
-    PyObject *arr = PyObject_CallFunction(array_type, "sO", "q", zeros);
-    Py_DECREF(zeros);
+    PyObject *arr = PySequence_Repeat(zero, n);
     if (!arr) return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(arr, &view, PyBUF_WRITABLE) < 0) {

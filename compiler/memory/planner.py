@@ -2397,7 +2397,9 @@ def _quick(arr: _Arrays, positive: list[int], off: list[int], lb: int, budget: _
     adj = _neighbours(arr, positive, pairs=pairs)
     orders = _Orders(arr, positive, _quick_keys(arr, adj.degree), adj)
     native = array("q", off) if type(adj) is _Dense or isinstance(adj, _CSR) else None
-    for name in _quick_charges(budget, cost):
+    for k, name in enumerate(_QUICK_RUNS):
+        if not _quick_charge(budget, cost, k):
+            return None
         order = orders[name]
         trial: Sequence[int]
         if native is not None:  # the offsets stay an int64 array (what _place does, without its list round trip)
@@ -2407,24 +2409,23 @@ def _quick(arr: _Arrays, positive: list[int], off: list[int], lb: int, budget: _
             trial = listed = list(off)
             height = _place(order, arr, adj, listed, 0, False, lb + 1)
         if height <= lb:
-            return _quick_plan(arr, trial, lb, name, budget)
+            return _quick_plan(dict(zip(arr.ids, trial, strict=True)), lb, name, budget)
     return None
 
 
-def _quick_charges(budget: _Budget, cost: int) -> Iterator[str]:
-    """The quick try's orders by name, each charged ``cost`` to ``budget`` before it runs; they stop
-    where the budget refuses one (the first was allowed by the caller)."""
-    for k, name in enumerate(_QUICK_RUNS):
-        if k and not budget.allows(cost):
-            return
-        budget.spend(cost)
-        yield name
+def _quick_charge(budget: _Budget, cost: int, k: int) -> bool:
+    """Charge the quick try's order ``k`` (``cost``) before it runs: False, charging nothing, when the budget
+    refuses it (the first order was allowed by the caller)."""
+    if k and not budget.allows(cost):
+        return False
+    budget.spend(cost)
+    return True
 
 
-def _quick_plan(arr: _Arrays, trial: Sequence[int], lb: int, name: str, budget: _Budget) -> Placement:
-    """The quick try's plan: the offsets ``trial`` (at the lower bound) found by order ``name``."""
+def _quick_plan(offsets: dict[str, int], lb: int, name: str, budget: _Budget) -> Placement:
+    """The quick try's plan: the ``offsets`` (at the lower bound) found by order ``name``."""
     return _placement(
-        offsets=dict(zip(arr.ids, trial, strict=True)),
+        offsets=offsets,
         arena=lb,
         lower_bound=lb,
         strategy="portfolio",
@@ -2454,10 +2455,10 @@ def _quick_native(
     found = _NATIVE.quick(
         array("q", positive), arr.first64, arr.last64, arr.size64, arr.align64, array("q", off), lb, dense
     )
-    for name in _quick_charges(budget, cost):
-        if found is not None and _QUICK_RUNS[found[0]] == name:
-            return _quick_plan(arr, found[1], lb, name, budget)
-    return None
+    for k in range(len(_QUICK_RUNS) if found is None else found[0] + 1):
+        if not _quick_charge(budget, cost, k):
+            return None
+    return None if found is None else _quick_plan(_offsets_dict(arr, found[1]), lb, _QUICK_RUNS[found[0]], budget)
 
 
 class _RepairMemo(set[tuple[int, int]]):
