@@ -456,7 +456,7 @@ class _Dense(_Adj):
 DENSE_SCAN_RATIO = 40
 
 
-def _dense(pairs: int, items: int, ratio: int = DENSE_SCAN_RATIO) -> bool:
+def _dense(pairs: int, items: int, ratio: int) -> bool:
     """Whether ``items`` buffers with ``pairs`` overlapping (unordered) pairs are dense: more ordered pairs than
     their number squared over ``ratio`` (see :data:`DENSE_SCAN_RATIO`)."""
     return 2 * pairs * ratio >= items**2
@@ -469,7 +469,7 @@ def _neighbours(arr: _Arrays, items: Sequence[int], dense_ok: bool = True, pairs
     if not _worth_native(arr, len(items)):
         return _overlaps(items, arr.first, arr.last)
     items64 = array("q", items)
-    if dense_ok and _dense(_pairs(arr, items) if pairs is None else pairs, len(items)):
+    if dense_ok and _dense(_pairs(arr, items) if pairs is None else pairs, len(items), DENSE_SCAN_RATIO):
         return _Dense(items64, lambda: _degrees(items, arr.first, arr.last))
     indptr, indices = _NATIVE.overlaps(items64, arr.first64, arr.last64, len(arr.size))
     return _CSR(indptr, indices)
