@@ -39,6 +39,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define SIGN_BIT 0x8000000000000000ull /* xor'd into an int64, puts it in unsigned order */
+
 typedef struct {
     int64_t lo, hi;
 } range_t;
@@ -177,6 +179,16 @@ static int get_all(PyObject **objs, Py_buffer *v, int n, const char **names, int
     for (; got < n; got++)
         if (get_i64(objs[got], &v[got], got == writable, names[got]) < 0) break;
     return got;
+}
+
+/* 0 if every one of the m items is in [0, n), else -1 with IndexError "<who>: item out of range". */
+static int check_items(const int64_t *items, Py_ssize_t m, Py_ssize_t n, const char *who) {
+    for (Py_ssize_t k = 0; k < m; k++)
+        if (items[k] < 0 || items[k] >= n) {
+            PyErr_Format(PyExc_IndexError, "%s: item out of range", who);
+            return -1;
+        }
+    return 0;
 }
 
 /* planner._place_py's loop over neighbour lists (CSR over n buffers), the ``fixed`` ranges (sorted) occupied for
@@ -331,16 +343,8 @@ static PyObject *native_place_dense(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "place_dense: arrays of different lengths");
         goto done;
     }
-    for (Py_ssize_t k = 0; k < n_items; k++)
-        if (items[k] < 0 || items[k] >= n) {
-            PyErr_SetString(PyExc_IndexError, "place_dense: item out of range");
-            goto done;
-        }
-    for (Py_ssize_t k = 0; k < n_order; k++)
-        if (order[k] < 0 || order[k] >= n) {
-            PyErr_SetString(PyExc_IndexError, "place_dense: item out of range");
-            goto done;
-        }
+    if (check_items(items, n_items, n, "place_dense") < 0) goto done;
+    if (check_items(order, n_order, n, "place_dense") < 0) goto done;
     pl = (placed_t *)malloc(sizeof(placed_t) * (size_t)(n_items + n_order + 1));
     if (!pl) {
         PyErr_NoMemory();
@@ -468,11 +472,7 @@ static PyObject *native_overlaps(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "overlaps: arrays shorter than n");
         goto done;
     }
-    for (Py_ssize_t k = 0; k < m; k++)
-        if (items[k] < 0 || items[k] >= n) {
-            PyErr_SetString(PyExc_IndexError, "overlaps: item out of range");
-            goto done;
-        }
+    if (check_items(items, m, n, "overlaps") < 0) goto done;
     Py_ssize_t npairs = overlap_pairs(items, m, first, last, &pairs);
     if (npairs < 0) goto done;
     int64_t *ptr, *ind;
@@ -764,24 +764,8 @@ static inline int qkey_less(const qkey_t *x, const qkey_t *y) {
 
 DEFINE_MERGE_SORT(sort_qkeys, qkey_t, qkey_less)
 
-static void sort_i64(int64_t *a, Py_ssize_t m) {
-    if (m > 32) {
-        qsort(a, (size_t)m, sizeof(int64_t), cmp_i64);
-        return;
-    }
-    for (Py_ssize_t i = 1; i < m; i++) {
-        int64_t t = a[i];
-        Py_ssize_t j = i;
-        while (j > 0 && a[j - 1] > t) {
-            a[j] = a[j - 1];
-            j--;
-        }
-        a[j] = t;
-    }
-}
-
-/* How many of the m sorted values are < x (below = 1) or <= x (below = 0). */
-static Py_ssize_t count_below(const int64_t *a, Py_ssize_t m, int64_t x, int below) {
+/* How many of the m ascending keys are < x (below = 1) or <= x (below = 0). */
+static Py_ssize_t count_below(const uint64_t *a, Py_ssize_t m, uint64_t x, int below) {
     Py_ssize_t lo = 0, hi = m;
     while (lo < hi) {
         Py_ssize_t mid = (lo + hi) / 2;
@@ -793,17 +777,18 @@ static Py_ssize_t count_below(const int64_t *a, Py_ssize_t m, int64_t x, int bel
     return lo;
 }
 
-/* planner._degrees: deg[q] = the number of other items overlapping items[q] (starts, ends: scratch of m). */
+/* planner._degrees: deg[q] = the number of other items overlapping items[q] (starts, ends, tmp: scratch of m). */
 static void item_degrees(const int64_t *items, Py_ssize_t m, const int64_t *first, const int64_t *last, int64_t *deg,
-                         int64_t *starts, int64_t *ends) {
+                         uint64_t *starts, uint64_t *ends, uint64_t *tmp) {
     for (Py_ssize_t q = 0; q < m; q++) {
-        starts[q] = first[items[q]];
-        ends[q] = last[items[q]];
+        starts[q] = (uint64_t)first[items[q]] ^ SIGN_BIT; /* in signed order */
+        ends[q] = (uint64_t)last[items[q]] ^ SIGN_BIT;
     }
-    sort_i64(starts, m);
-    sort_i64(ends, m);
+    radix_pairs(starts, NULL, tmp, NULL, m);
+    radix_pairs(ends, NULL, tmp, NULL, m);
     for (Py_ssize_t q = 0; q < m; q++)
-        deg[q] = count_below(starts, m, last[items[q]], 0) - count_below(ends, m, first[items[q]], 1) - 1;
+        deg[q] = count_below(starts, m, (uint64_t)last[items[q]] ^ SIGN_BIT, 0) -
+                 count_below(ends, m, (uint64_t)first[items[q]] ^ SIGN_BIT, 1) - 1;
 }
 
 /* The keys of quick order k (0: size, 1: area, 2: conflict-size, as planner._quick_keys) over the items. */
@@ -855,18 +840,14 @@ static PyObject *native_quick(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "quick: arrays of different lengths");
             goto done;
         }
-    for (Py_ssize_t q = 0; q < m; q++)
-        if (items[q] < 0 || items[q] >= n) {
-            PyErr_SetString(PyExc_IndexError, "quick: item out of range");
-            goto done;
-        }
+    if (check_items(items, m, n, "quick") < 0) goto done;
     keys = (qkey_t *)malloc(sizeof(qkey_t) * (size_t)(2 * m + 1));
-    scratch = (int64_t *)malloc(sizeof(int64_t) * (size_t)(4 * m + n + 1)); /* order, deg, starts, ends, work */
+    scratch = (int64_t *)malloc(sizeof(int64_t) * (size_t)(5 * m + n + 1)); /* order, deg, 3 x m for degrees, work */
     if (!keys || !scratch) {
         PyErr_NoMemory();
         goto done;
     }
-    int64_t *order = scratch, *deg = scratch + m, *work = scratch + 4 * m;
+    int64_t *order = scratch, *deg = scratch + m, *work = scratch + 5 * m;
     Py_ssize_t cap = 0;
     if (dense) {
         if (!(pl = (placed_t *)malloc(sizeof(placed_t) * (size_t)(m + 1)))) {
@@ -893,7 +874,9 @@ static PyObject *native_quick(PyObject *self, PyObject *args) {
     int found = -1;
     Py_BEGIN_ALLOW_THREADS;
     for (int k = 0; k < QUICK_ORDERS && found < 0; k++) {
-        if (k == 2) item_degrees(items, m, first, last, deg, scratch + 2 * m, scratch + 3 * m);
+        if (k == 2)
+            item_degrees(items, m, first, last, deg, (uint64_t *)scratch + 2 * m, (uint64_t *)scratch + 3 * m,
+                         (uint64_t *)scratch + 4 * m);
         quick_keys(k, items, m, first, last, size, deg, keys);
         sort_qkeys(keys, keys + m, m);
         for (Py_ssize_t q = 0; q < m; q++) order[q] = keys[q].item;
@@ -1536,7 +1519,6 @@ done:
 
 /* ---- sorting and the planner's O(n) passes (planner._sorted, _groups, _Arrays, _offsets_dict) ---- */
 
-#define SIGN_BIT 0x8000000000000000ull
 
 #define RADIX_MIN 256
 
@@ -1659,11 +1641,7 @@ static PyObject *native_sort_items(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "sort_items: columns of different lengths");
             goto done;
         }
-    for (Py_ssize_t i = 0; i < m; i++)
-        if (items[i] < 0 || items[i] >= n) {
-            PyErr_SetString(PyExc_IndexError, "sort_items: item out of range");
-            goto done;
-        }
+    if (check_items(items, m, n, "sort_items") < 0) goto done;
     int64_t *out;
     result = new_i64_array(m, &out);
     if (!result) goto done;
@@ -1704,11 +1682,7 @@ static PyObject *native_components(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "components: arrays of different lengths");
         goto done;
     }
-    for (Py_ssize_t i = 0; i < m; i++)
-        if (items[i] < 0 || items[i] >= n) {
-            PyErr_SetString(PyExc_IndexError, "components: item out of range");
-            goto done;
-        }
+    if (check_items(items, m, n, "components") < 0) goto done;
     size_t bytes = sizeof(int64_t) * (size_t)(m + 1);
     k = malloc(bytes), tk = malloc(bytes), tv = malloc(bytes), byidx = malloc(bytes), bytime = malloc(bytes);
     gid = malloc(bytes), glo = malloc(bytes), ghi = malloc(bytes), fill = malloc(bytes);
@@ -2524,11 +2498,7 @@ static PyObject *native_live_max(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "live_max: arrays of different lengths");
         goto done;
     }
-    for (Py_ssize_t k = 0; k < m; k++)
-        if (items[k] < 0 || items[k] >= n) {
-            PyErr_SetString(PyExc_IndexError, "live_max: item out of range");
-            goto done;
-        }
+    if (check_items(items, m, n, "live_max") < 0) goto done;
     Py_ssize_t leaves = 1;
     while (leaves < 2 * m) leaves *= 2;
     size_t bytes = sizeof(int64_t) * (size_t)(2 * m + 1);
