@@ -303,7 +303,14 @@ class _Arrays:
         self.has_fixed = offsets.count(None) != len(offsets)
         self.fixed = [-1 if o is None else o for o in offsets] if self.has_fixed else [-1] * len(offsets)
         self.pair_counts: list[tuple[list[int], int]] = []  # :func:`_pairs`' last answers (copies of the items)
+        self._fixed64: array[int] | None = None
         self.arrays()
+
+    def fixed64(self) -> array[int]:
+        """``fixed`` as an int64 array (made once)."""
+        if self._fixed64 is None:
+            self._fixed64 = array("q", self.fixed)
+        return self._fixed64
 
     def arrays(self, native: bool | None = None) -> None:
         """Set the lists' int64 arrays for the native loops (empty when they do not run), ``native`` (whether they
@@ -627,11 +634,22 @@ def _lowest_fit(obstacles: list[tuple[int, int]], s: int, a: int, base: int, bes
     return best if best >= 0 else cand
 
 
+def _int64(off: MutableSequence[int]) -> array[int]:
+    """``off`` itself if it is an int64 array (the native loops then write it in place), else an int64 copy."""
+    return off if isinstance(off, array) and off.typecode == "q" else array("q", off)
+
+
+def _written(off: MutableSequence[int], placed: array[int]) -> None:
+    """Copy what the native loops wrote into ``placed`` back into ``off``, unless it was ``off`` itself."""
+    if placed is not off:
+        off[:] = placed.tolist()
+
+
 def _place(
     order: Sequence[int],
     arr: _Arrays,
     adj: _Adj,
-    off: list[int],
+    off: MutableSequence[int],
     base: int,
     best_fit: bool,
     limit: int | None = None,
@@ -651,9 +669,9 @@ def _place(
     stop = -1 if limit is None else limit
     if type(adj) is not _Dense and not isinstance(adj, _CSR):
         return _place_py(order, arr, adj, off, (base, stop), best_fit, static)
-    placed = array("q", off)
+    placed = _int64(off)
     height = _place_native(order, arr, adj, placed, base, best_fit, stop, static)
-    off[:] = placed.tolist()
+    _written(off, placed)
     return height
 
 
@@ -686,7 +704,7 @@ def _place_native(
     return height
 
 
-def _place_py(order: Sequence[int], arr: _Arrays, adj: _Adj, off: list[int], bounds: tuple[int, int],
+def _place_py(order: Sequence[int], arr: _Arrays, adj: _Adj, off: MutableSequence[int], bounds: tuple[int, int],
               best_fit: bool, static: list[tuple[int, int]] | None) -> int:  # fmt: skip
     """:func:`_place` in pure Python; ``bounds`` is (base, limit or -1)."""
     base, stop = bounds
@@ -711,7 +729,7 @@ def _place_indexed(
     order: Sequence[int],
     arr: _Arrays,
     items: Sequence[int],
-    off: list[int],
+    off: MutableSequence[int],
     base: int,
     best_fit: bool = False,
     limit: int | None = None,
@@ -852,7 +870,7 @@ class _Gaps:
         del starts[j]
 
 
-def _sweep(order: Sequence[int], arr: _Arrays, off: list[int], base: int, best_fit: bool = False) -> int:
+def _sweep(order: Sequence[int], arr: _Arrays, off: MutableSequence[int], base: int, best_fit: bool = False) -> int:
     """First (or best) fit in time order (``order`` sorted by first step), among the buffers live at its start.
 
     Valid for any gap choice: in start order every placed buffer that overlaps the next one in time is live
@@ -862,14 +880,14 @@ def _sweep(order: Sequence[int], arr: _Arrays, off: list[int], base: int, best_f
     """
     if not _worth_native(arr, len(order)):
         return _sweep_py(order, arr, off, base, best_fit)
-    placed = array("q", off)
+    placed = _int64(off)
     order64 = order if isinstance(order, array) and order.typecode == "q" else array("q", order)
     height: int = _NATIVE.sweep(order64, arr.first64, arr.last64, arr.size64, arr.align64, placed, base, best_fit)
-    off[:] = placed.tolist()
+    _written(off, placed)
     return height
 
 
-def _sweep_py(order: Sequence[int], arr: _Arrays, off: list[int], base: int, best_fit: bool = False) -> int:
+def _sweep_py(order: Sequence[int], arr: _Arrays, off: MutableSequence[int], base: int, best_fit: bool = False) -> int:
     """:func:`_sweep` in pure Python."""
     gaps = _Gaps(base)
     live: list[tuple[int, int]] = []  # heap of (last step, offset)
@@ -1102,7 +1120,8 @@ class _Members:
     def __init__(self, arr: _Arrays, piece: _Piece) -> None:
         self.arr = arr
         self.piece = piece
-        self.off = [-1] * len(arr.size)
+        # an int64 array when the native loops run: they write it in place (no list round trip a member)
+        self.off: MutableSequence[int] = array("q", arr.fixed64()) if arr.native else [-1] * len(arr.size)
         if arr.has_fixed:
             self.fixed = [i for i in piece.items if arr.fixed[i] >= 0]
             self.movable = [i for i in piece.items if arr.fixed[i] < 0]
@@ -1110,11 +1129,11 @@ class _Members:
             self.fixed, self.movable = [], piece.items
         self.best: tuple[int, list[int], str] | None = None
 
-    def reset(self) -> list[int]:
+    def reset(self) -> MutableSequence[int]:
         """Offsets with only the fixed buffers placed (the others at -1); a piece of a fair share of the buffers
         has them all reset by one copy (the members read no offset outside their piece)."""
         if 4 * len(self.piece.items) >= len(self.off):
-            self.off[:] = self.arr.fixed
+            self.off[:] = self.arr.fixed64() if isinstance(self.off, array) else self.arr.fixed
             return self.off
         for i in self.piece.items:
             self.off[i] = self.arr.fixed[i]
@@ -1214,28 +1233,29 @@ class _Orders:
         return order
 
     def _column(self, name: str) -> array[int]:
-        """The key column ``name`` over every buffer index (0 off the items where it depends on them)."""
+        """The key column ``name`` over every buffer index (0 off the items where it depends on them), made by
+        the native loops (``derive``; an OverflowError when a product passes int64)."""
         arr = self.arr
         if name in ("size", "first", "last"):
             return {"size": arr.size64, "first": arr.first64, "last": arr.last64}[name]
         if name not in self.columns:
-            size, first, last, items = arr.size, arr.first, arr.last, self.scope
-            col = array("q", bytes(8 * len(size)))
+            n = len(arr.size)
             if name == "length":
-                col = array("q", map(add, map(sub, last, first), itertools.repeat(1)))
+                col = _NATIVE.derive("length", arr.last64, arr.first64, n)
             elif name == "area":
-                col = array("q", map(mul, size, self._column("length")))
+                col = _NATIVE.derive("product", arr.size64, self._column("length"), n)
             elif name == "total":
-                totals = _NATIVE.live_max(array("q", items), arr.first64, arr.last64, arr.size64)
-                for i, t in zip(items, totals, strict=True):
-                    col[i] = t
-            elif name == "degree" and isinstance(self.adj, _CSR):  # list lengths, at C speed
-                col = array("q", map(sub, self.adj.indptr[1:], self.adj.indptr[:-1]))
-            elif name == "degree-size" and isinstance(self.adj, _CSR):
-                col = array("q", map(mul, self._column("degree"), size))
-            else:
+                items = array("q", self.scope)
+                totals = _NATIVE.live_max(items, arr.first64, arr.last64, arr.size64)
+                col = _NATIVE.derive("scatter", items, totals, n)
+            elif name == "degree" and isinstance(self.adj, _CSR):  # list lengths
+                col = _NATIVE.derive("diff", self.adj.indptr, self.adj.indptr, n)
+            elif name == "degree-size":
+                col = _NATIVE.derive("product", self._column("degree"), arr.size64, n)
+            else:  # degrees without lists (a dense piece)
+                col = array("q", bytes(8 * n))
                 for i in self.items:
-                    col[i] = self.adj.degree(i) * (size[i] if name == "degree-size" else 1)
+                    col[i] = self.adj.degree(i)
             self.columns[name] = col
         return self.columns[name]
 
@@ -1268,7 +1288,9 @@ def _split_thresholds(arr: _Arrays, items: Sequence[int]) -> list[int]:
     return [f * median for f in SPLIT_FACTORS if f * median < lengths[-1]] if lengths else []
 
 
-def _split_sweep(arr: _Arrays, items: Sequence[int], threshold: int, off: list[int], base: int, best_fit: bool) -> int:
+def _split_sweep(
+    arr: _Arrays, items: Sequence[int], threshold: int, off: MutableSequence[int], base: int, best_fit: bool
+) -> int:
     """Long-lived buffers first, then the short-lived ones above them; return the height reached.
 
     Buffers living more than ``threshold`` steps are placed by a time sweep (start order, longest first on
@@ -1285,12 +1307,12 @@ def _split_sweep(arr: _Arrays, items: Sequence[int], threshold: int, off: list[i
     short = sorted(_short_lived(arr, items, threshold), key=lambda i: (first[i], -size[i], i))
     height = _sweep(long_, arr, off, base, best_fit) if long_ else base
     if _worth_native(arr, len(items)):
-        placed = array("q", off)
+        placed = _int64(off)
         top: int = _NATIVE.split_place(
             array("q", short), array("q", long_), arr.first64, arr.last64, arr.size64, arr.align64, placed, base,
             best_fit,
         )  # fmt: skip
-        off[:] = placed.tolist()
+        _written(off, placed)
         return max(height, top)
     return max(height, _split_short(arr, short, long_, off, base, best_fit))
 
@@ -1301,7 +1323,9 @@ def _short_lived(arr: _Arrays, items: Sequence[int], threshold: int) -> list[int
     return [i for i in items if last[i] - first[i] + 1 <= threshold]
 
 
-def _split_short(arr: _Arrays, short: list[int], long_: list[int], off: list[int], base: int, best_fit: bool) -> int:
+def _split_short(
+    arr: _Arrays, short: list[int], long_: list[int], off: MutableSequence[int], base: int, best_fit: bool
+) -> int:
     """The short-lived phase of :func:`_split_sweep` in pure Python (the native ``split_place`` is its twin)."""
     first, last, size, align = arr.first, arr.last, arr.size, arr.align
     height = base
@@ -1735,6 +1759,7 @@ def _sub_arrays(arr: _Arrays, group: list[int]) -> _Arrays:
     sub.align = [arr.align[i] for i in group]
     sub.fixed = [-1] * len(group)
     sub.has_fixed = False
+    sub._fixed64 = None
     sub.arrays(arr.native)
     return sub
 
