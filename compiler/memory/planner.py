@@ -1382,7 +1382,9 @@ def _sweep_order(arr: _Arrays, items: Sequence[int], name: str) -> Sequence[int]
     return order
 
 
-def _portfolio(arr: _Arrays, piece: _Piece, target: int, budget: _Budget) -> tuple[int, list[int], str]:
+def _portfolio(
+    arr: _Arrays, piece: _Piece, target: int, budget: _Budget, shared: _Orders | None = None
+) -> tuple[int, list[int], str]:
     """Run the greedy members on a piece; return (height, offsets of its items, member name) of the best.
 
     Members: orders over neighbour lists (first and best fit, size/conflict/area/... orders, most useful
@@ -1391,7 +1393,9 @@ def _portfolio(arr: _Arrays, piece: _Piece, target: int, budget: _Budget) -> tup
     than :data:`PAIR_LIMIT` overlapping pairs and :data:`DENSE_PAIRS_PER_BUFFER` a buffer) skips the lists: the
     size order over a time index first if it and a sweep fit the budget, then sweeps and lifetime splits, then the
     other orders over the time index while the budget pays their pairs. The first member
-    always runs; every member is charged to ``budget``. Stops as soon as one reaches ``target``.
+    always runs; every member is charged to ``budget``. Stops as soon as one reaches ``target``. ``shared``: the
+    quick try's lists and orders (over the whole input), used (and not paid again) when the piece is the whole
+    input.
     """
     m = _Members(arr, piece)
     n = len(piece.items)
@@ -1401,9 +1405,13 @@ def _portfolio(arr: _Arrays, piece: _Piece, target: int, budget: _Budget) -> tup
     cost = 2 * pairs + n  # one order over neighbour lists (building the lists costs about the same)
     lists = not huge and (bool(m.fixed) or budget.allows(2 * cost))
     if lists:
-        budget.spend(cost)  # building the lists; the first order below is always run (and charged)
-        adj = _neighbours(arr, piece.items)
-        orders = _Orders(arr, m.movable, _order_keys(arr, piece.items, adj.degree), adj, piece.items)
+        if shared is not None and not m.fixed and shared.items == piece.items:
+            adj, orders = shared.adj, shared
+            orders.keys = _order_keys(arr, piece.items, adj.degree)  # the quick try's keys and the others
+        else:
+            budget.spend(cost)  # building the lists; the first order below is always run (and charged)
+            adj = _neighbours(arr, piece.items)
+            orders = _Orders(arr, m.movable, _order_keys(arr, piece.items, adj.degree), adj, piece.items)
         visits = max(PORTFOLIO_PAIR_VISITS, PORTFOLIO_VISITS_PER_BUFFER * n)
         for k, (name, best_fit) in enumerate(_RUNS[: max(1, visits // max(pairs, 1))]):
             if k and not budget.allows(cost):
@@ -2266,12 +2274,12 @@ def _plan(
             if arr.size[i] == 0:
                 off[i] = arr.fixed[i] if arr.fixed[i] >= 0 else 0
         positive = [i for i in positive if arr.size[i] > 0]
-    quick = _quick(arr, positive, off, lb, allowance)
+    quick, shared = _quick(arr, positive, off, lb, allowance)
     if quick is not None:
         return quick
     gc.disable()  # plan() restores it
     pieces = _decompose(arr, positive, off)
-    results = [_portfolio(arr, piece, lb, allowance) for piece in pieces]
+    results = [_portfolio(arr, piece, lb, allowance, shared) for piece in pieces]
     exact_cap = total if exact_budget_s is None else int(exact_budget_s * WORK_PER_SECOND)
     exact_cap = exact_cap if exact_work is None else exact_work
     settled = _RepairMemo()
@@ -2396,9 +2404,11 @@ QUICK_PAIRS = 400_000
 _QUICK_RUNS = ("size", "area", "conflict-size")
 
 
-def _quick(arr: _Arrays, positive: list[int], off: list[int], lb: int, budget: _Budget) -> Placement | None:
-    """The size, area and conflict x size orders, first fit, on the whole input: the first plan that reaches the
-    lower bound, else None.
+def _quick(
+    arr: _Arrays, positive: list[int], off: list[int], lb: int, budget: _Budget
+) -> tuple[Placement | None, _Orders | None]:
+    """The size, area and conflict x size orders, first fit, on the whole input: (the first plan that reaches the
+    lower bound, else None; the lists and orders it made, for the portfolio, or None).
 
     Most real traces (a compile's, a small model's) are packed at the lower bound by one of these greedies, so
     they skip the decomposition and the portfolio. Sparse or small inputs without fixed offsets only; every order
@@ -2406,17 +2416,17 @@ def _quick(arr: _Arrays, positive: list[int], off: list[int], lb: int, budget: _
     """
     n = len(positive)
     if not n or arr.has_fixed:
-        return None
+        return None, None
     pairs = _pairs(arr, positive)
     cost = 2 * pairs + n
     if (pairs > QUICK_PAIRS_PER_BUFFER * n and pairs > QUICK_PAIRS) or not budget.allows(2 * cost):
-        return None
+        return None, None
     adj = _neighbours(arr, positive, pairs=pairs)
     orders = _Orders(arr, positive, _quick_keys(arr, adj.degree), adj)
     native = array("q", off) if type(adj) is _Dense or isinstance(adj, _CSR) else None
     for k, name in enumerate(_QUICK_RUNS):
         if k and not budget.allows(cost):  # the first order was allowed above
-            return None
+            return None, orders
         budget.spend(cost)
         order = orders[name]
         trial: Sequence[int]
@@ -2436,8 +2446,8 @@ def _quick(arr: _Arrays, positive: list[int], off: list[int], lb: int, budget: _
                 component_strategies=(f"greedy-{name}-first-fit",),
                 work=budget.spent,
                 budget=budget.spent + budget.left,
-            )
-    return None
+            ), None
+    return None, orders
 
 
 class _RepairMemo(set[tuple[int, int]]):

@@ -510,7 +510,7 @@ def test_the_quick_try_returns_a_plan_at_the_lower_bound_only() -> None:
     tricky = read_csv(DATA / "minimalloc_C.1048576.csv")
     arr = planner._Arrays(tricky)
     items = [i for i in range(len(tricky)) if arr.size[i] > 0]
-    assert planner._quick(arr, items, [-1] * len(tricky), lower_bound(tricky), planner._Budget(10**9)) is None
+    assert planner._quick(arr, items, [-1] * len(tricky), lower_bound(tricky), planner._Budget(10**9))[0] is None
 
 
 @settings(max_examples=40, deadline=None)
