@@ -1128,6 +1128,9 @@ class _Members:
         else:  # every item moves (the list is only read)
             self.fixed, self.movable = [], piece.items
         self.best: tuple[int, list[int], str] | None = None
+        self.first = ""  # the first member's name
+        self.ran: set[tuple[str, bool]] = set()  # the orders run over neighbour lists, (name, best fit)
+        self.sorted: dict[str, Sequence[int]] = {}  # the sweeps' orders by name, each sorted once
 
     def reset(self) -> MutableSequence[int]:
         """Offsets with only the fixed buffers placed (the others at -1); a piece of a fair share of the buffers
@@ -1139,6 +1142,11 @@ class _Members:
             self.off[i] = self.arr.fixed[i]
         return self.off
 
+    def plan(self) -> tuple[int, list[int], str]:
+        """The best member's (height, offsets of the piece's items, name)."""
+        assert self.best is not None, "the first member always runs"
+        return self.best
+
     def limit(self) -> int | None:
         """The best height so far (an order reaching it cannot win), or None."""
         return self.best[0] if self.best is not None else None
@@ -1147,6 +1155,8 @@ class _Members:
         """Keep the current offsets if they beat the best (strictly: earlier members win ties)."""
         size, off = self.arr.size, self.off
         height = max([height, *(off[i] + size[i] for i in self.fixed)])
+        if self.best is None:
+            self.first = label  # the first member runs without a limit: its height is its plan's
         if self.best is None or height < self.best[0]:
             self.best = (height, [off[i] for i in self.piece.items], label)
 
@@ -1382,10 +1392,8 @@ def _sweep_order(arr: _Arrays, items: Sequence[int], name: str) -> Sequence[int]
     return order
 
 
-def _portfolio(
-    arr: _Arrays, piece: _Piece, target: int, budget: _Budget, shared: _Orders | None = None
-) -> tuple[int, list[int], str]:
-    """Run the greedy members on a piece; return (height, offsets of its items, member name) of the best.
+def _portfolio(arr: _Arrays, piece: _Piece, target: int, budget: _Budget, shared: _Orders | None = None) -> _Members:
+    """Run the greedy members on a piece; return them (``best``: (height, offsets of its items, member name)).
 
     Members: orders over neighbour lists (first and best fit, size/conflict/area/... orders, most useful
     first) while their pair visits fit in the budget and :data:`PORTFOLIO_PAIR_VISITS` (or
@@ -1418,9 +1426,12 @@ def _portfolio(
                 break
             budget.spend(cost)
             height = _place(orders[name], arr, adj, m.reset(), piece.base, best_fit, m.limit())
+            m.ran.add((name, best_fit))
             m.consider(f"greedy-{name}-{'best' if best_fit else 'first'}-fit", height)
             if m.best is not None and m.best[0] <= target:
-                return m.best
+                return m
+        if "start" in orders.made:  # the sweeps' start order too (the same key)
+            m.sorted["start"] = orders.made["start"]
     index_cost = 3 * pairs + sweep_cost  # an order over a time index: gather, sort, fit
     indexed = _INDEXED_RUNS
     if not lists and not m.fixed and budget.allows(index_cost + sweep_cost):
@@ -1429,21 +1440,22 @@ def _portfolio(
         _indexed_orders(arr, m, index_cost, target, budget, indexed[:1])
         indexed = indexed[1:]
     if m.best is not None and m.best[0] <= target:
-        return m.best
+        return m
     if not m.fixed and _sweeps(arr, m, sweep_cost, target, budget, lists or m.best is not None, not lists):
-        assert m.best is not None
-        return m.best
+        return m
     if not lists:
         _indexed_orders(arr, m, index_cost, target, budget, indexed)
-    assert m.best is not None
-    return m.best
+    return m
 
 
 def _sweeps(arr: _Arrays, m: _Members, cost: int, target: int, budget: _Budget, paid: bool, splits: bool) -> bool:
     """Run the time sweeps on a piece without fixed offsets while the budget pays ``cost`` a sweep; the first
     always runs unless ``paid`` (members ran before). With ``splits`` (a piece too dense for neighbour lists) the
-    lifetime splits come second, each also paying its short-lived pairs. Return whether one reached ``target``."""
+    lifetime splits come second, each also paying its short-lived pairs. Return whether one reached ``target``.
+    A first-fit sweep whose order ran over neighbour lists is skipped: it is that member (see :func:`_sweep`)."""
     for k, (name, best_fit, threshold) in enumerate(_sweep_members(arr, m, cost, budget, splits)):
+        if threshold < 0 and not best_fit and (name, False) in m.ran:
+            continue
         short = _short_lived(arr, m.movable, threshold) if threshold >= 0 else []
         extra = 2 * _pairs(arr, short) if short else 0
         if (k or paid) and not budget.allows(cost + extra):
@@ -1453,7 +1465,9 @@ def _sweeps(arr: _Arrays, m: _Members, cost: int, target: int, budget: _Budget, 
             height = _split_sweep(arr, m.movable, threshold, m.reset(), m.piece.base, best_fit)
             name = f"split-{threshold}"
         else:
-            height = _sweep(_sweep_order(arr, m.movable, name), arr, m.reset(), m.piece.base, best_fit)
+            if name not in m.sorted:
+                m.sorted[name] = _sweep_order(arr, m.movable, name)
+            height = _sweep(m.sorted[name], arr, m.reset(), m.piece.base, best_fit)
             name = f"sweep-{name}"
         m.consider(f"{name}-{'best' if best_fit else 'first'}-fit", height)
         if m.best is not None and m.best[0] <= target:
@@ -1633,6 +1647,13 @@ class _StartOrder:
         """The highest top."""
         return self.tops.top()
 
+    def reaching(self, height: int, positions: list[int] | None = None) -> int:
+        """How many buffers (of ``positions``, or of all) reach ``height``."""
+        if positions is None:
+            return len(self.tops.at_least(len(self.starts), height))
+        tree, leaves = self.tops.tree, self.tops.leaves
+        return sum(1 for p in positions if tree[leaves + p] >= height)
+
     def moved(self, positions: list[int]) -> None:
         """Take the new offsets of the buffers at ``positions`` (in start order)."""
         off, size, by_start = self.off, self.arr.size, self.by_start
@@ -1712,7 +1733,7 @@ def _repair(
     result: tuple[int, list[int], str],
     target: int,
     budget: _Budget,
-    orders: dict[int, tuple[list[int], _StartOrder]] | None = None,
+    memo: _RepairMemo | None = None,
 ) -> tuple[int, list[int], str]:
     """Lower a piece's top by re-packing the buffers of a time window around it, the others staying put.
 
@@ -1720,18 +1741,27 @@ def _repair(
     several greedy orders among the buffers crossing its borders and those spanning it (the latter merged
     into one list of byte ranges). A re-pack below the top is kept and the new top is attacked with a small
     window again; after a failed round the window doubles. Every round is charged to ``budget`` (as a scan of
-    the piece, though a :class:`_StartOrder` finds a window without one). ``orders`` keeps the piece's start
+    the piece, though a :class:`_StartOrder` finds a window without one). ``memo`` keeps the piece's start
     order for the next call (see :class:`_RepairMemo`).
+
+    A round that succeeds moves the buffers at the top that its window holds; while the top stays, the rounds
+    still needed are estimated from those moved so far, and the repair stops (as if the budget had said no)
+    when the budget cannot pay for them: a top of many buffers apart in time is not worth chipping at (``memo``
+    remembers what they would cost: a later call with less budget left stops at once).
     """
     height, offsets, label = result
     if height <= target or (arr.has_fixed and any(arr.fixed[i] >= 0 for i in piece.items)):
         return result
-    kept = orders.get(id(piece)) if orders is not None else None
+    if memo is not None and memo.needs.get((id(piece), height), 0) > budget.left:
+        budget.refused = True
+        return result
+    kept = memo.orders.get(id(piece)) if memo is not None else None
     order = kept[1] if kept is not None and kept[0] is offsets else None  # built once the budget allows a round
     off = order.off if order is not None else []
     reach = REPAIR_WINDOW
     improved = False
     scan = 2 * len(piece.items)
+    progress = _TopProgress()
     while height > target and budget.allows(scan) and reach <= REPAIR_WINDOW << REPAIR_GROWTHS:
         budget.spend(scan)
         if order is None:
@@ -1740,20 +1770,51 @@ def _repair(
                 off[i] = o
             order = _StartOrder(arr, piece.items, off)
         window = order.window(height, reach)
+        at_top = order.reaching(height, window.positions)
         if _repack(arr, piece.base, window, off, height, budget):
-            # the window's buffers now end below the top: one place fewer at it (the top drops with the last)
+            # the window's buffers now end below the top: fewer places at it (the top drops with the last)
             improved = True
             order.moved(window.positions)
-            height = order.height()
             reach = REPAIR_WINDOW
+            if order.height() < height:
+                height, progress = order.height(), _TopProgress()
+            elif not progress.affordable(order, height, at_top, scan, budget):
+                budget.refused = True
+                if memo is not None:
+                    memo.needs[(id(piece), height)] = progress.needs(scan)
+                break
         elif len(window.movers) == len(piece.items):
             break
         else:
             reach *= 2
     out = (height, [off[i] for i in piece.items], label + "+repair") if improved else result
-    if orders is not None and order is not None:
-        orders[id(piece)] = (out[1], order)  # a failed re-pack restores its movers: off holds out's offsets
+    if memo is not None and order is not None:
+        memo.orders[id(piece)] = (out[1], order)  # a failed re-pack restores its movers: off holds out's offsets
     return out
+
+
+class _TopProgress:
+    """A repair's rounds at one top height: the buffers at it (counted after the first success), and the rounds
+    and buffers moved off it so far."""
+
+    def __init__(self) -> None:
+        self.left = -1
+        self.rounds = self.moved = 0
+
+    def affordable(self, order: _StartOrder, height: int, moved: int, scan: int, budget: _Budget) -> bool:
+        """After a round that moved ``moved`` buffers off the top: whether the budget can pay ``scan`` for each
+        round still needed at the rate so far."""
+        if self.left < 0:
+            self.left = order.reaching(height)
+        else:
+            self.left -= moved
+        self.rounds += 1
+        self.moved += moved
+        return self.needs(scan) <= budget.left
+
+    def needs(self, scan: int) -> int:
+        """What the rounds still needed cost at least, at the rate so far (``scan`` a round)."""
+        return -(-self.left * self.rounds // max(self.moved, 1)) * scan
 
 
 def _sub_arrays(arr: _Arrays, group: list[int]) -> _Arrays:
@@ -2279,7 +2340,8 @@ def _plan(
         return quick
     gc.disable()  # plan() restores it
     pieces = _decompose(arr, positive, off)
-    results = [_portfolio(arr, piece, lb, allowance, shared) for piece in pieces]
+    members = [_portfolio(arr, piece, lb, allowance, shared) for piece in pieces]
+    results = [m.plan() for m in members]
     exact_cap = total if exact_budget_s is None else int(exact_budget_s * WORK_PER_SECOND)
     exact_cap = exact_cap if exact_work is None else exact_work
     settled = _RepairMemo()
@@ -2292,7 +2354,11 @@ def _plan(
         for i, o in zip(piece.items, offsets, strict=True):
             off[i] = o
     strategies = tuple(r[2] for r in results)
-    arena, off, strategy = _safety_net(arr, positive, off, lb, _strategy(strategies, bool(positive)), allowance)
+    strategy = _strategy(strategies, bool(positive))
+    if not _baseline_ran(arr, positive, pieces, members):
+        arena, off, strategy = _safety_net(arr, positive, off, lb, strategy, allowance)
+    else:  # the plan is at most the baseline's height already
+        arena = max(map(add, off, arr.size), default=0)
     return Placement(
         offsets=_offsets_dict(arr, off),
         arena=arena,
@@ -2305,6 +2371,18 @@ def _plan(
         component_strategies=strategies,
         work=allowance.spent,
         budget=total,
+    )
+
+
+def _baseline_ran(arr: _Arrays, positive: list[int], pieces: list[_Piece], members: list[_Members]) -> bool:
+    """Whether the portfolio's first member was the baseline itself (:func:`_baseline`: size order, first fit,
+    over every buffer from offset 0): one piece of every positive buffer, nothing fixed, nothing stacked below."""
+    return (
+        len(pieces) == 1
+        and not arr.has_fixed
+        and pieces[0].base == 0
+        and len(pieces[0].items) == len(positive)
+        and members[0].first == "greedy-size-first-fit"
     )
 
 
@@ -2454,11 +2532,13 @@ class _RepairMemo(set[tuple[int, int]]):
     """What the peak repair of one plan remembers between its calls: the (piece, height) pairs it gave up on
     without the budget ever saying no (see :func:`_repair_highest`), and in ``orders`` each repaired piece's
     :class:`_StartOrder` with the offsets it holds (the next repair of the piece starts from it while the piece's
-    offsets are still those: it is built once a plan, not once a call)."""
+    offsets are still those: it is built once a plan, not once a call), and in ``needs`` what the rounds a repair
+    stopped short of (see :func:`_repair`) would cost at least, by (piece, height)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.orders: dict[int, tuple[list[int], _StartOrder]] = {}
+        self.needs: dict[tuple[int, int], int] = {}
 
 
 def _repair_highest(
@@ -2479,7 +2559,7 @@ def _repair_highest(
         if results[k][0] <= lb or (k, results[k][0]) in settled:
             break
         mine.refused = False
-        better = _repair(arr, pieces[k], results[k], lb, mine, settled.orders)
+        better = _repair(arr, pieces[k], results[k], lb, mine, settled)
         if better[0] >= results[k][0]:
             if not mine.refused:
                 settled.add((k, results[k][0]))
