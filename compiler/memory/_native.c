@@ -26,6 +26,7 @@
  *                                                          the short-lived phase of planner._split_sweep
  *   live_max(items, first, last, size) -> array            like planner._live_max
  *   derive(kind, a, b, n) -> array                         a derived key column of planner._Orders._column
+ *   fields(objects, names) -> (list, ...)                  [getattr(o, name) for o in objects], a list a name
  *
  * Every array is an int64 buffer (array.array('q')); ``off`` is written in place. The caller guarantees that
  * every value and every offset reached fits in int64 (planner._Arrays.native).
@@ -2333,7 +2334,38 @@ done:
     return result;
 }
 
+/* fields(objects, names) -> tuple of lists: [getattr(o, name) for o in objects] for each name (planner._Arrays:
+ * one pass over the objects, not one a field). */
+static PyObject *native_fields(PyObject *self, PyObject *args) {
+    PyObject *objs, *names;
+    if (!PyArg_ParseTuple(args, "OO!", &objs, &PyTuple_Type, &names)) return NULL;
+    PyObject *fast = PySequence_Fast(objs, "fields: a sequence of objects");
+    if (!fast) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast), k = PyTuple_GET_SIZE(names);
+    PyObject **items = PySequence_Fast_ITEMS(fast);
+    PyObject *result = PyTuple_New(k);
+    if (!result) goto fail;
+    for (Py_ssize_t c = 0; c < k; c++) {
+        PyObject *list = PyList_New(n);
+        if (!list) goto fail;
+        PyTuple_SET_ITEM(result, c, list);
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        for (Py_ssize_t c = 0; c < k; c++) {
+            PyObject *value = PyObject_GetAttr(items[i], PyTuple_GET_ITEM(names, c));
+            if (!value) goto fail;
+            PyList_SET_ITEM(PyTuple_GET_ITEM(result, c), i, value);
+        }
+    Py_DECREF(fast);
+    return result;
+fail:
+    Py_XDECREF(result);
+    Py_DECREF(fast);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
+    {"fields", native_fields, METH_VARARGS, "Attribute columns of a sequence of objects (see planner._Arrays)."},
     {"derive", native_derive, METH_VARARGS, "A derived key column (see planner._Orders._column)."},
     {"live_max", native_live_max, METH_VARARGS, "The largest live total in each item's lifetime (planner._live_max)."},
     {"split_place", native_split_place, METH_VARARGS, "The short-lived phase of planner._split_sweep."},

@@ -290,16 +290,29 @@ def _align_up(value: int, alignment: int) -> int:
     return value + (-value) % alignment
 
 
+#: The :class:`Buffer` fields :class:`_Arrays` reads, in its order.
+_FIELDS = ("id", "first", "last", "size", "alignment", "offset")
+
+
 class _Arrays:
     """Buffers as parallel lists indexed 0..n-1 (the form all algorithms below work on)."""
 
     def __init__(self, buffers: Sequence[Buffer]) -> None:
-        self.ids = [b.id for b in buffers]
-        self.first = [b.first for b in buffers]
-        self.last = [b.last for b in buffers]
-        self.size = [b.size for b in buffers]
-        self.align = [b.alignment for b in buffers]
-        offsets = [b.offset for b in buffers]
+        self.ids: list[str]
+        self.first: list[int]
+        self.last: list[int]
+        self.size: list[int]
+        self.align: list[int]
+        offsets: list[int | None]
+        if _NATIVE is not None:  # one pass over the buffers
+            self.ids, self.first, self.last, self.size, self.align, offsets = _NATIVE.fields(buffers, _FIELDS)
+        else:
+            self.ids = [b.id for b in buffers]
+            self.first = [b.first for b in buffers]
+            self.last = [b.last for b in buffers]
+            self.size = [b.size for b in buffers]
+            self.align = [b.alignment for b in buffers]
+            offsets = [b.offset for b in buffers]
         self.has_fixed = offsets.count(None) != len(offsets)
         self.fixed = [-1 if o is None else o for o in offsets] if self.has_fixed else [-1] * len(offsets)
         self.pair_counts: list[tuple[list[int], int]] = []  # :func:`_pairs`' last answers (copies of the items)

@@ -488,3 +488,12 @@ def test_orders_sorted_natively_are_the_keys_orders(monkeypatch: pytest.MonkeyPa
     adj = planner._neighbours(arr, [0, 1, 2])
     orders = planner._Orders(arr, [0, 1, 2], planner._order_keys(arr, [0, 1, 2], adj.degree), adj)
     assert orders["area"] == [0, 2, 1]
+
+
+@native
+def test_the_buffers_fields_are_read_in_one_native_pass() -> None:
+    for bufs in _instances(20):
+        got = planner._NATIVE.fields(bufs, planner._FIELDS)
+        assert got == tuple([getattr(b, name) for b in bufs] for name in planner._FIELDS)
+    with pytest.raises(AttributeError, match="no attribute 'id'"):
+        planner._NATIVE.fields([Buffer("a", 0, 1, 4), object()], planner._FIELDS)
