@@ -1434,11 +1434,15 @@ def _portfolio(arr: _Arrays, piece: _Piece, target: int, budget: _Budget, shared
             adj = _neighbours(arr, piece.items)
             orders = _Orders(arr, m.movable, _order_keys(arr, piece.items, adj.degree), adj, piece.items)
         visits = max(PORTFOLIO_PAIR_VISITS, PORTFOLIO_VISITS_PER_BUFFER * n)
-        for k, (name, best_fit) in enumerate(_RUNS[: max(1, visits // max(pairs, 1))]):
+        runs = _RUNS[: max(1, visits // max(pairs, 1))]
+        last_use = {name: k for k, (name, _) in enumerate(runs)}
+        for k, (name, best_fit) in enumerate(runs):
             if k and not budget.allows(cost):
                 break
             budget.spend(cost)
             height = _place(orders[name], arr, adj, m.reset(), piece.base, best_fit, m.limit())
+            if last_use[name] == k and name != "start":  # the sweeps sort by start too: kept for them
+                del orders.made[name]  # a large piece's orders are megabytes each
             m.ran.add((name, best_fit))
             m.consider(f"greedy-{name}-{'best' if best_fit else 'first'}-fit", height)
             if m.best is not None and m.best[0] <= target:
