@@ -176,7 +176,8 @@ def instances(small: bool, only: list[str], workdir: Path) -> list[tuple[str, Ca
     ]
     sizes = [60_000] if small else [60_000, 1_000_000]
     for n in sizes:
-        out.append((f"training_{n}", lambda n=n: memplan_traces.training(n)))
+        path = workdir / f"training_{n}.csv"
+        out.append((path.stem, lambda n=n, path=path: _cached(path, memplan_traces.training, n)))
     nodes = [10_000] if small else [10_000, 100_000]
     for workload in ("llm", "split", "cnn"):
         for k in nodes:
@@ -189,10 +190,23 @@ def instances(small: bool, only: list[str], workdir: Path) -> list[tuple[str, Ca
 
 
 def _cached(path: Path, make: Callable[..., list[Buffer]], *args: Any) -> list[Buffer]:
-    """A compile's planner input, written as CSV once and read back (the benchmark reads what it wrote)."""
+    """A generated trace, written as CSV once and read back (the benchmark reads what it wrote). It is made in a
+    child process: a compile leaves this process's heap full of freed blocks, and the allocators' children (forked
+    from it) would pay for writing into those shared pages, as a user's process reading a CSV does not."""
     if not path.exists():
-        memplan_traces.write_csv(make(*args), path)
+        proc = mp.get_context("fork").Process(target=_write_trace, args=(path, make, args))
+        proc.start()
+        proc.join()
+        if proc.exitcode != 0 or not path.exists():
+            raise RuntimeError(f"memplan_peer: making {path.name} failed (exit code {proc.exitcode})")
     return read_csv(path)
+
+
+def _write_trace(path: Path, make: Callable[..., list[Buffer]], args: tuple[Any, ...]) -> None:
+    """Write ``make(*args)`` to ``path`` (atomically: a failed child leaves no half-written file)."""
+    part = path.with_suffix(".part")
+    memplan_traces.write_csv(make(*args), part)
+    part.replace(path)
 
 
 def _fmt(r: dict[str, Any]) -> str:

@@ -54,3 +54,16 @@ def test_budget_rows_time_the_planner_at_each_budget() -> None:
     assert row["valid"] and [r["budget"] for r in row["runs"]] == [0.0, 0.01]
     assert all(r["ratio"] >= 1.0 and r["cpu_s"] >= 0 and r["wall_s"] > 0 for r in row["runs"])
     assert f"| t | {len(bufs):,} |" in peer.budget_markdown(rows, [0.0, 0.01])
+
+
+def _broken(n: int) -> list[Buffer]:
+    raise RuntimeError("no trace")
+
+
+def test_generated_traces_are_made_in_a_child_and_read_back(tmp_path: Path) -> None:
+    path = tmp_path / "training_300.csv"
+    assert peer._cached(path, traces.training, 300) == traces.training(300)
+    assert path.exists()
+    with pytest.raises(RuntimeError, match=r"making broken\.csv failed"):
+        peer._cached(tmp_path / "broken.csv", _broken, 3)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["training_300.csv"]

@@ -29,6 +29,8 @@
  *                                                          planner._quick's orders (size, area, conflict-size;
  *                                                          first fit, stopping above lb) in one call: the first
  *                                                          order k reaching lb and its offsets
+ *   derive(kind, a, b, n) -> array                         a derived key column of planner._Orders._column
+ *   fields(objects, names) -> (list, ...)                  [getattr(o, name) for o in objects], a list a name
  *
  * Every array is an int64 buffer (array.array('q')); ``off`` is written in place. The caller guarantees that
  * every value and every offset reached fits in int64 (planner._Arrays.native).
@@ -2533,7 +2535,90 @@ done:
     return result;
 }
 
+/* derive(kind, a, b, n) -> array: a key column for planner._Orders._column. kind "length": a - b + 1 (a: last,
+ * b: first); "product": a * b (OverflowError past int64, as array('q') raises); "diff": a[i + 1] - a[i] (a CSR's
+ * list lengths; b unused); "scatter": n zeros with out[a[k]] = b[k]. */
+static PyObject *native_derive(PyObject *self, PyObject *args) {
+    const char *kind;
+    PyObject *o[2];
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "sOOn", &kind, &o[0], &o[1], &n)) return NULL;
+    Py_buffer v[2];
+    const char *names[2] = {"a", "b"};
+    int got = get_all(o, v, 2, names, -1);
+    PyObject *result = NULL;
+    if (got < 2) goto done;
+    const int64_t *a = v[0].buf, *b = v[1].buf;
+    Py_ssize_t na = v[0].len / 8, nb = v[1].len / 8;
+    int scatter = !strcmp(kind, "scatter"), diff = !strcmp(kind, "diff"), product = !strcmp(kind, "product");
+    if (!scatter && !diff && !product && strcmp(kind, "length")) {
+        PyErr_Format(PyExc_ValueError, "derive: unknown kind %s", kind);
+        goto done;
+    }
+    if (!diff && na != nb) {
+        PyErr_SetString(PyExc_ValueError, "derive: arrays of different lengths");
+        goto done;
+    }
+    Py_ssize_t m = scatter ? n : diff ? (na ? na - 1 : 0) : na;
+    int64_t *out;
+    if (m < 0 || !(result = new_i64_array(m, &out))) goto done;
+    for (Py_ssize_t k = 0; k < na && scatter; k++) {
+        if (a[k] < 0 || a[k] >= n) {
+            PyErr_SetString(PyExc_IndexError, "derive: item out of range");
+            Py_CLEAR(result);
+            goto done;
+        }
+        out[a[k]] = b[k];
+    }
+    for (Py_ssize_t k = 0; k < m && !scatter; k++) {
+        if (diff)
+            out[k] = a[k + 1] - a[k];
+        else if (!product)
+            out[k] = a[k] - b[k] + 1;
+        else if (__builtin_mul_overflow(a[k], b[k], &out[k])) {
+            PyErr_SetString(PyExc_OverflowError, "derive: product past int64");
+            Py_CLEAR(result);
+            goto done;
+        }
+    }
+done:
+    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+/* fields(objects, names) -> tuple of lists: [getattr(o, name) for o in objects] for each name (planner._Arrays:
+ * one pass over the objects, not one a field). */
+static PyObject *native_fields(PyObject *self, PyObject *args) {
+    PyObject *objs, *names;
+    if (!PyArg_ParseTuple(args, "OO!", &objs, &PyTuple_Type, &names)) return NULL;
+    PyObject *fast = PySequence_Fast(objs, "fields: a sequence of objects");
+    if (!fast) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast), k = PyTuple_GET_SIZE(names);
+    PyObject **items = PySequence_Fast_ITEMS(fast);
+    PyObject *result = PyTuple_New(k);
+    if (!result) goto fail;
+    for (Py_ssize_t c = 0; c < k; c++) {
+        PyObject *list = PyList_New(n);
+        if (!list) goto fail;
+        PyTuple_SET_ITEM(result, c, list);
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        for (Py_ssize_t c = 0; c < k; c++) {
+            PyObject *value = PyObject_GetAttr(items[i], PyTuple_GET_ITEM(names, c));
+            if (!value) goto fail;
+            PyList_SET_ITEM(PyTuple_GET_ITEM(result, c), i, value);
+        }
+    Py_DECREF(fast);
+    return result;
+fail:
+    Py_XDECREF(result);
+    Py_DECREF(fast);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
+    {"fields", native_fields, METH_VARARGS, "Attribute columns of a sequence of objects (see planner._Arrays)."},
+    {"derive", native_derive, METH_VARARGS, "A derived key column (see planner._Orders._column)."},
     {"live_max", native_live_max, METH_VARARGS, "The largest live total in each item's lifetime (planner._live_max)."},
     {"split_place", native_split_place, METH_VARARGS, "The short-lived phase of planner._split_sweep."},
     {"exact_search", native_exact_search, METH_VARARGS, "A paused exact search (see planner._Search)."},

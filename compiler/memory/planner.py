@@ -290,20 +290,40 @@ def _align_up(value: int, alignment: int) -> int:
     return value + (-value) % alignment
 
 
+#: The :class:`Buffer` fields :class:`_Arrays` reads, in its order.
+_FIELDS = ("id", "first", "last", "size", "alignment", "offset")
+
+
 class _Arrays:
     """Buffers as parallel lists indexed 0..n-1 (the form all algorithms below work on)."""
 
     def __init__(self, buffers: Sequence[Buffer]) -> None:
-        self.ids = [b.id for b in buffers]
-        self.first = [b.first for b in buffers]
-        self.last = [b.last for b in buffers]
-        self.size = [b.size for b in buffers]
-        self.align = [b.alignment for b in buffers]
-        offsets = [b.offset for b in buffers]
+        self.ids: list[str]
+        self.first: list[int]
+        self.last: list[int]
+        self.size: list[int]
+        self.align: list[int]
+        offsets: list[int | None]
+        if _NATIVE is not None:  # one pass over the buffers
+            self.ids, self.first, self.last, self.size, self.align, offsets = _NATIVE.fields(buffers, _FIELDS)
+        else:
+            self.ids = [b.id for b in buffers]
+            self.first = [b.first for b in buffers]
+            self.last = [b.last for b in buffers]
+            self.size = [b.size for b in buffers]
+            self.align = [b.alignment for b in buffers]
+            offsets = [b.offset for b in buffers]
         self.has_fixed = offsets.count(None) != len(offsets)
         self.fixed = [-1 if o is None else o for o in offsets] if self.has_fixed else [-1] * len(offsets)
         self.pair_counts: list[tuple[list[int], int]] = []  # :func:`_pairs`' last answers (copies of the items)
+        self._fixed64: array[int] | None = None
         self.arrays()
+
+    def fixed64(self) -> array[int]:
+        """``fixed`` as an int64 array (made once)."""
+        if self._fixed64 is None:
+            self._fixed64 = array("q", self.fixed)
+        return self._fixed64
 
     def arrays(self, native: bool | None = None) -> None:
         """Set the lists' int64 arrays for the native loops (empty when they do not run), ``native`` (whether they
@@ -633,11 +653,22 @@ def _lowest_fit(obstacles: list[tuple[int, int]], s: int, a: int, base: int, bes
     return best if best >= 0 else cand
 
 
+def _int64(off: MutableSequence[int]) -> array[int]:
+    """``off`` itself if it is an int64 array (the native loops then write it in place), else an int64 copy."""
+    return off if isinstance(off, array) and off.typecode == "q" else array("q", off)
+
+
+def _written(off: MutableSequence[int], placed: array[int]) -> None:
+    """Copy what the native loops wrote into ``placed`` back into ``off``, unless it was ``off`` itself."""
+    if placed is not off:
+        off[:] = placed.tolist()
+
+
 def _place(
     order: Sequence[int],
     arr: _Arrays,
     adj: _Adj,
-    off: list[int],
+    off: MutableSequence[int],
     base: int,
     best_fit: bool,
     limit: int | None = None,
@@ -657,9 +688,9 @@ def _place(
     stop = -1 if limit is None else limit
     if type(adj) is not _Dense and not isinstance(adj, _CSR):
         return _place_py(order, arr, adj, off, (base, stop), best_fit, static)
-    placed = array("q", off)
+    placed = _int64(off)
     height = _place_native(order, arr, adj, placed, base, best_fit, stop, static)
-    off[:] = placed.tolist()
+    _written(off, placed)
     return height
 
 
@@ -692,7 +723,7 @@ def _place_native(
     return height
 
 
-def _place_py(order: Sequence[int], arr: _Arrays, adj: _Adj, off: list[int], bounds: tuple[int, int],
+def _place_py(order: Sequence[int], arr: _Arrays, adj: _Adj, off: MutableSequence[int], bounds: tuple[int, int],
               best_fit: bool, static: list[tuple[int, int]] | None) -> int:  # fmt: skip
     """:func:`_place` in pure Python; ``bounds`` is (base, limit or -1)."""
     base, stop = bounds
@@ -717,7 +748,7 @@ def _place_indexed(
     order: Sequence[int],
     arr: _Arrays,
     items: Sequence[int],
-    off: list[int],
+    off: MutableSequence[int],
     base: int,
     best_fit: bool = False,
     limit: int | None = None,
@@ -858,7 +889,7 @@ class _Gaps:
         del starts[j]
 
 
-def _sweep(order: Sequence[int], arr: _Arrays, off: list[int], base: int, best_fit: bool = False) -> int:
+def _sweep(order: Sequence[int], arr: _Arrays, off: MutableSequence[int], base: int, best_fit: bool = False) -> int:
     """First (or best) fit in time order (``order`` sorted by first step), among the buffers live at its start.
 
     Valid for any gap choice: in start order every placed buffer that overlaps the next one in time is live
@@ -868,14 +899,14 @@ def _sweep(order: Sequence[int], arr: _Arrays, off: list[int], base: int, best_f
     """
     if not _worth_native(arr, len(order)):
         return _sweep_py(order, arr, off, base, best_fit)
-    placed = array("q", off)
+    placed = _int64(off)
     order64 = order if isinstance(order, array) and order.typecode == "q" else array("q", order)
     height: int = _NATIVE.sweep(order64, arr.first64, arr.last64, arr.size64, arr.align64, placed, base, best_fit)
-    off[:] = placed.tolist()
+    _written(off, placed)
     return height
 
 
-def _sweep_py(order: Sequence[int], arr: _Arrays, off: list[int], base: int, best_fit: bool = False) -> int:
+def _sweep_py(order: Sequence[int], arr: _Arrays, off: MutableSequence[int], base: int, best_fit: bool = False) -> int:
     """:func:`_sweep` in pure Python."""
     gaps = _Gaps(base)
     live: list[tuple[int, int]] = []  # heap of (last step, offset)
@@ -1108,23 +1139,32 @@ class _Members:
     def __init__(self, arr: _Arrays, piece: _Piece) -> None:
         self.arr = arr
         self.piece = piece
-        self.off = [-1] * len(arr.size)
+        # an int64 array when the native loops run: they write it in place (no list round trip a member)
+        self.off: MutableSequence[int] = array("q", arr.fixed64()) if arr.native else [-1] * len(arr.size)
         if arr.has_fixed:
             self.fixed = [i for i in piece.items if arr.fixed[i] >= 0]
             self.movable = [i for i in piece.items if arr.fixed[i] < 0]
         else:  # every item moves (the list is only read)
             self.fixed, self.movable = [], piece.items
         self.best: tuple[int, list[int], str] | None = None
+        self.first = ""  # the first member's name
+        self.ran: set[tuple[str, bool]] = set()  # the orders run over neighbour lists, (name, best fit)
+        self.sorted: dict[str, Sequence[int]] = {}  # the sweeps' orders by name, each sorted once
 
-    def reset(self) -> list[int]:
+    def reset(self) -> MutableSequence[int]:
         """Offsets with only the fixed buffers placed (the others at -1); a piece of a fair share of the buffers
         has them all reset by one copy (the members read no offset outside their piece)."""
         if 4 * len(self.piece.items) >= len(self.off):
-            self.off[:] = self.arr.fixed
+            self.off[:] = self.arr.fixed64() if isinstance(self.off, array) else self.arr.fixed
             return self.off
         for i in self.piece.items:
             self.off[i] = self.arr.fixed[i]
         return self.off
+
+    def plan(self) -> tuple[int, list[int], str]:
+        """The best member's (height, offsets of the piece's items, name)."""
+        assert self.best is not None, "the first member always runs"
+        return self.best
 
     def limit(self) -> int | None:
         """The best height so far (an order reaching it cannot win), or None."""
@@ -1134,6 +1174,8 @@ class _Members:
         """Keep the current offsets if they beat the best (strictly: earlier members win ties)."""
         size, off = self.arr.size, self.off
         height = max([height, *(off[i] + size[i] for i in self.fixed)])
+        if self.best is None:
+            self.first = label  # the first member runs without a limit: its height is its plan's
         if self.best is None or height < self.best[0]:
             self.best = (height, [off[i] for i in self.piece.items], label)
 
@@ -1220,28 +1262,29 @@ class _Orders:
         return order
 
     def _column(self, name: str) -> array[int]:
-        """The key column ``name`` over every buffer index (0 off the items where it depends on them)."""
+        """The key column ``name`` over every buffer index (0 off the items where it depends on them), made by
+        the native loops (``derive``; an OverflowError when a product passes int64)."""
         arr = self.arr
         if name in ("size", "first", "last"):
             return {"size": arr.size64, "first": arr.first64, "last": arr.last64}[name]
         if name not in self.columns:
-            size, first, last, items = arr.size, arr.first, arr.last, self.scope
-            col = array("q", bytes(8 * len(size)))
+            n = len(arr.size)
             if name == "length":
-                col = array("q", map(add, map(sub, last, first), itertools.repeat(1)))
+                col = _NATIVE.derive("length", arr.last64, arr.first64, n)
             elif name == "area":
-                col = array("q", map(mul, size, self._column("length")))
+                col = _NATIVE.derive("product", arr.size64, self._column("length"), n)
             elif name == "total":
-                totals = _NATIVE.live_max(array("q", items), arr.first64, arr.last64, arr.size64)
-                for i, t in zip(items, totals, strict=True):
-                    col[i] = t
-            elif name == "degree" and isinstance(self.adj, _CSR):  # list lengths, at C speed
-                col = array("q", map(sub, self.adj.indptr[1:], self.adj.indptr[:-1]))
-            elif name == "degree-size" and isinstance(self.adj, _CSR):
-                col = array("q", map(mul, self._column("degree"), size))
-            else:
+                items = array("q", self.scope)
+                totals = _NATIVE.live_max(items, arr.first64, arr.last64, arr.size64)
+                col = _NATIVE.derive("scatter", items, totals, n)
+            elif name == "degree" and isinstance(self.adj, _CSR):  # list lengths
+                col = _NATIVE.derive("diff", self.adj.indptr, self.adj.indptr, n)
+            elif name == "degree-size":
+                col = _NATIVE.derive("product", self._column("degree"), arr.size64, n)
+            else:  # degrees without lists (a dense piece)
+                col = array("q", bytes(8 * n))
                 for i in self.items:
-                    col[i] = self.adj.degree(i) * (size[i] if name == "degree-size" else 1)
+                    col[i] = self.adj.degree(i)
             self.columns[name] = col
         return self.columns[name]
 
@@ -1274,7 +1317,9 @@ def _split_thresholds(arr: _Arrays, items: Sequence[int]) -> list[int]:
     return [f * median for f in SPLIT_FACTORS if f * median < lengths[-1]] if lengths else []
 
 
-def _split_sweep(arr: _Arrays, items: Sequence[int], threshold: int, off: list[int], base: int, best_fit: bool) -> int:
+def _split_sweep(
+    arr: _Arrays, items: Sequence[int], threshold: int, off: MutableSequence[int], base: int, best_fit: bool
+) -> int:
     """Long-lived buffers first, then the short-lived ones above them; return the height reached.
 
     Buffers living more than ``threshold`` steps are placed by a time sweep (start order, longest first on
@@ -1291,12 +1336,12 @@ def _split_sweep(arr: _Arrays, items: Sequence[int], threshold: int, off: list[i
     short = sorted(_short_lived(arr, items, threshold), key=lambda i: (first[i], -size[i], i))
     height = _sweep(long_, arr, off, base, best_fit) if long_ else base
     if _worth_native(arr, len(items)):
-        placed = array("q", off)
+        placed = _int64(off)
         top: int = _NATIVE.split_place(
             array("q", short), array("q", long_), arr.first64, arr.last64, arr.size64, arr.align64, placed, base,
             best_fit,
         )  # fmt: skip
-        off[:] = placed.tolist()
+        _written(off, placed)
         return max(height, top)
     return max(height, _split_short(arr, short, long_, off, base, best_fit))
 
@@ -1307,7 +1352,9 @@ def _short_lived(arr: _Arrays, items: Sequence[int], threshold: int) -> list[int
     return [i for i in items if last[i] - first[i] + 1 <= threshold]
 
 
-def _split_short(arr: _Arrays, short: list[int], long_: list[int], off: list[int], base: int, best_fit: bool) -> int:
+def _split_short(
+    arr: _Arrays, short: list[int], long_: list[int], off: MutableSequence[int], base: int, best_fit: bool
+) -> int:
     """The short-lived phase of :func:`_split_sweep` in pure Python (the native ``split_place`` is its twin)."""
     first, last, size, align = arr.first, arr.last, arr.size, arr.align
     height = base
@@ -1364,8 +1411,8 @@ def _sweep_order(arr: _Arrays, items: Sequence[int], name: str) -> Sequence[int]
     return order
 
 
-def _portfolio(arr: _Arrays, piece: _Piece, target: int, budget: _Budget) -> tuple[int, list[int], str]:
-    """Run the greedy members on a piece; return (height, offsets of its items, member name) of the best.
+def _portfolio(arr: _Arrays, piece: _Piece, target: int, budget: _Budget, shared: _Orders | None = None) -> _Members:
+    """Run the greedy members on a piece; return them (``best``: (height, offsets of its items, member name)).
 
     Members: orders over neighbour lists (first and best fit, size/conflict/area/... orders, most useful
     first) while their pair visits fit in the budget and :data:`PORTFOLIO_PAIR_VISITS` (or
@@ -1373,7 +1420,9 @@ def _portfolio(arr: _Arrays, piece: _Piece, target: int, budget: _Budget) -> tup
     than :data:`PAIR_LIMIT` overlapping pairs and :data:`DENSE_PAIRS_PER_BUFFER` a buffer) skips the lists: the
     size order over a time index first if it and a sweep fit the budget, then sweeps and lifetime splits, then the
     other orders over the time index while the budget pays their pairs. The first member
-    always runs; every member is charged to ``budget``. Stops as soon as one reaches ``target``.
+    always runs; every member is charged to ``budget``. Stops as soon as one reaches ``target``. ``shared``: the
+    quick try's lists and orders (over the whole input), used (and not paid again) when the piece is the whole
+    input.
     """
     m = _Members(arr, piece)
     n = len(piece.items)
@@ -1383,18 +1432,29 @@ def _portfolio(arr: _Arrays, piece: _Piece, target: int, budget: _Budget) -> tup
     cost = 2 * pairs + n  # one order over neighbour lists (building the lists costs about the same)
     lists = not huge and (bool(m.fixed) or budget.allows(2 * cost))
     if lists:
-        budget.spend(cost)  # building the lists; the first order below is always run (and charged)
-        adj = _neighbours(arr, piece.items)
-        orders = _Orders(arr, m.movable, _order_keys(arr, piece.items, adj.degree), adj, piece.items)
+        if shared is not None and not m.fixed and shared.items == piece.items:
+            adj, orders = shared.adj, shared
+            orders.keys = _order_keys(arr, piece.items, adj.degree)  # the quick try's keys and the others
+        else:
+            budget.spend(cost)  # building the lists; the first order below is always run (and charged)
+            adj = _neighbours(arr, piece.items)
+            orders = _Orders(arr, m.movable, _order_keys(arr, piece.items, adj.degree), adj, piece.items)
         visits = max(PORTFOLIO_PAIR_VISITS, PORTFOLIO_VISITS_PER_BUFFER * n)
-        for k, (name, best_fit) in enumerate(_RUNS[: max(1, visits // max(pairs, 1))]):
+        runs = _RUNS[: max(1, visits // max(pairs, 1))]
+        last_use = {name: k for k, (name, _) in enumerate(runs)}
+        for k, (name, best_fit) in enumerate(runs):
             if k and not budget.allows(cost):
                 break
             budget.spend(cost)
             height = _place(orders[name], arr, adj, m.reset(), piece.base, best_fit, m.limit())
+            if last_use[name] == k and name != "start":  # the sweeps sort by start too: kept for them
+                del orders.made[name]  # a large piece's orders are megabytes each
+            m.ran.add((name, best_fit))
             m.consider(f"greedy-{name}-{'best' if best_fit else 'first'}-fit", height)
             if m.best is not None and m.best[0] <= target:
-                return m.best
+                return m
+        if "start" in orders.made:  # the sweeps' start order too (the same key)
+            m.sorted["start"] = orders.made["start"]
     index_cost = 3 * pairs + sweep_cost  # an order over a time index: gather, sort, fit
     indexed = _INDEXED_RUNS
     if not lists and not m.fixed and budget.allows(index_cost + sweep_cost):
@@ -1403,21 +1463,22 @@ def _portfolio(arr: _Arrays, piece: _Piece, target: int, budget: _Budget) -> tup
         _indexed_orders(arr, m, index_cost, target, budget, indexed[:1])
         indexed = indexed[1:]
     if m.best is not None and m.best[0] <= target:
-        return m.best
+        return m
     if not m.fixed and _sweeps(arr, m, sweep_cost, target, budget, lists or m.best is not None, not lists):
-        assert m.best is not None
-        return m.best
+        return m
     if not lists:
         _indexed_orders(arr, m, index_cost, target, budget, indexed)
-    assert m.best is not None
-    return m.best
+    return m
 
 
 def _sweeps(arr: _Arrays, m: _Members, cost: int, target: int, budget: _Budget, paid: bool, splits: bool) -> bool:
     """Run the time sweeps on a piece without fixed offsets while the budget pays ``cost`` a sweep; the first
     always runs unless ``paid`` (members ran before). With ``splits`` (a piece too dense for neighbour lists) the
-    lifetime splits come second, each also paying its short-lived pairs. Return whether one reached ``target``."""
+    lifetime splits come second, each also paying its short-lived pairs. Return whether one reached ``target``.
+    A first-fit sweep whose order ran over neighbour lists is skipped: it is that member (see :func:`_sweep`)."""
     for k, (name, best_fit, threshold) in enumerate(_sweep_members(arr, m, cost, budget, splits)):
+        if threshold < 0 and not best_fit and (name, False) in m.ran:
+            continue
         short = _short_lived(arr, m.movable, threshold) if threshold >= 0 else []
         extra = 2 * _pairs(arr, short) if short else 0
         if (k or paid) and not budget.allows(cost + extra):
@@ -1427,7 +1488,9 @@ def _sweeps(arr: _Arrays, m: _Members, cost: int, target: int, budget: _Budget, 
             height = _split_sweep(arr, m.movable, threshold, m.reset(), m.piece.base, best_fit)
             name = f"split-{threshold}"
         else:
-            height = _sweep(_sweep_order(arr, m.movable, name), arr, m.reset(), m.piece.base, best_fit)
+            if name not in m.sorted:
+                m.sorted[name] = _sweep_order(arr, m.movable, name)
+            height = _sweep(m.sorted[name], arr, m.reset(), m.piece.base, best_fit)
             name = f"sweep-{name}"
         m.consider(f"{name}-{'best' if best_fit else 'first'}-fit", height)
         if m.best is not None and m.best[0] <= target:
@@ -1607,6 +1670,13 @@ class _StartOrder:
         """The highest top."""
         return self.tops.top()
 
+    def reaching(self, height: int, positions: list[int] | None = None) -> int:
+        """How many buffers (of ``positions``, or of all) reach ``height``."""
+        if positions is None:
+            return len(self.tops.at_least(len(self.starts), height))
+        tree, leaves = self.tops.tree, self.tops.leaves
+        return sum(1 for p in positions if tree[leaves + p] >= height)
+
     def moved(self, positions: list[int]) -> None:
         """Take the new offsets of the buffers at ``positions`` (in start order)."""
         off, size, by_start = self.off, self.arr.size, self.by_start
@@ -1686,7 +1756,7 @@ def _repair(
     result: tuple[int, list[int], str],
     target: int,
     budget: _Budget,
-    orders: dict[int, tuple[list[int], _StartOrder]] | None = None,
+    memo: _RepairMemo | None = None,
 ) -> tuple[int, list[int], str]:
     """Lower a piece's top by re-packing the buffers of a time window around it, the others staying put.
 
@@ -1694,18 +1764,27 @@ def _repair(
     several greedy orders among the buffers crossing its borders and those spanning it (the latter merged
     into one list of byte ranges). A re-pack below the top is kept and the new top is attacked with a small
     window again; after a failed round the window doubles. Every round is charged to ``budget`` (as a scan of
-    the piece, though a :class:`_StartOrder` finds a window without one). ``orders`` keeps the piece's start
+    the piece, though a :class:`_StartOrder` finds a window without one). ``memo`` keeps the piece's start
     order for the next call (see :class:`_RepairMemo`).
+
+    A round that succeeds moves the buffers at the top that its window holds; while the top stays, the rounds
+    still needed are estimated from those moved so far, and the repair stops (as if the budget had said no)
+    when the budget cannot pay for them: a top of many buffers apart in time is not worth chipping at (``memo``
+    remembers what they would cost: a later call with less budget left stops at once).
     """
     height, offsets, label = result
     if height <= target or (arr.has_fixed and any(arr.fixed[i] >= 0 for i in piece.items)):
         return result
-    kept = orders.get(id(piece)) if orders is not None else None
+    if memo is not None and memo.needs.get((id(piece), height), 0) > budget.left:
+        budget.refused = True
+        return result
+    kept = memo.orders.get(id(piece)) if memo is not None else None
     order = kept[1] if kept is not None and kept[0] is offsets else None  # built once the budget allows a round
     off = order.off if order is not None else []
     reach = REPAIR_WINDOW
     improved = False
     scan = 2 * len(piece.items)
+    progress = _TopProgress()
     while height > target and budget.allows(scan) and reach <= REPAIR_WINDOW << REPAIR_GROWTHS:
         budget.spend(scan)
         if order is None:
@@ -1714,20 +1793,51 @@ def _repair(
                 off[i] = o
             order = _StartOrder(arr, piece.items, off)
         window = order.window(height, reach)
+        at_top = order.reaching(height, window.positions)
         if _repack(arr, piece.base, window, off, height, budget):
-            # the window's buffers now end below the top: one place fewer at it (the top drops with the last)
+            # the window's buffers now end below the top: fewer places at it (the top drops with the last)
             improved = True
             order.moved(window.positions)
-            height = order.height()
             reach = REPAIR_WINDOW
+            if order.height() < height:
+                height, progress = order.height(), _TopProgress()
+            elif not progress.affordable(order, height, at_top, scan, budget):
+                budget.refused = True
+                if memo is not None:
+                    memo.needs[(id(piece), height)] = progress.needs(scan)
+                break
         elif len(window.movers) == len(piece.items):
             break
         else:
             reach *= 2
     out = (height, [off[i] for i in piece.items], label + "+repair") if improved else result
-    if orders is not None and order is not None:
-        orders[id(piece)] = (out[1], order)  # a failed re-pack restores its movers: off holds out's offsets
+    if memo is not None and order is not None:
+        memo.orders[id(piece)] = (out[1], order)  # a failed re-pack restores its movers: off holds out's offsets
     return out
+
+
+class _TopProgress:
+    """A repair's rounds at one top height: the buffers at it (counted after the first success), and the rounds
+    and buffers moved off it so far."""
+
+    def __init__(self) -> None:
+        self.left = -1
+        self.rounds = self.moved = 0
+
+    def affordable(self, order: _StartOrder, height: int, moved: int, scan: int, budget: _Budget) -> bool:
+        """After a round that moved ``moved`` buffers off the top: whether the budget can pay ``scan`` for each
+        round still needed at the rate so far."""
+        if self.left < 0:
+            self.left = order.reaching(height)
+        else:
+            self.left -= moved
+        self.rounds += 1
+        self.moved += moved
+        return self.needs(scan) <= budget.left
+
+    def needs(self, scan: int) -> int:
+        """What the rounds still needed cost at least, at the rate so far (``scan`` a round)."""
+        return -(-self.left * self.rounds // max(self.moved, 1)) * scan
 
 
 def _sub_arrays(arr: _Arrays, group: list[int]) -> _Arrays:
@@ -1741,6 +1851,7 @@ def _sub_arrays(arr: _Arrays, group: list[int]) -> _Arrays:
     sub.align = [arr.align[i] for i in group]
     sub.fixed = [-1] * len(group)
     sub.has_fixed = False
+    sub._fixed64 = None
     sub.arrays(arr.native)
     return sub
 
@@ -2247,12 +2358,13 @@ def _plan(
             if arr.size[i] == 0:
                 off[i] = arr.fixed[i] if arr.fixed[i] >= 0 else 0
         positive = [i for i in positive if arr.size[i] > 0]
-    quick = _quick(arr, positive, off, lb, allowance)
+    quick, shared = _quick(arr, positive, off, lb, allowance)
     if quick is not None:
         return quick
     gc.disable()  # plan() restores it
     pieces = _decompose(arr, positive, off)
-    results = [_portfolio(arr, piece, lb, allowance) for piece in pieces]
+    members = [_portfolio(arr, piece, lb, allowance, shared) for piece in pieces]
+    results = [m.plan() for m in members]
     exact_cap = total if exact_budget_s is None else int(exact_budget_s * WORK_PER_SECOND)
     exact_cap = exact_cap if exact_work is None else exact_work
     settled = _RepairMemo()
@@ -2265,7 +2377,11 @@ def _plan(
         for i, o in zip(piece.items, offsets, strict=True):
             off[i] = o
     strategies = tuple(r[2] for r in results)
-    arena, off, strategy = _safety_net(arr, positive, off, lb, _strategy(strategies, bool(positive)), allowance)
+    strategy = _strategy(strategies, bool(positive))
+    if not _baseline_ran(arr, positive, pieces, members):
+        arena, off, strategy = _safety_net(arr, positive, off, lb, strategy, allowance)
+    else:  # the plan is at most the baseline's height already
+        arena = max(map(add, off, arr.size), default=0)
     return Placement(
         offsets=_offsets_dict(arr, off),
         arena=arena,
@@ -2278,6 +2394,18 @@ def _plan(
         component_strategies=strategies,
         work=allowance.spent,
         budget=total,
+    )
+
+
+def _baseline_ran(arr: _Arrays, positive: list[int], pieces: list[_Piece], members: list[_Members]) -> bool:
+    """Whether the portfolio's first member was the baseline itself (:func:`_baseline`: size order, first fit,
+    over every buffer from offset 0): one piece of every positive buffer, nothing fixed, nothing stacked below."""
+    return (
+        len(pieces) == 1
+        and not arr.has_fixed
+        and pieces[0].base == 0
+        and len(pieces[0].items) == len(positive)
+        and members[0].first == "greedy-size-first-fit"
     )
 
 
@@ -2377,9 +2505,11 @@ QUICK_PAIRS = 400_000
 _QUICK_RUNS = ("size", "area", "conflict-size")
 
 
-def _quick(arr: _Arrays, positive: list[int], off: list[int], lb: int, budget: _Budget) -> Placement | None:
-    """The size, area and conflict x size orders, first fit, on the whole input: the first plan that reaches the
-    lower bound, else None.
+def _quick(
+    arr: _Arrays, positive: list[int], off: list[int], lb: int, budget: _Budget
+) -> tuple[Placement | None, _Orders | None]:
+    """The size, area and conflict x size orders, first fit, on the whole input: (the first plan that reaches the
+    lower bound, else None; the lists and orders it made, for the portfolio, or None).
 
     Most real traces (a compile's, a small model's) are packed at the lower bound by one of these greedies, so
     they skip the decomposition and the portfolio. Sparse or small inputs without fixed offsets only; every order
@@ -2387,19 +2517,24 @@ def _quick(arr: _Arrays, positive: list[int], off: list[int], lb: int, budget: _
     """
     n = len(positive)
     if not n or arr.has_fixed:
-        return None
+        return None, None
     pairs = _pairs(arr, positive)
     cost = 2 * pairs + n
     if (pairs > QUICK_PAIRS_PER_BUFFER * n and pairs > QUICK_PAIRS) or not budget.allows(2 * cost):
-        return None
-    if len(arr.size) <= QUICK_NATIVE_BUFFERS and arr.native and _NATIVE is not None:
-        return _quick_native(arr, positive, off, (lb, cost), budget, _dense(pairs, n, QUICK_SCAN_RATIO))
+        return None, None
+    fused = len(arr.size) <= QUICK_NATIVE_BUFFERS and arr.native and _NATIVE is not None
+    if fused:
+        quick = _quick_native(arr, positive, off, (lb, cost), budget, _dense(pairs, n, QUICK_SCAN_RATIO))
+        if quick is not None:
+            return quick, None
     adj = _neighbours(arr, positive, pairs=pairs)
     orders = _Orders(arr, positive, _quick_keys(arr, adj.degree), adj)
+    if fused:  # its orders missed the bound (or the budget stopped them): the lists for the portfolio
+        return None, orders
     native = array("q", off) if type(adj) is _Dense or isinstance(adj, _CSR) else None
     for k, name in enumerate(_QUICK_RUNS):
         if not _quick_charge(budget, cost, k):
-            return None
+            return None, orders
         order = orders[name]
         trial: Sequence[int]
         if native is not None:  # the offsets stay an int64 array (what _place does, without its list round trip)
@@ -2409,8 +2544,8 @@ def _quick(arr: _Arrays, positive: list[int], off: list[int], lb: int, budget: _
             trial = listed = list(off)
             height = _place(order, arr, adj, listed, 0, False, lb + 1)
         if height <= lb:
-            return _quick_plan(dict(zip(arr.ids, trial, strict=True)), lb, name, budget)
-    return None
+            return _quick_plan(dict(zip(arr.ids, trial, strict=True)), lb, name, budget), None
+    return None, orders
 
 
 def _quick_charge(budget: _Budget, cost: int, k: int) -> bool:
@@ -2465,11 +2600,13 @@ class _RepairMemo(set[tuple[int, int]]):
     """What the peak repair of one plan remembers between its calls: the (piece, height) pairs it gave up on
     without the budget ever saying no (see :func:`_repair_highest`), and in ``orders`` each repaired piece's
     :class:`_StartOrder` with the offsets it holds (the next repair of the piece starts from it while the piece's
-    offsets are still those: it is built once a plan, not once a call)."""
+    offsets are still those: it is built once a plan, not once a call), and in ``needs`` what the rounds a repair
+    stopped short of (see :func:`_repair`) would cost at least, by (piece, height)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.orders: dict[int, tuple[list[int], _StartOrder]] = {}
+        self.needs: dict[tuple[int, int], int] = {}
 
 
 def _repair_highest(
@@ -2490,7 +2627,7 @@ def _repair_highest(
         if results[k][0] <= lb or (k, results[k][0]) in settled:
             break
         mine.refused = False
-        better = _repair(arr, pieces[k], results[k], lb, mine, settled.orders)
+        better = _repair(arr, pieces[k], results[k], lb, mine, settled)
         if better[0] >= results[k][0]:
             if not mine.refused:
                 settled.add((k, results[k][0]))

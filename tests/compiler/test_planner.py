@@ -510,7 +510,7 @@ def test_the_quick_try_returns_a_plan_at_the_lower_bound_only() -> None:
     tricky = read_csv(DATA / "minimalloc_C.1048576.csv")
     arr = planner._Arrays(tricky)
     items = [i for i in range(len(tricky)) if arr.size[i] > 0]
-    assert planner._quick(arr, items, [-1] * len(tricky), lower_bound(tricky), planner._Budget(10**9)) is None
+    assert planner._quick(arr, items, [-1] * len(tricky), lower_bound(tricky), planner._Budget(10**9))[0] is None
 
 
 @settings(max_examples=40, deadline=None)
@@ -649,3 +649,38 @@ def test_a_budget_that_is_not_finite_is_refused_by_name(name: str, value: float)
     bufs = [Buffer("a", 0, 1, 8), Buffer("b", 1, 2, 8), Buffer("c", 0, 2, 4)]
     with pytest.raises(ValueError, match=f"plan: {name} must be a finite number of seconds"):
         plan(bufs, **{name: value})
+
+
+def _blocks(k: int) -> list[Buffer]:
+    """``k`` copies, apart in time, of three buffers that start-order first fit stacks one byte above the bound."""
+    out = []
+    for j in range(k):
+        t = 5 * j
+        out += [Buffer(f"a{j}", t, t + 1, 1), Buffer(f"b{j}", t, t + 3, 1), Buffer(f"c{j}", t + 2, t + 3, 2)]
+    return out
+
+
+def test_the_repair_stops_when_the_budget_cannot_pay_for_the_rounds_the_top_needs() -> None:
+    """A top of many buffers apart in time: after one round the repair sees the budget cannot pay for the others
+    and stops, as if the budget had said no (a later call with no more budget stops at once); a budget that can
+    pay lowers the top to the bound."""
+    bufs = _blocks(200)
+    arr = planner._Arrays(bufs)
+    items = list(range(len(bufs)))
+    off = [-1] * len(bufs)
+    height = planner._sweep(sorted(items, key=lambda i: (arr.first[i], i)), arr, off, 0)
+    assert (height, lower_bound(bufs)) == (4, 3)
+    piece = planner._Piece(items, 0, False)
+    result = (height, [off[i] for i in items], "sweep")
+    memo = planner._RepairMemo()
+    short = planner._Budget(10_000)
+    assert planner._repair(arr, piece, result, 3, short, memo)[0] == 4
+    assert short.refused and short.spent < 10_000 // 4
+    assert memo.needs[(id(piece), 4)] > 10_000
+    again = planner._Budget(10_000)
+    assert planner._repair(arr, piece, result, 3, again, memo) == result and again.spent == 0 and again.refused
+    enough = planner._Budget(10**6)
+    got = planner._repair(arr, piece, result, 3, enough, planner._RepairMemo())
+    assert got[0] == 3 and not enough.refused
+    offsets = {bufs[i].id: o for i, o in zip(items, got[1], strict=True)}
+    assert check_placement(bufs, offsets) == []

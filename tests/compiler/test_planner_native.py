@@ -506,7 +506,8 @@ def _quick_instance(rng: random.Random) -> list[Buffer]:
 def _quick_outcome(
     monkeypatch: pytest.MonkeyPatch, bufs: list[Buffer], units: int, fused: bool, scan: int = 16
 ) -> tuple[object, ...]:
-    """_quick's plan (or None) and what it charged, by the fused native call or by the orders one by one."""
+    """_quick's plan (or None), what it charged and the lists it hands the portfolio (their items and kind), by the
+    fused native call or by the orders one by one."""
     with monkeypatch.context() as m:
         m.setattr(planner, "QUICK_NATIVE_BUFFERS", 1 << 30 if fused else -1)
         m.setattr(planner, "QUICK_SCAN_RATIO", scan)
@@ -514,8 +515,9 @@ def _quick_outcome(
         off = [-1 if s else 0 for s in arr.size]
         positive = [i for i, s in enumerate(arr.size) if s]
         budget = planner._Budget(units)
-        found = planner._quick(arr, positive, off, planner._lower_bound(arr), budget)
-    return (None if found is None else vars(found)), budget.spent, budget.left, budget.refused
+        found, shared = planner._quick(arr, positive, off, planner._lower_bound(arr), budget)
+    lists = None if shared is None else (list(shared.items), type(shared.adj).__name__)
+    return (None if found is None else vars(found)), budget.spent, budget.left, budget.refused, lists
 
 
 @native
@@ -538,7 +540,8 @@ def test_native_quick_try_matches_the_orders_one_by_one(monkeypatch: pytest.Monk
         if units == 10**9:
             with monkeypatch.context() as m:
                 m.setattr(planner, "_NATIVE", None)
-                assert _quick_outcome(monkeypatch, bufs, units, fused=False) == slow
+                python = _quick_outcome(monkeypatch, bufs, units, fused=False)
+                assert python[:4] == slow[:4] and (python[4] is None) == (slow[4] is None)  # lists of their own kind
             plan_ = slow[0]
             key = None if plan_ is None else plan_["component_strategies"]  # type: ignore[index]
             winners[key] = winners.get(key, 0) + 1
@@ -571,3 +574,12 @@ def test_native_quick_try_checks_its_arrays() -> None:
         q(ok, ok, array("q", [0]), ok, ok, ok, 8, False)
     with pytest.raises(IndexError, match="out of range"):
         q(array("q", [2]), ok, ok, ok, ok, ok, 8, False)
+
+
+@native
+def test_the_buffers_fields_are_read_in_one_native_pass() -> None:
+    for bufs in _instances(20):
+        got = planner._NATIVE.fields(bufs, planner._FIELDS)
+        assert got == tuple([getattr(b, name) for b in bufs] for name in planner._FIELDS)
+    with pytest.raises(AttributeError, match="no attribute 'id'"):
+        planner._NATIVE.fields([Buffer("a", 0, 1, 4), object()], planner._FIELDS)
