@@ -874,6 +874,7 @@ static PyObject *native_quick(PyObject *self, PyObject *args) {
         }
     }
     int found = -1;
+    int64_t limit = lb < INT64_MAX ? (int64_t)lb + 1 : -1; /* the first height past lb */
     Py_BEGIN_ALLOW_THREADS;
     for (int k = 0; k < QUICK_ORDERS && found < 0; k++) {
         if (k == 2)
@@ -890,9 +891,9 @@ static PyObject *native_quick(PyObject *self, PyObject *args) {
                 int64_t i = items[q];
                 if (work[i] >= 0) placed_insert(pl, &np, (placed_t){work[i], work[i] + size[i], first[i], last[i]});
             }
-            height = place_scan(order, m, first, last, size, align, work, pl, np, 0, 0, (int64_t)lb + 1);
+            height = place_scan(order, m, first, last, size, align, work, pl, np, 0, 0, limit);
         } else {
-            height = place_lists(order, m, size, align, ptr, ind, n, work, obs, NULL, 0, 0, 0, (int64_t)lb + 1);
+            height = place_lists(order, m, size, align, ptr, ind, n, work, obs, NULL, 0, 0, 0, limit);
         }
         if (height <= lb) found = k;
     }
