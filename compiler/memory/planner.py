@@ -2466,7 +2466,10 @@ class _ExactPhase:
             if high - low <= max(1, high // 1000):
                 break
             mid = low + (high - low) * BISECT_NUM // BISECT_DEN
+            before = (self.work, [r[0] for r in self.results])
             if not self.improve(mid, (budget - self.work) // 3 + 1, "exact-refined"):
+                if mid == low and before == (self.work, [r[0] for r in self.results]):
+                    break  # nothing moved (a piece with fixed offsets, say): the same step would repeat forever
                 low = mid
 
     def improve(self, capacity: int, allowance: int, label: str) -> bool:
