@@ -1534,12 +1534,20 @@ static inline int ukv_less(const ukv_t *x, const ukv_t *y) { return x->key < y->
 
 DEFINE_MERGE_SORT(sort_ukv, ukv_t, ukv_less)
 
+static inline int u64_less(const uint64_t *x, const uint64_t *y) { return *x < *y; }
+
+DEFINE_MERGE_SORT(sort_u64, uint64_t, u64_less)
+
 /* Stable LSD radix sort of n (key, val) pairs by unsigned key, a byte a pass (passes where every key has the
  * same byte are skipped; below RADIX_MIN pairs, a merge sort); tk and tv are scratch of n; v and tv may be NULL
  * (keys alone). */
 static void radix_pairs(uint64_t *k, int64_t *v, uint64_t *tk, int64_t *tv, Py_ssize_t n) {
     Py_ssize_t count[8][256];
     if (n < 2) return;
+    if (n < RADIX_MIN && !v) { /* keys alone: merged in place, tk the scratch */
+        sort_u64(k, tk, n);
+        return;
+    }
     if (n < RADIX_MIN) { /* the same stable order by merging: cheaper than the counts on short arrays */
         ukv_t *pairs = (ukv_t *)malloc(sizeof(ukv_t) * 2 * (size_t)n);
         if (pairs) {
