@@ -25,6 +25,10 @@
  *   split_place(short, long, first, last, size, align, off, base, best_fit) -> height
  *                                                          the short-lived phase of planner._split_sweep
  *   live_max(items, first, last, size) -> array            like planner._live_max
+ *   quick(items, first, last, size, align, off, lb, dense) -> (k, offsets) or None
+ *                                                          planner._quick's orders (size, area, conflict-size;
+ *                                                          first fit, stopping above lb) in one call: the first
+ *                                                          order k reaching lb and its offsets
  *   derive(kind, a, b, n) -> array                         a derived key column of planner._Orders._column
  *   fields(objects, names) -> (list, ...)                  [getattr(o, name) for o in objects], a list a name
  *
@@ -36,6 +40,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define SIGN_BIT 0x8000000000000000ull /* xor'd into an int64, puts it in unsigned order */
 
 typedef struct {
     int64_t lo, hi;
@@ -90,11 +96,44 @@ typedef struct {
     int64_t first, item;
 } start_t;
 
-static int cmp_start(const void *a, const void *b) {
-    const start_t *x = (const start_t *)a, *y = (const start_t *)b;
-    if (x->first != y->first) return x->first < y->first ? -1 : 1;
-    return (x->item > y->item) - (x->item < y->item);
+static inline int start_less(const start_t *x, const start_t *y) {
+    return x->first < y->first || (x->first == y->first && x->item < y->item);
 }
+
+/* NAME(a, tmp, n): sort n values of TYPE ascending by LESS (a strict order; tmp: scratch of n): insertion sort of
+ * runs of 16, merged bottom-up (stable; faster than qsort's calls through a pointer on short arrays). */
+#define DEFINE_MERGE_SORT(NAME, TYPE, LESS)                                                                      \
+    static void NAME(TYPE *a, TYPE *tmp, Py_ssize_t n) {                                                       \
+        enum { RUN = 16 };                                                                                     \
+        for (Py_ssize_t lo = 0; lo < n; lo += RUN) {                                                           \
+            Py_ssize_t hi = lo + RUN < n ? lo + RUN : n;                                                       \
+            for (Py_ssize_t i = lo + 1; i < hi; i++) {                                                         \
+                TYPE t = a[i];                                                                                 \
+                Py_ssize_t j = i;                                                                              \
+                while (j > lo && LESS(&t, &a[j - 1])) {                                                        \
+                    a[j] = a[j - 1];                                                                           \
+                    j--;                                                                                       \
+                }                                                                                              \
+                a[j] = t;                                                                                      \
+            }                                                                                                  \
+        }                                                                                                      \
+        TYPE *src = a, *dst = tmp;                                                                             \
+        for (Py_ssize_t w = RUN; w < n; w *= 2) {                                                              \
+            for (Py_ssize_t lo = 0; lo < n; lo += 2 * w) {                                                     \
+                Py_ssize_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;                \
+                Py_ssize_t i = lo, j = mid, o = lo;                                                            \
+                while (i < mid && j < hi) dst[o++] = LESS(&src[j], &src[i]) ? src[j++] : src[i++];             \
+                while (i < mid) dst[o++] = src[i++];                                                           \
+                while (j < hi) dst[o++] = src[j++];                                                            \
+            }                                                                                                  \
+            TYPE *t = src;                                                                                     \
+            src = dst;                                                                                         \
+            dst = t;                                                                                           \
+        }                                                                                                      \
+        if (src != a) memcpy(a, src, sizeof(TYPE) * (size_t)n);                                                \
+    }
+
+DEFINE_MERGE_SORT(sort_starts, start_t, start_less)
 
 static inline int64_t align_up(int64_t v, int64_t a) {
     if (a == 1) return v;
@@ -144,6 +183,44 @@ static int get_all(PyObject **objs, Py_buffer *v, int n, const char **names, int
     return got;
 }
 
+/* 0 if every one of the m items is in [0, n), else -1 with IndexError "<who>: item out of range". */
+static int check_items(const int64_t *items, Py_ssize_t m, Py_ssize_t n, const char *who) {
+    for (Py_ssize_t k = 0; k < m; k++)
+        if (items[k] < 0 || items[k] >= n) {
+            PyErr_Format(PyExc_IndexError, "%s: item out of range", who);
+            return -1;
+        }
+    return 0;
+}
+
+/* planner._place_py's loop over neighbour lists (CSR over n buffers), the ``fixed`` ranges (sorted) occupied for
+ * every buffer; ``obs`` has room for the longest list. Stops once the height reaches ``limit`` (if >= 0). */
+static int64_t place_lists(const int64_t *order, Py_ssize_t n_order, const int64_t *size, const int64_t *align,
+                           const int64_t *indptr, const int64_t *indices, Py_ssize_t n, int64_t *off, range_t *obs,
+                           const range_t *fixed, Py_ssize_t n_static, int64_t base, int best_fit, int64_t limit) {
+    int64_t height = base;
+    for (Py_ssize_t k = 0; k < n_order; k++) {
+        int64_t b = order[k];
+        Py_ssize_t m = 0;
+        for (int64_t e = indptr[b]; e < indptr[b + 1]; e++) {
+            int64_t o = indices[e];
+            if (o >= 0 && o < n && off[o] >= 0) {
+                obs[m].lo = off[o];
+                obs[m].hi = off[o] + size[o];
+                m++;
+            }
+        }
+        sort_ranges(obs, m);
+        int64_t cand = lowest_fit(obs, m, fixed, n_static, size[b], align[b], base, best_fit);
+        off[b] = cand;
+        if (cand + size[b] > height) {
+            height = cand + size[b];
+            if (limit >= 0 && height >= limit) break;
+        }
+    }
+    return height;
+}
+
 static PyObject *native_place(PyObject *self, PyObject *args) {
     PyObject *o_order, *o_size, *o_align, *o_indptr, *o_indices, *o_off, *o_static;
     long long base, limit;
@@ -187,27 +264,10 @@ static PyObject *native_place(PyObject *self, PyObject *args) {
         fixed[e].hi = stat[2 * e + 1];
     }
     sort_ranges(fixed, n_static);
-    int64_t height = base;
+    int64_t height;
     Py_BEGIN_ALLOW_THREADS;
-    for (Py_ssize_t k = 0; k < n_order; k++) {
-        int64_t b = order[k];
-        Py_ssize_t m = 0;
-        for (int64_t e = indptr[b]; e < indptr[b + 1]; e++) {
-            int64_t o = indices[e];
-            if (o >= 0 && o < n && off[o] >= 0) {
-                obs[m].lo = off[o];
-                obs[m].hi = off[o] + size[o];
-                m++;
-            }
-        }
-        sort_ranges(obs, m);
-        int64_t cand = lowest_fit(obs, m, fixed, n_static, size[b], align[b], base, best_fit);
-        off[b] = cand;
-        if (cand + size[b] > height) {
-            height = cand + size[b];
-            if (limit >= 0 && height >= limit) break;
-        }
-    }
+    height = place_lists(order, n_order, size, align, indptr, indices, n, off, obs, fixed, n_static, base, best_fit,
+                         limit);
     Py_END_ALLOW_THREADS;
     result = PyLong_FromLongLong(height);
 done:
@@ -219,6 +279,47 @@ done:
 typedef struct {
     int64_t lo, hi, first, last;
 } placed_t;
+
+/* Insert t into pl[0..*np) (ascending by offset; after those at the same offset). */
+static inline void placed_insert(placed_t *pl, Py_ssize_t *np, placed_t t) {
+    Py_ssize_t j = (*np)++;
+    while (j > 0 && pl[j - 1].lo > t.lo) {
+        pl[j] = pl[j - 1];
+        j--;
+    }
+    pl[j] = t;
+}
+
+/* place_dense's loop: ``pl`` holds the np buffers placed so far by offset (room for n_order more). */
+static int64_t place_scan(const int64_t *order, Py_ssize_t n_order, const int64_t *first, const int64_t *last,
+                          const int64_t *size, const int64_t *align, int64_t *off, placed_t *pl, Py_ssize_t np,
+                          int64_t base, int best_fit, int64_t limit) {
+    int64_t height = base;
+    for (Py_ssize_t k = 0; k < n_order; k++) {
+        int64_t b = order[k], s = size[b], a = align[b], f = first[b], l = last[b];
+        int64_t cand = align_up(base, a), best = -1, best_gap = 0;
+        for (Py_ssize_t q = 0; q < np; q++) {
+            const placed_t *o = &pl[q];
+            if (o->last < f || o->first > l) continue;
+            if (o->lo >= cand + s) {
+                if (!best_fit) break;
+                if (best < 0 || o->lo - cand < best_gap) {
+                    best = cand;
+                    best_gap = o->lo - cand;
+                }
+            }
+            if (o->hi > cand) cand = align_up(o->hi, a);
+        }
+        int64_t x = best_fit && best >= 0 ? best : cand;
+        off[b] = x;
+        placed_insert(pl, &np, (placed_t){x, x + s, f, l});
+        if (x + s > height) {
+            height = x + s;
+            if (limit >= 0 && height >= limit) break;
+        }
+    }
+    return height;
+}
 
 /* planner._place without neighbour lists, for dense inputs: every placed item of ``items`` is kept in one
  * array ascending by offset, and each buffer scans it, skipping those not live with it. The obstacles seen are
@@ -244,16 +345,8 @@ static PyObject *native_place_dense(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "place_dense: arrays of different lengths");
         goto done;
     }
-    for (Py_ssize_t k = 0; k < n_items; k++)
-        if (items[k] < 0 || items[k] >= n) {
-            PyErr_SetString(PyExc_IndexError, "place_dense: item out of range");
-            goto done;
-        }
-    for (Py_ssize_t k = 0; k < n_order; k++)
-        if (order[k] < 0 || order[k] >= n) {
-            PyErr_SetString(PyExc_IndexError, "place_dense: item out of range");
-            goto done;
-        }
+    if (check_items(items, n_items, n, "place_dense") < 0) goto done;
+    if (check_items(order, n_order, n, "place_dense") < 0) goto done;
     pl = (placed_t *)malloc(sizeof(placed_t) * (size_t)(n_items + n_order + 1));
     if (!pl) {
         PyErr_NoMemory();
@@ -262,46 +355,11 @@ static PyObject *native_place_dense(PyObject *self, PyObject *args) {
     Py_ssize_t np = 0;
     for (Py_ssize_t k = 0; k < n_items; k++) {
         int64_t i = items[k];
-        if (off[i] < 0) continue;
-        placed_t t = {off[i], off[i] + size[i], first[i], last[i]};
-        Py_ssize_t j = np++;
-        while (j > 0 && pl[j - 1].lo > t.lo) {
-            pl[j] = pl[j - 1];
-            j--;
-        }
-        pl[j] = t;
+        if (off[i] >= 0) placed_insert(pl, &np, (placed_t){off[i], off[i] + size[i], first[i], last[i]});
     }
-    int64_t height = base;
+    int64_t height;
     Py_BEGIN_ALLOW_THREADS;
-    for (Py_ssize_t k = 0; k < n_order; k++) {
-        int64_t b = order[k], s = size[b], a = align[b], f = first[b], l = last[b];
-        int64_t cand = align_up(base, a), best = -1, best_gap = 0;
-        for (Py_ssize_t q = 0; q < np; q++) {
-            const placed_t *o = &pl[q];
-            if (o->last < f || o->first > l) continue;
-            if (o->lo >= cand + s) {
-                if (!best_fit) break;
-                if (best < 0 || o->lo - cand < best_gap) {
-                    best = cand;
-                    best_gap = o->lo - cand;
-                }
-            }
-            if (o->hi > cand) cand = align_up(o->hi, a);
-        }
-        int64_t x = best_fit && best >= 0 ? best : cand;
-        off[b] = x;
-        placed_t t = {x, x + s, f, l};
-        Py_ssize_t j = np++;
-        while (j > 0 && pl[j - 1].lo > x) {
-            pl[j] = pl[j - 1];
-            j--;
-        }
-        pl[j] = t;
-        if (x + s > height) {
-            height = x + s;
-            if (limit >= 0 && height >= limit) break;
-        }
-    }
+    height = place_scan(order, n_order, first, last, size, align, off, pl, np, base, best_fit, limit);
     Py_END_ALLOW_THREADS;
     result = PyLong_FromLongLong(height);
 done:
@@ -311,20 +369,16 @@ done:
 }
 
 static PyObject *new_i64_array(Py_ssize_t n, int64_t **data) {
-    /* array.array('q', bytes(8 * n)) */
-    static PyObject *array_type = NULL;
-    if (!array_type) {
+    /* array.array('q', [0]) * n: a repeat, cheaper than calling the type with a zeroed bytes object */
+    static PyObject *zero = NULL;
+    if (!zero) {
         PyObject *mod = PyImport_ImportModule("array");
         if (!mod) return NULL;
-        array_type = PyObject_GetAttrString(mod, "array");
+        zero = PyObject_CallMethod(mod, "array", "s[i]", "q", 0);
         Py_DECREF(mod);
-        if (!array_type) return NULL;
+        if (!zero) return NULL;
     }
-    PyObject *zeros = PyBytes_FromStringAndSize(NULL, n * 8);
-    if (!zeros) return NULL;
-    memset(PyBytes_AS_STRING(zeros), 0, (size_t)n * 8);
-    PyObject *arr = PyObject_CallFunction(array_type, "sO", "q", zeros);
-    Py_DECREF(zeros);
+    PyObject *arr = PySequence_Repeat(zero, n);
     if (!arr) return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(arr, &view, PyBUF_WRITABLE) < 0) {
@@ -336,42 +390,20 @@ static PyObject *new_i64_array(Py_ssize_t n, int64_t **data) {
     return arr;
 }
 
-static PyObject *native_overlaps(PyObject *self, PyObject *args) {
-    PyObject *o_items, *o_first, *o_last;
-    Py_ssize_t n;
-    if (!PyArg_ParseTuple(args, "OOOn", &o_items, &o_first, &o_last, &n)) return NULL;
-    Py_buffer v[3];
-    PyObject *objs[3] = {o_items, o_first, o_last};
-    const char *names[3] = {"items", "first", "last"};
-    int got = get_all(objs, v, 3, names, -1);
-    PyObject *result = NULL, *a_ptr = NULL, *a_ind = NULL;
-    start_t *starts = NULL;
-    int64_t *live = NULL, *pairs = NULL, *fill = NULL;
-    if (got < 3) goto done;
-    const int64_t *items = v[0].buf, *first = v[1].buf, *last = v[2].buf;
-    Py_ssize_t m = v[0].len / 8;
-    if (v[1].len / 8 < n || v[2].len / 8 < n) {
-        PyErr_SetString(PyExc_ValueError, "overlaps: arrays shorter than n");
-        goto done;
-    }
-    for (Py_ssize_t k = 0; k < m; k++)
-        if (items[k] < 0 || items[k] >= n) {
-            PyErr_SetString(PyExc_IndexError, "overlaps: item out of range");
-            goto done;
-        }
-    starts = (start_t *)malloc(sizeof(start_t) * (size_t)(m + 1));
-    live = (int64_t *)malloc(sizeof(int64_t) * (size_t)(m + 1));
-    Py_ssize_t npairs = 0, cap = 1024;
-    pairs = (int64_t *)malloc(sizeof(int64_t) * 2 * (size_t)cap);
-    if (!starts || !live || !pairs) {
-        PyErr_NoMemory();
-        goto done;
-    }
+/* The time-overlapping pairs (i, j) among the m items, by a sweep in (first, item) order keeping the live ones,
+ * into *pairs (malloc'd: the caller frees it, also on failure); their number, or -1 (MemoryError set). */
+static Py_ssize_t overlap_pairs(const int64_t *items, Py_ssize_t m, const int64_t *first, const int64_t *last,
+                                int64_t **pairs_out) {
+    start_t *starts = (start_t *)malloc(sizeof(start_t) * (size_t)(2 * m + 1));
+    int64_t *live = (int64_t *)malloc(sizeof(int64_t) * (size_t)(m + 1));
+    Py_ssize_t npairs = 0, cap = 64 + m;
+    int64_t *pairs = *pairs_out = (int64_t *)malloc(sizeof(int64_t) * 2 * (size_t)cap);
+    if (!starts || !live || !pairs) goto fail;
     for (Py_ssize_t k = 0; k < m; k++) {
         starts[k].first = first[items[k]];
         starts[k].item = items[k];
     }
-    qsort(starts, (size_t)m, sizeof(start_t), cmp_start);
+    sort_starts(starts, starts + m, m);
     Py_ssize_t nlive = 0;
     for (Py_ssize_t k = 0; k < m; k++) {
         int64_t i = starts[k].item, f = starts[k].first;
@@ -383,11 +415,8 @@ static PyObject *native_overlaps(PyObject *self, PyObject *args) {
             if (npairs == cap) {
                 cap *= 2;
                 int64_t *grown = (int64_t *)realloc(pairs, sizeof(int64_t) * 2 * (size_t)cap);
-                if (!grown) {
-                    PyErr_NoMemory();
-                    goto done;
-                }
-                pairs = grown;
+                if (!grown) goto fail;
+                pairs = *pairs_out = grown;
             }
             pairs[2 * npairs] = i;
             pairs[2 * npairs + 1] = j;
@@ -396,20 +425,27 @@ static PyObject *native_overlaps(PyObject *self, PyObject *args) {
         nlive = keep;
         live[nlive++] = i;
     }
-    int64_t *ptr, *ind;
-    a_ptr = new_i64_array(n + 1, &ptr);
-    if (!a_ptr) goto done;
-    a_ind = new_i64_array(2 * npairs, &ind);
-    if (!a_ind) goto done;
+    free(starts);
+    free(live);
+    return npairs;
+fail:
+    free(starts);
+    free(live);
+    PyErr_NoMemory();
+    return -1;
+}
+
+/* The neighbour lists of ``pairs`` in CSR form over n buffers: ptr (n + 1, zeroed) and ind (2 * npairs). */
+static int fill_csr(const int64_t *pairs, Py_ssize_t npairs, Py_ssize_t n, int64_t *ptr, int64_t *ind) {
     for (Py_ssize_t p = 0; p < npairs; p++) {
         ptr[pairs[2 * p] + 1]++;
         ptr[pairs[2 * p + 1] + 1]++;
     }
     for (Py_ssize_t k = 0; k < n; k++) ptr[k + 1] += ptr[k];
-    fill = (int64_t *)malloc(sizeof(int64_t) * (size_t)(n + 1));
+    int64_t *fill = (int64_t *)malloc(sizeof(int64_t) * (size_t)(n + 1));
     if (!fill) {
         PyErr_NoMemory();
-        goto done;
+        return -1;
     }
     memcpy(fill, ptr, sizeof(int64_t) * (size_t)(n + 1));
     for (Py_ssize_t p = 0; p < npairs; p++) {
@@ -417,14 +453,41 @@ static PyObject *native_overlaps(PyObject *self, PyObject *args) {
         ind[fill[i]++] = j;
         ind[fill[j]++] = i;
     }
+    free(fill);
+    return 0;
+}
+
+static PyObject *native_overlaps(PyObject *self, PyObject *args) {
+    PyObject *o_items, *o_first, *o_last;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "OOOn", &o_items, &o_first, &o_last, &n)) return NULL;
+    Py_buffer v[3];
+    PyObject *objs[3] = {o_items, o_first, o_last};
+    const char *names[3] = {"items", "first", "last"};
+    int got = get_all(objs, v, 3, names, -1);
+    PyObject *result = NULL, *a_ptr = NULL, *a_ind = NULL;
+    int64_t *pairs = NULL;
+    if (got < 3) goto done;
+    const int64_t *items = v[0].buf, *first = v[1].buf, *last = v[2].buf;
+    Py_ssize_t m = v[0].len / 8;
+    if (v[1].len / 8 < n || v[2].len / 8 < n) {
+        PyErr_SetString(PyExc_ValueError, "overlaps: arrays shorter than n");
+        goto done;
+    }
+    if (check_items(items, m, n, "overlaps") < 0) goto done;
+    Py_ssize_t npairs = overlap_pairs(items, m, first, last, &pairs);
+    if (npairs < 0) goto done;
+    int64_t *ptr, *ind;
+    a_ptr = new_i64_array(n + 1, &ptr);
+    if (!a_ptr) goto done;
+    a_ind = new_i64_array(2 * npairs, &ind);
+    if (!a_ind) goto done;
+    if (fill_csr(pairs, npairs, n, ptr, ind) < 0) goto done;
     result = PyTuple_Pack(2, a_ptr, a_ind);
 done:
     Py_XDECREF(a_ptr);
     Py_XDECREF(a_ind);
-    free(starts);
-    free(live);
     free(pairs);
-    free(fill);
     for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
     return result;
 }
@@ -681,6 +744,184 @@ done:
     free(starts);
     free(ends);
     free(scratch);
+    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    return result;
+}
+
+/* ---- the quick try (planner._quick): its orders, first fit, in one call ---- */
+
+/* A quick order's sort key: planner._quick_keys' tuple (a, b, c, item), ascending; ``a`` is a product of two
+ * int64 values (the area, the conflicts times the size), exact in 128 bits. */
+typedef struct {
+    __int128 a;
+    int64_t b, c, item;
+} qkey_t;
+
+static inline int qkey_less(const qkey_t *x, const qkey_t *y) {
+    if (x->a != y->a) return x->a < y->a;
+    if (x->b != y->b) return x->b < y->b;
+    if (x->c != y->c) return x->c < y->c;
+    return x->item < y->item;
+}
+
+DEFINE_MERGE_SORT(sort_qkeys, qkey_t, qkey_less)
+
+/* How many of the m ascending keys are < x (below = 1) or <= x (below = 0). */
+static Py_ssize_t count_below(const uint64_t *a, Py_ssize_t m, uint64_t x, int below) {
+    Py_ssize_t lo = 0, hi = m;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (below ? a[mid] < x : a[mid] <= x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* planner._degrees: deg[q] = the number of other items overlapping items[q] (starts, ends, tmp: scratch of m). */
+static void item_degrees(const int64_t *items, Py_ssize_t m, const int64_t *first, const int64_t *last, int64_t *deg,
+                         uint64_t *starts, uint64_t *ends, uint64_t *tmp) {
+    for (Py_ssize_t q = 0; q < m; q++) {
+        starts[q] = (uint64_t)first[items[q]] ^ SIGN_BIT; /* in signed order */
+        ends[q] = (uint64_t)last[items[q]] ^ SIGN_BIT;
+    }
+    radix_pairs(starts, NULL, tmp, NULL, m);
+    radix_pairs(ends, NULL, tmp, NULL, m);
+    for (Py_ssize_t q = 0; q < m; q++)
+        deg[q] = count_below(starts, m, (uint64_t)last[items[q]] ^ SIGN_BIT, 0) -
+                 count_below(ends, m, (uint64_t)first[items[q]] ^ SIGN_BIT, 1) - 1;
+}
+
+/* The keys of quick order k (0: size, 1: area, 2: conflict-size, as planner._quick_keys) over the items. */
+static void quick_keys(int k, const int64_t *items, Py_ssize_t m, const int64_t *first, const int64_t *last,
+                       const int64_t *size, const int64_t *deg, qkey_t *keys) {
+    for (Py_ssize_t q = 0; q < m; q++) {
+        int64_t i = items[q], s = size[i];
+        qkey_t *key = &keys[q];
+        key->item = i;
+        if (k == 0) {
+            key->a = -(__int128)s;
+            key->b = first[i];
+            key->c = 0;
+            continue;
+        }
+        key->a = -(__int128)s * (k == 1 ? (__int128)last[i] - first[i] + 1 : (__int128)deg[q]);
+        key->b = -s;
+        key->c = first[i];
+    }
+}
+
+#define QUICK_ORDERS 3
+
+/* quick(items, first, last, size, align, off, lb, dense) -> (k, offsets) or None: planner._quick's orders
+ * (_QUICK_RUNS) in one call. Order k of the items (keys as planner._quick_keys) is placed first fit from the
+ * offsets ``off`` (read only) over the items' neighbour lists (``dense``: by place_dense's scan; the same
+ * offsets), stopping once the height passes ``lb``; the first order that stays within it and its offsets (a list
+ * over every buffer) are returned, or None when none does. */
+static PyObject *native_quick(PyObject *self, PyObject *args) {
+    PyObject *objs[6];
+    long long lb;
+    int dense;
+    if (!PyArg_ParseTuple(args, "OOOOOOLp", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5], &lb, &dense))
+        return NULL;
+    Py_buffer v[6];
+    const char *names[6] = {"items", "first", "last", "size", "align", "off"};
+    int got = get_all(objs, v, 6, names, -1);
+    PyObject *result = NULL;
+    qkey_t *keys = NULL;
+    int64_t *scratch = NULL, *pairs = NULL, *ptr = NULL, *ind = NULL;
+    placed_t *pl = NULL;
+    range_t *obs = NULL;
+    if (got < 6) goto done;
+    const int64_t *items = v[0].buf, *first = v[1].buf, *last = v[2].buf, *size = v[3].buf, *align = v[4].buf;
+    const int64_t *off = v[5].buf;
+    Py_ssize_t m = v[0].len / 8, n = v[1].len / 8;
+    for (int c = 2; c < 6; c++)
+        if (v[c].len / 8 != n) {
+            PyErr_SetString(PyExc_ValueError, "quick: arrays of different lengths");
+            goto done;
+        }
+    if (check_items(items, m, n, "quick") < 0) goto done;
+    keys = (qkey_t *)malloc(sizeof(qkey_t) * (size_t)(2 * m + 1));
+    scratch = (int64_t *)malloc(sizeof(int64_t) * (size_t)(5 * m + n + 1)); /* order, deg, 3 x m for degrees, work */
+    if (!keys || !scratch) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t *order = scratch, *deg = scratch + m, *work = scratch + 5 * m;
+    Py_ssize_t cap = 0;
+    if (dense) {
+        if (!(pl = (placed_t *)malloc(sizeof(placed_t) * (size_t)(m + 1)))) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    } else {
+        Py_ssize_t npairs = overlap_pairs(items, m, first, last, &pairs);
+        if (npairs < 0) goto done;
+        ptr = (int64_t *)calloc((size_t)(n + 1), sizeof(int64_t));
+        ind = (int64_t *)malloc(sizeof(int64_t) * (size_t)(2 * npairs + 1));
+        if (!ptr || !ind) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        if (fill_csr(pairs, npairs, n, ptr, ind) < 0) goto done;
+        for (Py_ssize_t q = 0; q < m; q++)
+            if (ptr[items[q] + 1] - ptr[items[q]] > cap) cap = ptr[items[q] + 1] - ptr[items[q]];
+        if (!(obs = (range_t *)malloc(sizeof(range_t) * (size_t)(cap + 1)))) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    int found = -1;
+    int64_t limit = lb < INT64_MAX ? (int64_t)lb + 1 : -1; /* the first height past lb */
+    Py_BEGIN_ALLOW_THREADS;
+    for (int k = 0; k < QUICK_ORDERS && found < 0; k++) {
+        if (k == 2)
+            item_degrees(items, m, first, last, deg, (uint64_t *)scratch + 2 * m, (uint64_t *)scratch + 3 * m,
+                         (uint64_t *)scratch + 4 * m);
+        quick_keys(k, items, m, first, last, size, deg, keys);
+        sort_qkeys(keys, keys + m, m);
+        for (Py_ssize_t q = 0; q < m; q++) order[q] = keys[q].item;
+        memcpy(work, off, sizeof(int64_t) * (size_t)n);
+        int64_t height;
+        if (dense) {
+            Py_ssize_t np = 0;
+            for (Py_ssize_t q = 0; q < m; q++) {
+                int64_t i = items[q];
+                if (work[i] >= 0) placed_insert(pl, &np, (placed_t){work[i], work[i] + size[i], first[i], last[i]});
+            }
+            height = place_scan(order, m, first, last, size, align, work, pl, np, 0, 0, limit);
+        } else {
+            height = place_lists(order, m, size, align, ptr, ind, n, work, obs, NULL, 0, 0, 0, limit);
+        }
+        if (height <= lb) found = k;
+    }
+    Py_END_ALLOW_THREADS;
+    if (found < 0) {
+        result = Py_None;
+        Py_INCREF(result);
+        goto done;
+    }
+    PyObject *offsets = PyList_New(n);
+    if (!offsets) goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = PyLong_FromLongLong(work[i]);
+        if (!x) {
+            Py_DECREF(offsets);
+            goto done;
+        }
+        PyList_SET_ITEM(offsets, i, x);
+    }
+    result = Py_BuildValue("(iN)", found, offsets);
+done:
+    free(keys);
+    free(scratch);
+    free(pairs);
+    free(ptr);
+    free(ind);
+    free(pl);
+    free(obs);
     for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
     return result;
 }
@@ -1281,13 +1522,45 @@ done:
 
 /* ---- sorting and the planner's O(n) passes (planner._sorted, _groups, _Arrays, _offsets_dict) ---- */
 
-#define SIGN_BIT 0x8000000000000000ull
+
+#define RADIX_MIN 256
+
+typedef struct {
+    uint64_t key;
+    int64_t val;
+} ukv_t;
+
+static inline int ukv_less(const ukv_t *x, const ukv_t *y) { return x->key < y->key; }
+
+DEFINE_MERGE_SORT(sort_ukv, ukv_t, ukv_less)
+
+static inline int u64_less(const uint64_t *x, const uint64_t *y) { return *x < *y; }
+
+DEFINE_MERGE_SORT(sort_u64, uint64_t, u64_less)
 
 /* Stable LSD radix sort of n (key, val) pairs by unsigned key, a byte a pass (passes where every key has the
- * same byte are skipped); tk and tv are scratch of n; v and tv may be NULL (keys alone). */
+ * same byte are skipped; below RADIX_MIN pairs, a merge sort); tk and tv are scratch of n; v and tv may be NULL
+ * (keys alone). */
 static void radix_pairs(uint64_t *k, int64_t *v, uint64_t *tk, int64_t *tv, Py_ssize_t n) {
     Py_ssize_t count[8][256];
     if (n < 2) return;
+    if (n < RADIX_MIN && !v) { /* keys alone: merged in place, tk the scratch */
+        sort_u64(k, tk, n);
+        return;
+    }
+    if (n < RADIX_MIN) { /* the same stable order by merging: cheaper than the counts on short arrays */
+        ukv_t *pairs = (ukv_t *)malloc(sizeof(ukv_t) * 2 * (size_t)n);
+        if (pairs) {
+            for (Py_ssize_t i = 0; i < n; i++) pairs[i] = (ukv_t){k[i], v ? v[i] : 0};
+            sort_ukv(pairs, pairs + n, n);
+            for (Py_ssize_t i = 0; i < n; i++) {
+                k[i] = pairs[i].key;
+                if (v) v[i] = pairs[i].val;
+            }
+            free(pairs);
+            return;
+        }
+    }
     memset(count, 0, sizeof count);
     for (Py_ssize_t i = 0; i < n; i++)
         for (int d = 0; d < 8; d++) count[d][(k[i] >> (8 * d)) & 255]++;
@@ -1379,11 +1652,7 @@ static PyObject *native_sort_items(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "sort_items: columns of different lengths");
             goto done;
         }
-    for (Py_ssize_t i = 0; i < m; i++)
-        if (items[i] < 0 || items[i] >= n) {
-            PyErr_SetString(PyExc_IndexError, "sort_items: item out of range");
-            goto done;
-        }
+    if (check_items(items, m, n, "sort_items") < 0) goto done;
     int64_t *out;
     result = new_i64_array(m, &out);
     if (!result) goto done;
@@ -1424,11 +1693,7 @@ static PyObject *native_components(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "components: arrays of different lengths");
         goto done;
     }
-    for (Py_ssize_t i = 0; i < m; i++)
-        if (items[i] < 0 || items[i] >= n) {
-            PyErr_SetString(PyExc_IndexError, "components: item out of range");
-            goto done;
-        }
+    if (check_items(items, m, n, "components") < 0) goto done;
     size_t bytes = sizeof(int64_t) * (size_t)(m + 1);
     k = malloc(bytes), tk = malloc(bytes), tv = malloc(bytes), byidx = malloc(bytes), bytime = malloc(bytes);
     gid = malloc(bytes), glo = malloc(bytes), ghi = malloc(bytes), fill = malloc(bytes);
@@ -2244,11 +2509,7 @@ static PyObject *native_live_max(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "live_max: arrays of different lengths");
         goto done;
     }
-    for (Py_ssize_t k = 0; k < m; k++)
-        if (items[k] < 0 || items[k] >= n) {
-            PyErr_SetString(PyExc_IndexError, "live_max: item out of range");
-            goto done;
-        }
+    if (check_items(items, m, n, "live_max") < 0) goto done;
     Py_ssize_t leaves = 1;
     while (leaves < 2 * m) leaves *= 2;
     size_t bytes = sizeof(int64_t) * (size_t)(2 * m + 1);
@@ -2378,6 +2639,7 @@ static PyMethodDef methods[] = {
     {"ingest", native_ingest, METH_VARARGS, "The buffers' int64 arrays and bounds (see planner._Arrays)."},
     {"offsets_dict", native_offsets_dict, METH_VARARGS, "The plan's offsets by id, in input order."},
     {"peak", native_peak, METH_VARARGS, "Largest total size live at one step (see planner._peak)."},
+    {"quick", native_quick, METH_VARARGS, "The quick try's orders, first fit, in one call (see planner._quick)."},
     {"count_pairs", native_count_pairs, METH_VARARGS, "Number of time-overlapping pairs (see planner._count_pairs)."},
     {"place", native_place, METH_VARARGS, "First or best fit of an order over neighbour lists (see planner.py)."},
     {"overlaps", native_overlaps, METH_VARARGS, "Neighbour lists (CSR) of time-overlapping items (see planner.py)."},

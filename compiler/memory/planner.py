@@ -476,6 +476,12 @@ class _Dense(_Adj):
 DENSE_SCAN_RATIO = 40
 
 
+def _dense(pairs: int, items: int, ratio: int) -> bool:
+    """Whether ``items`` buffers with ``pairs`` overlapping (unordered) pairs are dense: more ordered pairs than
+    their number squared over ``ratio`` (see :data:`DENSE_SCAN_RATIO`)."""
+    return 2 * pairs * ratio >= items**2
+
+
 def _neighbours(arr: _Arrays, items: Sequence[int], dense_ok: bool = True, pairs: int | None = None) -> _Adj:
     """Neighbour lists of time-overlapping pairs among ``items`` (cost n log n + pairs), by the native loops
     when the extension is there (the same lists as :func:`_overlaps`, in another order; or, for a dense input,
@@ -483,7 +489,7 @@ def _neighbours(arr: _Arrays, items: Sequence[int], dense_ok: bool = True, pairs
     if not _worth_native(arr, len(items)):
         return _overlaps(items, arr.first, arr.last)
     items64 = array("q", items)
-    if dense_ok and 2 * (_pairs(arr, items) if pairs is None else pairs) * DENSE_SCAN_RATIO >= len(items) ** 2:
+    if dense_ok and _dense(_pairs(arr, items) if pairs is None else pairs, len(items), DENSE_SCAN_RATIO):
         return _Dense(items64, lambda: _degrees(items, arr.first, arr.last))
     indptr, indices = _NATIVE.overlaps(items64, arr.first64, arr.last64, len(arr.size))
     return _CSR(indptr, indices)
@@ -2460,7 +2466,10 @@ class _ExactPhase:
             if high - low <= max(1, high // 1000):
                 break
             mid = low + (high - low) * BISECT_NUM // BISECT_DEN
+            before = (self.work, [r[0] for r in self.results])
             if not self.improve(mid, (budget - self.work) // 3 + 1, "exact-refined"):
+                if mid == low and before == (self.work, [r[0] for r in self.results]):
+                    break  # nothing moved (a piece with fixed offsets, say): the same step would repeat forever
                 low = mid
 
     def improve(self, capacity: int, allowance: int, label: str) -> bool:
@@ -2516,13 +2525,19 @@ def _quick(
     cost = 2 * pairs + n
     if (pairs > QUICK_PAIRS_PER_BUFFER * n and pairs > QUICK_PAIRS) or not budget.allows(2 * cost):
         return None, None
+    fused = len(arr.size) <= QUICK_NATIVE_BUFFERS and arr.native and _NATIVE is not None
+    if fused:
+        quick = _quick_native(arr, positive, off, (lb, cost), budget, _dense(pairs, n, QUICK_SCAN_RATIO))
+        if quick is not None:
+            return quick, None
     adj = _neighbours(arr, positive, pairs=pairs)
     orders = _Orders(arr, positive, _quick_keys(arr, adj.degree), adj)
+    if fused:  # its orders missed the bound (or the budget stopped them): the lists for the portfolio
+        return None, orders
     native = array("q", off) if type(adj) is _Dense or isinstance(adj, _CSR) else None
     for k, name in enumerate(_QUICK_RUNS):
-        if k and not budget.allows(cost):  # the first order was allowed above
+        if not _quick_charge(budget, cost, k):
             return None, orders
-        budget.spend(cost)
         order = orders[name]
         trial: Sequence[int]
         if native is not None:  # the offsets stay an int64 array (what _place does, without its list round trip)
@@ -2532,17 +2547,56 @@ def _quick(
             trial = listed = list(off)
             height = _place(order, arr, adj, listed, 0, False, lb + 1)
         if height <= lb:
-            return _placement(
-                offsets=dict(zip(arr.ids, trial, strict=True)),
-                arena=lb,
-                lower_bound=lb,
-                strategy="portfolio",
-                components=1,
-                component_strategies=(f"greedy-{name}-first-fit",),
-                work=budget.spent,
-                budget=budget.spent + budget.left,
-            ), None
+            return _quick_plan(dict(zip(arr.ids, trial, strict=True)), lb, name, budget), None
     return None, orders
+
+
+def _quick_charge(budget: _Budget, cost: int, k: int) -> bool:
+    """Charge the quick try's order ``k`` (``cost``) before it runs: False, charging nothing, when the budget
+    refuses it (the first order was allowed by the caller)."""
+    if k and not budget.allows(cost):
+        return False
+    budget.spend(cost)
+    return True
+
+
+def _quick_plan(offsets: dict[str, int], lb: int, name: str, budget: _Budget) -> Placement:
+    """The quick try's plan: the ``offsets`` (at the lower bound) found by order ``name``."""
+    return _placement(
+        offsets=offsets,
+        arena=lb,
+        lower_bound=lb,
+        strategy="portfolio",
+        components=1,
+        component_strategies=(f"greedy-{name}-first-fit",),
+        work=budget.spent,
+        budget=budget.spent + budget.left,
+    )
+
+
+#: Inputs of at most this many buffers run the quick try in one native call (:func:`_quick_native`).
+QUICK_NATIVE_BUFFERS = 4096
+
+#: :func:`_quick_native` places without neighbour lists (see :class:`_Dense`) above this :func:`_dense` ratio: it
+#: gathers lists in the same call, cheaper than :func:`_neighbours` does (the scan is faster on the corpus models
+#: up to a tenth of the pairs, the lists on the ``minimalloc`` traces from about a fifteenth).
+QUICK_SCAN_RATIO = 16
+
+
+def _quick_native(
+    arr: _Arrays, positive: list[int], off: list[int], bounds: tuple[int, int], budget: _Budget, dense: bool
+) -> Placement | None:
+    """:func:`_quick`'s orders by the native loops in one call (the same offsets: a test holds them together),
+    charged as there, ``cost`` each (``bounds``: lower bound, cost): every order up to the winner (or all of
+    them), as far as the budget allows; ``dense``: place without neighbour lists (the same offsets)."""
+    lb, cost = bounds
+    found = _NATIVE.quick(
+        array("q", positive), arr.first64, arr.last64, arr.size64, arr.align64, array("q", off), lb, dense
+    )
+    for k in range(len(_QUICK_RUNS) if found is None else found[0] + 1):
+        if not _quick_charge(budget, cost, k):
+            return None
+    return None if found is None else _quick_plan(_offsets_dict(arr, found[1]), lb, _QUICK_RUNS[found[0]], budget)
 
 
 class _RepairMemo(set[tuple[int, int]]):

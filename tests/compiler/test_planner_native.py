@@ -490,6 +490,92 @@ def test_orders_sorted_natively_are_the_keys_orders(monkeypatch: pytest.MonkeyPa
     assert orders["area"] == [0, 2, 1]
 
 
+def _quick_instance(rng: random.Random) -> list[Buffer]:
+    """A small input without fixed offsets, with zero sizes, alignments and many ties (sizes, steps, areas)."""
+    n = rng.randrange(2, 60)
+    horizon = rng.choice([3, 8, 30])
+    sizes = rng.choice([[0, 4, 8, 16], [1, 2, 3, 5, 8, 13], [0, 64, 96, 100, 160, 1000]])
+    out = []
+    for i in range(n):
+        first = rng.randrange(horizon)
+        last = first + rng.choice([0, 0, 1, 2, 4, horizon])
+        out.append(Buffer(f"q{i}", first, last, rng.choice(sizes), rng.choice([1, 1, 1, 2, 4, 16])))
+    return out
+
+
+def _quick_outcome(
+    monkeypatch: pytest.MonkeyPatch, bufs: list[Buffer], units: int, fused: bool, scan: int = 16
+) -> tuple[object, ...]:
+    """_quick's plan (or None), what it charged and the lists it hands the portfolio (their items and kind), by the
+    fused native call or by the orders one by one."""
+    with monkeypatch.context() as m:
+        m.setattr(planner, "QUICK_NATIVE_BUFFERS", 1 << 30 if fused else -1)
+        m.setattr(planner, "QUICK_SCAN_RATIO", scan)
+        arr = planner._Arrays(bufs)
+        off = [-1 if s else 0 for s in arr.size]
+        positive = [i for i, s in enumerate(arr.size) if s]
+        budget = planner._Budget(units)
+        found, shared = planner._quick(arr, positive, off, planner._lower_bound(arr), budget)
+    lists = None if shared is None else (list(shared.items), type(shared.adj).__name__)
+    return (None if found is None else vars(found)), budget.spent, budget.left, budget.refused, lists
+
+
+@native
+def test_native_quick_try_matches_the_orders_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """_native.quick (one call: the size, area and conflict x size orders, first fit up to the lower bound) gives
+    _quick's plans and charges as its orders run one by one (natively or in Python), by neighbour lists and by
+    the scan, with budgets that cut the orders short; each order wins somewhere, and none elsewhere."""
+    assert planner._QUICK_RUNS == ("size", "area", "conflict-size")  # the native entry's orders, in this order
+    rng = random.Random(11)
+    winners: dict[object, int] = {}
+    for k in range(300):
+        bufs = _quick_instance(rng)
+        arr = planner._Arrays(bufs)
+        positive = [i for i, s in enumerate(arr.size) if s]
+        cost = 2 * planner._pairs(arr, positive) + len(positive)
+        units = [10**9, 2 * cost, 2 * cost + 1, 3 * cost - 1, 3 * cost][k % 5]
+        slow = _quick_outcome(monkeypatch, bufs, units, fused=False)
+        for scan in (0, 16, 1 << 20):  # lists, the default, always the scan
+            assert _quick_outcome(monkeypatch, bufs, units, fused=True, scan=scan) == slow
+        if units == 10**9:
+            with monkeypatch.context() as m:
+                m.setattr(planner, "_NATIVE", None)
+                python = _quick_outcome(monkeypatch, bufs, units, fused=False)
+                assert python[:4] == slow[:4] and (python[4] is None) == (slow[4] is None)  # lists of their own kind
+            plan_ = slow[0]
+            key = None if plan_ is None else plan_["component_strategies"]  # type: ignore[index]
+            winners[key] = winners.get(key, 0) + 1
+    assert set(winners) == {None, *((f"greedy-{name}-first-fit",) for name in planner._QUICK_RUNS)}, winners
+
+
+@native
+def test_native_quick_try_keys_beyond_int64(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Areas (size x lifetime) and conflicts x sizes past int64 sort exactly, as Python's integers do."""
+    rng = random.Random(3)
+    for _ in range(40):
+        bufs = [Buffer(f"h{i}", rng.randrange(4), 0, 0) for i in range(rng.randrange(2, 12))]
+        bufs = [
+            replace(b, last=b.first + rng.randrange(300), size=(1 << 58) + rng.randrange(3) if i < 2 else 1 + i % 3)
+            for i, b in enumerate(bufs)
+        ]
+        assert planner._Arrays(bufs).native
+        slow = _quick_outcome(monkeypatch, bufs, 10**9, fused=False)
+        assert _quick_outcome(monkeypatch, bufs, 10**9, fused=True) == slow
+
+
+@native
+def test_native_quick_try_checks_its_arrays() -> None:
+    q = planner._NATIVE.quick
+    ok, last, size, align, off = (array("q", values) for values in ([0, 1], [1, 1], [4, 4], [1, 1], [-1, -1]))
+    assert q(ok, ok, last, size, align, off, 8, False) == q(ok, ok, last, size, align, off, 8, True) == (0, [0, 4])
+    assert q(ok, ok, last, size, align, off, 7, False) is q(ok, ok, last, size, align, off, 7, True) is None
+    assert off.tolist() == [-1, -1]  # read only
+    with pytest.raises(ValueError, match="different lengths"):
+        q(ok, ok, array("q", [0]), ok, ok, ok, 8, False)
+    with pytest.raises(IndexError, match="out of range"):
+        q(array("q", [2]), ok, ok, ok, ok, ok, 8, False)
+
+
 @native
 def test_the_buffers_fields_are_read_in_one_native_pass() -> None:
     for bufs in _instances(20):
