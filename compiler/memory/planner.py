@@ -8,8 +8,9 @@ How :func:`plan` works (ideas from TFLite's greedy-by-size planner, XLA's heap s
 Google's MiniMalloc and TelaMalloc, and omnimalloc's greedy orders):
 
 0. Quick try. A sparse (or small) input is first packed by the size, area and conflict x size orders (first
-   fit over one set of neighbour lists); the first that reaches the lower bound, as one does for most compile
-   traces, is the plan.
+   fit over one set of neighbour lists; one native call on a small input); the first that reaches the lower
+   bound, as one does for most compile traces, is the plan. Otherwise its lists and orders serve the portfolio
+   when the input is one piece.
 1. Decomposition. Steps where nothing is live split the timeline into independent components; buffers live
    over a whole component are stacked at its bottom (lossless: such a buffer conflicts with every other
    buffer of the component, so any packing can be rearranged to have it at the bottom), after which the rest
@@ -24,18 +25,22 @@ Google's MiniMalloc and TelaMalloc, and omnimalloc's greedy orders):
    splits second (the long-lived buffers swept as a stack of their own, then the short-lived ones above the
    long-lived ones they meet: a training step's saved activations below its transient tensors; cut at a few
    multiples of the median lifetime), then the conflict x size, area, ... orders over a time index while the
-   budget pays their pairs. The best height is kept: the result is never worse than any member.
+   budget pays their pairs. The best height is kept: the result is never worse than any member. A first-fit
+   sweep whose start order ran over neighbour lists is that member, and is skipped.
 3. Peak repair. The buffers living inside a window of steps around the first ones at the top are lifted out
    and placed again by several orders among the buffers crossing the window's borders and those spanning it;
    a re-pack below the top is kept (one place fewer at the top: a layered model has one a layer) and the next
    place attacked, else the window doubles. Max trees over the start order find the top and a window's members,
-   and the window is re-packed on arrays of its own: a round costs its window, not the piece.
+   and the window is re-packed on arrays of its own: a round costs its window, not the piece. While the top
+   stays, the rounds it still needs are estimated from those so far; the repair stops when the budget cannot
+   pay for them (a top of hundreds of buffers apart in time, one a round, is not chipped at for nothing).
 4. Exact search. While the highest component is above the lower bound, a MiniMalloc-style branch and bound
    tries to pack it within the lower bound: buffers placed in canonical order (non-decreasing offset, each
    at its lowest legal offset), pruned by section inference, the unallocated floor, dominance and dynamic
    decomposition; three static orders run side by side and the first success wins. If the lower bound is out
    of reach, the remaining budget probes arenas between the lower bound and the best height found.
-5. Safety net: the result is never worse than the plain size-descending first-fit baseline.
+5. Safety net: the result is never worse than the plain size-descending first-fit baseline (not run again when
+   the portfolio's first member was that baseline, on one piece of every buffer).
 
 All the work is charged to one budget (``budget_s``) counted in work units, not seconds, so results never depend
 on the machine's speed; the units are calibrated so that the budget is not exceeded in CPU time on the reference
