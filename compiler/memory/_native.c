@@ -144,20 +144,28 @@ static inline int64_t align_up(int64_t v, int64_t a) {
 
 /* planner._lowest_fit over the merge of two sorted obstacle lists (a buffer's neighbours and the static ranges),
  * walked lazily: first fit usually stops long before the end of the static ones. */
+/* One obstacle [lo, hi) of planner._lowest_fit's walk (obstacles by start): note the gap below it (best fit) and
+ * lift the candidate above it; 1 when first fit stops there (s bytes fit below it). */
+static inline int fit_step(int64_t lo, int64_t hi, int64_t s, int64_t a, int best_fit, int64_t *cand, int64_t *best,
+                           int64_t *best_gap) {
+    if (lo >= *cand + s) {
+        if (!best_fit) return 1;
+        if (*best < 0 || lo - *cand < *best_gap) {
+            *best = *cand;
+            *best_gap = lo - *cand;
+        }
+    }
+    if (hi > *cand) *cand = align_up(hi, a);
+    return 0;
+}
+
 static int64_t lowest_fit(const range_t *x, Py_ssize_t nx, const range_t *y, Py_ssize_t ny, int64_t s, int64_t a,
                           int64_t base, int best_fit) {
     int64_t cand = align_up(base, a), best = -1, best_gap = 0;
     Py_ssize_t i = 0, j = 0;
     while (i < nx || j < ny) {
         const range_t *o = (j >= ny || (i < nx && x[i].lo <= y[j].lo)) ? &x[i++] : &y[j++];
-        if (o->lo >= cand + s) {
-            if (!best_fit) break;
-            if (best < 0 || o->lo - cand < best_gap) {
-                best = cand;
-                best_gap = o->lo - cand;
-            }
-        }
-        if (o->hi > cand) cand = align_up(o->hi, a);
+        if (fit_step(o->lo, o->hi, s, a, best_fit, &cand, &best, &best_gap)) break;
     }
     return best_fit && best >= 0 ? best : cand;
 }
@@ -301,14 +309,7 @@ static int64_t place_scan(const int64_t *order, Py_ssize_t n_order, const int64_
         for (Py_ssize_t q = 0; q < np; q++) {
             const placed_t *o = &pl[q];
             if (o->last < f || o->first > l) continue;
-            if (o->lo >= cand + s) {
-                if (!best_fit) break;
-                if (best < 0 || o->lo - cand < best_gap) {
-                    best = cand;
-                    best_gap = o->lo - cand;
-                }
-            }
-            if (o->hi > cand) cand = align_up(o->hi, a);
+            if (fit_step(o->lo, o->hi, s, a, best_fit, &cand, &best, &best_gap)) break;
         }
         int64_t x = best_fit && best >= 0 ? best : cand;
         off[b] = x;
