@@ -2383,10 +2383,8 @@ def _plan(
             off[i] = o
     strategies = tuple(r[2] for r in results)
     strategy = _strategy(strategies, bool(positive))
-    if not _baseline_ran(arr, positive, pieces, members):
-        arena, off, strategy = _safety_net(arr, positive, off, lb, strategy, allowance)
-    else:  # the plan is at most the baseline's height already
-        arena = max(map(add, off, arr.size), default=0)
+    ran = _baseline_ran(arr, positive, pieces, members)
+    arena, off, strategy = _safety_net(arr, positive, off, (lb, ran), strategy, allowance)
     return Placement(
         offsets=_offsets_dict(arr, off),
         arena=arena,
@@ -2423,18 +2421,21 @@ def _strategy(strategies: tuple[str, ...], positive: bool) -> str:
 
 
 def _safety_net(
-    arr: _Arrays, positive: list[int], off: list[int], lb: int, strategy: str, allowance: _Budget
+    arr: _Arrays, positive: list[int], off: list[int], bound: tuple[int, bool], strategy: str, allowance: _Budget
 ) -> tuple[int, list[int], str]:
     """(arena, offsets, strategy): the plan's, or the plain baseline's if that is lower.
 
     Greedy results per piece need not compose better than the plain baseline on the whole input, so never
     return worse than it (optional work: skipped when the budget cannot pay for it, and for huge inputs; a
-    baseline reaching the arena found is left unfinished, as it cannot be chosen).
+    baseline reaching the arena found is left unfinished, as it cannot be chosen). ``bound``: (the lower bound,
+    whether the baseline already ran as the portfolio's first member: see :func:`_baseline_ran`).
     """
     n = len(off)
+    lb, ran = bound
     arena = max(map(add, off, arr.size), default=0)
-    charge = 2 * _pairs(arr, positive) + n if arena > lb else 0
-    baseline = _baseline(arr, arena) if arena > lb and allowance.allows(charge) else None
+    wanted = arena > lb and not ran
+    charge = 2 * _pairs(arr, positive) + n if wanted else 0
+    baseline = _baseline(arr, arena) if wanted and allowance.allows(charge) else None
     if baseline is None:
         return arena, off, strategy
     allowance.spend(charge)
