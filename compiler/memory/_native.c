@@ -700,6 +700,17 @@ done:
     return result;
 }
 
+/* The items' first steps and last steps, each ascending, as keys in signed order (tmp: scratch of m). */
+static void sorted_steps(const int64_t *items, Py_ssize_t m, const int64_t *first, const int64_t *last,
+                         uint64_t *starts, uint64_t *ends, uint64_t *tmp) {
+    for (Py_ssize_t q = 0; q < m; q++) {
+        starts[q] = (uint64_t)first[items[q]] ^ SIGN_BIT;
+        ends[q] = (uint64_t)last[items[q]] ^ SIGN_BIT;
+    }
+    radix_pairs(starts, NULL, tmp, NULL, m);
+    radix_pairs(ends, NULL, tmp, NULL, m);
+}
+
 /* planner._count_pairs: the number of time-overlapping pairs among items. */
 static PyObject *native_count_pairs(PyObject *self, PyObject *args) {
     PyObject *o[3];
@@ -723,16 +734,8 @@ static PyObject *native_count_pairs(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
-    for (Py_ssize_t k = 0; k < m; k++) {
-        if (items[k] < 0 || items[k] >= n) {
-            PyErr_SetString(PyExc_IndexError, "count_pairs: item out of range");
-            goto done;
-        }
-        starts[k] = (uint64_t)first[items[k]] ^ 0x8000000000000000ull; /* in signed order */
-        ends[k] = (uint64_t)last[items[k]] ^ 0x8000000000000000ull;
-    }
-    radix_pairs(starts, NULL, scratch, NULL, m);
-    radix_pairs(ends, NULL, scratch, NULL, m);
+    if (check_items(items, m, n, "count_pairs") < 0) goto done;
+    sorted_steps(items, m, first, last, starts, ends, scratch);
     /* the k-th item by start overlaps every earlier one except those that ended before it started */
     long long pairs = 0;
     Py_ssize_t gone = 0;
@@ -783,12 +786,7 @@ static Py_ssize_t count_below(const uint64_t *a, Py_ssize_t m, uint64_t x, int b
 /* planner._degrees: deg[q] = the number of other items overlapping items[q] (starts, ends, tmp: scratch of m). */
 static void item_degrees(const int64_t *items, Py_ssize_t m, const int64_t *first, const int64_t *last, int64_t *deg,
                          uint64_t *starts, uint64_t *ends, uint64_t *tmp) {
-    for (Py_ssize_t q = 0; q < m; q++) {
-        starts[q] = (uint64_t)first[items[q]] ^ SIGN_BIT; /* in signed order */
-        ends[q] = (uint64_t)last[items[q]] ^ SIGN_BIT;
-    }
-    radix_pairs(starts, NULL, tmp, NULL, m);
-    radix_pairs(ends, NULL, tmp, NULL, m);
+    sorted_steps(items, m, first, last, starts, ends, tmp);
     for (Py_ssize_t q = 0; q < m; q++)
         deg[q] = count_below(starts, m, (uint64_t)last[items[q]] ^ SIGN_BIT, 0) -
                  count_below(ends, m, (uint64_t)first[items[q]] ^ SIGN_BIT, 1) - 1;
@@ -2572,14 +2570,11 @@ static PyObject *native_derive(PyObject *self, PyObject *args) {
     Py_ssize_t m = scatter ? n : diff ? (na ? na - 1 : 0) : na;
     int64_t *out;
     if (m < 0 || !(result = new_i64_array(m, &out))) goto done;
-    for (Py_ssize_t k = 0; k < na && scatter; k++) {
-        if (a[k] < 0 || a[k] >= n) {
-            PyErr_SetString(PyExc_IndexError, "derive: item out of range");
-            Py_CLEAR(result);
-            goto done;
-        }
-        out[a[k]] = b[k];
+    if (scatter && check_items(a, na, n, "derive") < 0) {
+        Py_CLEAR(result);
+        goto done;
     }
+    for (Py_ssize_t k = 0; k < na && scatter; k++) out[a[k]] = b[k];
     for (Py_ssize_t k = 0; k < m && !scatter; k++) {
         if (diff)
             out[k] = a[k + 1] - a[k];
